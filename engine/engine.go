@@ -1,0 +1,428 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/switchyard/switchyard/graph"
+)
+
+// Config configures an Engine. Zero values pick the defaults.
+type Config struct {
+	// Store persists runs; nil keeps them in memory only.
+	Store Store
+	// LLM answers agent and prompt nodes; nil means no LLM configured.
+	LLM *LLM
+	// MaxParallel caps the nodes of one run executing at once (default 16).
+	MaxParallel int
+	// MaxLLMCalls caps concurrent LLM calls across all runs (default 64).
+	MaxLLMCalls int
+	// MaxVisits caps how often one node may run in one run (default 25).
+	MaxVisits int
+	// ArtifactsRoot holds each run's $ARTIFACTS_DIR (default: temp dir).
+	ArtifactsRoot string
+	// Owner names this process in run leases (default: random).
+	Owner string
+	// LeaseTTL is how long a run lease lasts without renewal (default 30s).
+	LeaseTTL time.Duration
+	// Sinks observe every event synchronously, in seq order per run, right
+	// after the store got it. They must not block.
+	Sinks []Sink
+	// Executors adds or replaces node executors by type key.
+	Executors map[string]Executor
+	Logger    *slog.Logger
+}
+
+// Engine runs workflows. It is safe for concurrent use.
+type Engine struct {
+	cfg    Config
+	store  Store
+	log    *slog.Logger
+	llmSem chan struct{}
+	execs  map[string]Executor
+
+	mu     sync.Mutex
+	live   map[string]*runner
+	closed bool
+	wg     sync.WaitGroup
+	stop   chan struct{}
+}
+
+// StartOptions are the per-run inputs.
+type StartOptions struct {
+	// Input is the run's input; "" means none given.
+	Input      string
+	WorkflowID string
+	WorkDir    string
+}
+
+// New builds an engine.
+func New(cfg Config) (*Engine, error) {
+	if cfg.MaxParallel <= 0 {
+		cfg.MaxParallel = 16
+	}
+	if cfg.MaxLLMCalls <= 0 {
+		cfg.MaxLLMCalls = 64
+	}
+	if cfg.MaxVisits <= 0 {
+		cfg.MaxVisits = 25
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = 30 * time.Second
+	}
+	if cfg.Owner == "" {
+		host, _ := os.Hostname()
+		cfg.Owner = fmt.Sprintf("%s/%d/%s", host, os.Getpid(), uuid.NewString()[:8])
+	}
+	if cfg.ArtifactsRoot == "" {
+		cfg.ArtifactsRoot = filepath.Join(os.TempDir(), "switchyard-artifacts")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	st := cfg.Store
+	if st == nil {
+		st = NewMemStore()
+	}
+	e := &Engine{
+		cfg:    cfg,
+		store:  st,
+		log:    cfg.Logger,
+		llmSem: make(chan struct{}, cfg.MaxLLMCalls),
+		execs:  defaultExecutors(),
+		live:   make(map[string]*runner),
+		stop:   make(chan struct{}),
+	}
+	for k, x := range cfg.Executors {
+		e.execs[k] = x
+	}
+	e.wg.Add(1)
+	go e.renewLeases()
+	return e, nil
+}
+
+// Store returns the engine's store.
+func (e *Engine) Store() Store { return e.store }
+
+// LLM returns the configured LLM, or ErrNoLLM.
+func (e *Engine) LLM() (*LLM, error) {
+	if e.cfg.LLM == nil {
+		return nil, ErrNoLLM
+	}
+	return e.cfg.LLM, nil
+}
+
+// Owner is this engine's lease owner name.
+func (e *Engine) Owner() string { return e.cfg.Owner }
+
+// renewLeases keeps this process's run leases alive.
+func (e *Engine) renewLeases() {
+	defer e.wg.Done()
+	t := time.NewTicker(e.cfg.LeaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), e.cfg.LeaseTTL/3)
+			if err := e.store.RenewLeases(ctx, e.cfg.Owner, time.Now().Add(e.cfg.LeaseTTL)); err != nil {
+				e.log.Error("renew run leases", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// Close stops every live run without ending it: runs stay "running" with
+// no owner, so the next process recovers them; paused runs stay paused.
+func (e *Engine) Close() {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return
+	}
+	e.closed = true
+	runners := make([]*runner, 0, len(e.live))
+	for _, r := range e.live {
+		runners = append(runners, r)
+	}
+	e.mu.Unlock()
+	for _, r := range runners {
+		r.shutdown()
+	}
+	for _, r := range runners {
+		<-r.exited
+	}
+	close(e.stop)
+	e.wg.Wait()
+}
+
+// ValidateGraph normalizes g in place and validates it.
+func ValidateGraph(g *graph.Graph) []graph.Problem {
+	probs := graph.Normalize(g)
+	return append(probs, graph.Validate(g)...)
+}
+
+// StartGraph validates and starts a drawn graph. A graph with errors never
+// starts: the error is an *InvalidError carrying the problems.
+func (e *Engine) StartGraph(ctx context.Context, g *graph.Graph, opt StartOptions) (*Run, error) {
+	probs := ValidateGraph(g)
+	if graph.HasErrors(probs) {
+		return nil, &InvalidError{Problems: probs}
+	}
+	def, err := json.Marshal(g)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot graph: %w", err)
+	}
+	p := compileGraph(g, e.cfg.MaxVisits)
+	return e.start(ctx, p, KindGraph, def, opt)
+}
+
+func (e *Engine) start(ctx context.Context, p *plan, kind string, def json.RawMessage, opt StartOptions) (*Run, error) {
+	now := time.Now().UTC()
+	run := &Run{
+		ID: uuid.NewString(), WorkflowID: opt.WorkflowID, Kind: kind, Definition: def,
+		Status: StatusPending, Input: opt.Input, WorkDir: opt.WorkDir,
+		PendingApprovals: []PendingApproval{}, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := e.store.CreateRun(ctx, run, nil); err != nil {
+		return nil, fmt.Errorf("create run: %w", err)
+	}
+	if err := e.store.AcquireRun(ctx, run.ID, e.cfg.Owner, "", now, now.Add(e.cfg.LeaseTTL)); err != nil {
+		return nil, fmt.Errorf("own new run: %w", err)
+	}
+	r := newRunner(e, p, run, nil, 0)
+	for _, i := range p.roots {
+		r.enqueue(i, opt.Input, "")
+	}
+	snap := r.header()
+	if err := e.launch(r); err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
+
+// launch registers r as live and starts its loop.
+func (e *Engine) launch(r *runner) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return errors.New("engine is closed")
+	}
+	if _, dup := e.live[r.run.ID]; dup {
+		e.mu.Unlock()
+		return fmt.Errorf("run %s: %w: already live", r.run.ID, ErrConflict)
+	}
+	e.live[r.run.ID] = r
+	e.mu.Unlock()
+	go r.loop()
+	return nil
+}
+
+// Wait blocks until the run leaves its loop (paused, ended, or engine
+// closed) and returns its header. A run that is not live returns at once.
+func (e *Engine) Wait(ctx context.Context, runID string) (*Run, error) {
+	e.mu.Lock()
+	r := e.live[runID]
+	e.mu.Unlock()
+	if r != nil {
+		select {
+		case <-r.exited:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return e.store.GetRun(ctx, runID)
+}
+
+// Snapshot returns a run's header and node states: live ones from memory,
+// others from the store.
+func (e *Engine) Snapshot(ctx context.Context, runID string) (*Run, []*NodeState, error) {
+	e.mu.Lock()
+	r := e.live[runID]
+	e.mu.Unlock()
+	if r != nil {
+		return r.snapshot()
+	}
+	run, nodes, _, err := e.store.LoadRun(ctx, runID)
+	return run, nodes, err
+}
+
+// Resume answers a node waiting for a human and continues the run in this
+// process. Exactly one of several concurrent resumes of one node wins; the
+// others get ErrConflict. A bad decision is ErrInvalidDecision and changes
+// nothing. nodeID may be "" when exactly one node waits.
+func (e *Engine) Resume(ctx context.Context, runID, nodeID string, d Decision) (*Run, error) {
+	d, err := d.normalize()
+	if err != nil {
+		return nil, err
+	}
+	return e.deliver(ctx, runID, request{kind: reqDecision, nodeID: nodeID, decision: d})
+}
+
+// Continue resumes an interrupted run (or one whose owner died) from its
+// last persisted state: completed nodes are kept, in-flight ones rerun.
+func (e *Engine) Continue(ctx context.Context, runID string) (*Run, error) {
+	return e.deliver(ctx, runID, request{kind: reqContinue})
+}
+
+// Cancel ends a run as cancelled, aborting its in-flight work.
+func (e *Engine) Cancel(ctx context.Context, runID string) (*Run, error) {
+	return e.deliver(ctx, runID, request{kind: reqCancel})
+}
+
+// deliver hands a request to the run's loop, loading the run from the
+// store (and taking its lease) when no loop is live in this process.
+func (e *Engine) deliver(ctx context.Context, runID string, req request) (*Run, error) {
+	req.reply = make(chan reply, 1)
+	for attempt := 0; ; attempt++ {
+		e.mu.Lock()
+		if e.closed {
+			e.mu.Unlock()
+			return nil, errors.New("engine is closed")
+		}
+		r := e.live[runID]
+		if r != nil && r.post(req) {
+			e.mu.Unlock()
+			break
+		}
+		e.mu.Unlock()
+		if r != nil {
+			// The loop is on its way out; wait for it, then load afresh.
+			select {
+			case <-r.exited:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			continue
+		}
+		r, err := e.load(ctx, runID, req.kind)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			continue // raced with another loader in this process
+		}
+		r.post(req)
+		if err := e.launch(r); err != nil {
+			_ = e.store.ReleaseRun(context.WithoutCancel(ctx), runID, e.cfg.Owner)
+			if attempt < 3 && errors.Is(err, ErrConflict) {
+				continue
+			}
+			return nil, err
+		}
+		break
+	}
+	select {
+	case rep := <-req.reply:
+		return rep.run, rep.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// load rebuilds a runner from the store and takes the run's lease.
+func (e *Engine) load(ctx context.Context, runID string, kind reqKind) (*runner, error) {
+	run, err := e.store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if run.Status.Terminal() {
+		return nil, fmt.Errorf("run %s is %s: %w", runID, run.Status, ErrTerminal)
+	}
+	switch kind {
+	case reqDecision:
+		if run.Status != StatusPaused {
+			return nil, fmt.Errorf("run %s is %s: %w", runID, run.Status, ErrNotPaused)
+		}
+	case reqContinue:
+		if run.Status == StatusPaused {
+			return nil, fmt.Errorf("run %s is paused: answer its approval instead: %w", runID, ErrConflict)
+		}
+	}
+	now := time.Now()
+	if err := e.store.AcquireRun(ctx, runID, e.cfg.Owner, run.Status, now, now.Add(e.cfg.LeaseTTL)); err != nil {
+		return nil, fmt.Errorf("run %s is being driven elsewhere: %w", runID, err)
+	}
+	run, nodes, lastSeq, err := e.store.LoadRun(ctx, runID)
+	if err != nil {
+		_ = e.store.ReleaseRun(context.WithoutCancel(ctx), runID, e.cfg.Owner)
+		return nil, err
+	}
+	p, err := e.planFor(run)
+	if err != nil {
+		_ = e.store.ReleaseRun(context.WithoutCancel(ctx), runID, e.cfg.Owner)
+		return nil, err
+	}
+	return newRunner(e, p, run, nodes, lastSeq), nil
+}
+
+// planFor rebuilds the plan from a run's definition snapshot.
+func (e *Engine) planFor(run *Run) (*plan, error) {
+	switch run.Kind {
+	case KindGraph:
+		var g graph.Graph
+		if err := json.Unmarshal(run.Definition, &g); err != nil {
+			return nil, fmt.Errorf("run %s: decode graph snapshot: %w", run.ID, err)
+		}
+		return compileGraph(&g, e.cfg.MaxVisits), nil
+	}
+	if c, ok := planCompilers[run.Kind]; ok {
+		return c(e, run)
+	}
+	return nil, fmt.Errorf("run %s: unknown workflow kind %q", run.ID, run.Kind)
+}
+
+// planCompilers rebuild plans of other workflow kinds (YAML) from a run.
+var planCompilers = map[string]func(e *Engine, run *Run) (*plan, error){}
+
+// Recover takes over runs whose owner died. With resume, they continue
+// from their last persisted state; otherwise they are marked interrupted
+// for the user to resume or cancel. It returns the ids it took.
+func (e *Engine) Recover(ctx context.Context, resume bool) ([]string, error) {
+	ids, err := e.store.ListOrphaned(ctx, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	var took []string
+	for _, id := range ids {
+		if resume {
+			if _, err := e.Continue(ctx, id); err != nil {
+				e.log.Warn("recover run", "run", id, "err", err)
+				continue
+			}
+		} else if err := e.markInterrupted(ctx, id); err != nil {
+			e.log.Warn("mark run interrupted", "run", id, "err", err)
+			continue
+		}
+		took = append(took, id)
+	}
+	return took, nil
+}
+
+func (e *Engine) markInterrupted(ctx context.Context, runID string) error {
+	now := time.Now()
+	if err := e.store.AcquireRun(ctx, runID, e.cfg.Owner, StatusRunning, now, now.Add(e.cfg.LeaseTTL)); err != nil {
+		return err
+	}
+	defer func() { _ = e.store.ReleaseRun(context.WithoutCancel(ctx), runID, e.cfg.Owner) }()
+	run, _, lastSeq, err := e.store.LoadRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	run.Status = StatusInterrupted
+	run.UpdatedAt = now.UTC()
+	e.store.Emit(&Event{Seq: lastSeq + 1, RunID: runID, NodeID: SystemNodeID, Type: EvRunStatus,
+		Content: string(StatusInterrupted), Timestamp: now.UTC()})
+	return e.store.Checkpoint(ctx, run, nil)
+}

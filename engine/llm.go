@@ -1,0 +1,409 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// LLMConfig configures the OpenAI-compatible provider.
+type LLMConfig struct {
+	APIKey  string
+	BaseURL string
+	// DefaultModel is used when a node names none.
+	DefaultModel string
+	// Responses makes the Responses API the default (Chat Completions
+	// otherwise); nodes with web search always use it.
+	Responses bool
+	// MaxAttempts bounds tries of one call on transient errors (default 4).
+	MaxAttempts int
+	// RetryBase is the first backoff delay (default 500ms), doubled per try.
+	RetryBase time.Duration
+	// RequestTimeout bounds one HTTP exchange (default 10 minutes).
+	RequestTimeout time.Duration
+	HTTPClient     *http.Client
+}
+
+// DefaultModel is the model used when neither the node nor the
+// configuration names one.
+const DefaultModel = "gpt-5-mini"
+
+// LLMConfigFromEnv reads OPENAI_API_KEY, OPENAI_BASE_URL, SWITCHYARD_MODEL
+// and SWITCHYARD_LLM_API (chat|responses). ok is false when neither key
+// nor base URL is set: no LLM is configured.
+func LLMConfigFromEnv() (cfg LLMConfig, ok bool) {
+	cfg.APIKey = os.Getenv("OPENAI_API_KEY")
+	cfg.BaseURL = os.Getenv("OPENAI_BASE_URL")
+	cfg.DefaultModel = os.Getenv("SWITCHYARD_MODEL")
+	cfg.Responses = strings.EqualFold(os.Getenv("SWITCHYARD_LLM_API"), "responses")
+	return cfg, cfg.APIKey != "" || cfg.BaseURL != ""
+}
+
+// LLM talks to an OpenAI-compatible server through openai-go.
+type LLM struct {
+	cfg    LLMConfig
+	client openai.Client
+}
+
+// NewLLM builds the provider; it needs an API key or a base URL.
+func NewLLM(cfg LLMConfig) (*LLM, error) {
+	if cfg.APIKey == "" && cfg.BaseURL == "" {
+		return nil, ErrNoLLM
+	}
+	if cfg.DefaultModel == "" {
+		cfg.DefaultModel = DefaultModel
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 4
+	}
+	if cfg.RetryBase <= 0 {
+		cfg.RetryBase = 500 * time.Millisecond
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 10 * time.Minute
+	}
+	key := cfg.APIKey
+	if key == "" {
+		key = "none" // local servers (Ollama, vLLM) accept any key
+	}
+	// Retries are ours, not the SDK's, so each failed attempt shows in the log.
+	opts := []option.RequestOption{option.WithAPIKey(key), option.WithMaxRetries(0)}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	return &LLM{cfg: cfg, client: openai.NewClient(opts...)}, nil
+}
+
+// Model resolves a node's model name.
+func (l *LLM) Model(m string) string {
+	if m != "" {
+		return m
+	}
+	return l.cfg.DefaultModel
+}
+
+// Message is one turn of a conversation, independent of the wire API.
+type Message struct {
+	Role       string // system | user | assistant | tool
+	Content    string
+	ToolCalls  []ToolCall
+	ToolCallID string
+}
+
+// ToolCall is a function call the model asked for.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string
+}
+
+// ToolSpec declares a function tool.
+type ToolSpec struct {
+	Name        string
+	Description string
+	Parameters  map[string]any
+}
+
+// LLMRequest is one model call.
+type LLMRequest struct {
+	Model     string
+	Effort    string
+	Messages  []Message
+	Tools     []ToolSpec
+	WebSearch bool
+	// Schema asks for JSON output matching this JSON Schema.
+	Schema map[string]any
+}
+
+// LLMResponse is a model's answer: text, tool calls, or both.
+type LLMResponse struct {
+	Text      string
+	ToolCalls []ToolCall
+}
+
+// LLMError is a failed call; Status is the HTTP status when there was one.
+type LLMError struct {
+	Status    int
+	Transient bool
+	Err       error
+}
+
+func (e *LLMError) Error() string { return e.Err.Error() }
+func (e *LLMError) Unwrap() error { return e.Err }
+
+// Complete makes one model call, streaming text to onDelta, retrying
+// transient failures with exponential backoff. onRetry is told of every
+// failed attempt that will be retried.
+func (l *LLM) Complete(ctx context.Context, req LLMRequest, onDelta func(string), onRetry func(attempt int, err error, wait time.Duration)) (*LLMResponse, error) {
+	req.Model = l.Model(req.Model)
+	var last error
+	for attempt := 1; attempt <= l.cfg.MaxAttempts; attempt++ {
+		resp, err := l.once(ctx, req, onDelta)
+		if err == nil {
+			return resp, nil
+		}
+		last = err
+		var le *LLMError
+		if ctx.Err() != nil || !errors.As(err, &le) || !le.Transient || attempt == l.cfg.MaxAttempts {
+			break
+		}
+		wait := l.backoff(attempt, err)
+		if onRetry != nil {
+			onRetry(attempt, err, wait)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return nil, last
+}
+
+func (l *LLM) backoff(attempt int, err error) time.Duration {
+	d := l.cfg.RetryBase << (attempt - 1)
+	var ae *openai.Error
+	if errors.As(err, &ae) && ae.Response != nil {
+		if s, perr := strconv.Atoi(ae.Response.Header.Get("Retry-After")); perr == nil && s >= 0 {
+			ra := time.Duration(s) * time.Second
+			if ra > d {
+				d = ra
+			}
+		}
+	}
+	if d > 30*time.Second {
+		d = 30 * time.Second
+	}
+	return d + time.Duration(rand.Int64N(int64(d)/4+1)) // jitter spreads retry storms
+}
+
+func (l *LLM) once(ctx context.Context, req LLMRequest, onDelta func(string)) (*LLMResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.RequestTimeout)
+	defer cancel()
+	var (
+		resp *LLMResponse
+		err  error
+	)
+	if req.WebSearch || l.cfg.Responses {
+		resp, err = l.viaResponses(ctx, req, onDelta)
+	} else {
+		resp, err = l.viaChat(ctx, req, onDelta)
+	}
+	if err != nil {
+		return nil, classify(err)
+	}
+	return resp, nil
+}
+
+// classify marks which failures are worth retrying: rate limits, server
+// errors, timeouts, broken connections and cut streams; never auth or
+// request errors.
+func classify(err error) error {
+	var le *LLMError
+	if errors.As(err, &le) {
+		return err
+	}
+	var ae *openai.Error
+	if errors.As(err, &ae) {
+		st := ae.StatusCode
+		transient := st == http.StatusTooManyRequests || st == http.StatusRequestTimeout || st >= 500
+		return &LLMError{Status: st, Transient: transient, Err: fmt.Errorf("LLM request failed: %w", err)}
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	var ne net.Error
+	transient := errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) ||
+		errors.Is(err, errTruncated) || strings.Contains(err.Error(), "EOF") ||
+		strings.Contains(err.Error(), "connection reset")
+	return &LLMError{Transient: transient, Err: fmt.Errorf("LLM request failed: %w", err)}
+}
+
+var errTruncated = errors.New("response stream ended early")
+
+func (l *LLM) viaChat(ctx context.Context, req LLMRequest, onDelta func(string)) (*LLMResponse, error) {
+	params := openai.ChatCompletionNewParams{Model: shared.ChatModel(req.Model)}
+	for _, m := range req.Messages {
+		switch m.Role {
+		case "system":
+			params.Messages = append(params.Messages, openai.SystemMessage(m.Content))
+		case "user":
+			params.Messages = append(params.Messages, openai.UserMessage(m.Content))
+		case "tool":
+			params.Messages = append(params.Messages, openai.ToolMessage(m.Content, m.ToolCallID))
+		case "assistant":
+			am := openai.ChatCompletionAssistantMessageParam{}
+			if m.Content != "" {
+				am.Content.OfString = openai.String(m.Content)
+			}
+			for _, tc := range m.ToolCalls {
+				am.ToolCalls = append(am.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+						ID:       tc.ID,
+						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.Arguments},
+					},
+				})
+			}
+			params.Messages = append(params.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &am})
+		}
+	}
+	for _, t := range req.Tools {
+		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name: t.Name, Description: openai.String(t.Description), Parameters: t.Parameters,
+		}))
+	}
+	if req.Effort != "" {
+		params.ReasoningEffort = shared.ReasoningEffort(req.Effort)
+	}
+	if req.Schema != nil {
+		params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{
+			OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+				JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "output", Schema: req.Schema},
+			},
+		}
+	}
+	stream := l.client.Chat.Completions.NewStreaming(ctx, params)
+	defer stream.Close()
+	var (
+		text     strings.Builder
+		calls    []ToolCall
+		finished bool
+	)
+	for stream.Next() {
+		chunk := stream.Current()
+		for _, ch := range chunk.Choices {
+			if d := ch.Delta.Content; d != "" {
+				text.WriteString(d)
+				if onDelta != nil {
+					onDelta(d)
+				}
+			}
+			for _, tc := range ch.Delta.ToolCalls {
+				idx := int(tc.Index)
+				for len(calls) <= idx {
+					calls = append(calls, ToolCall{})
+				}
+				if tc.ID != "" {
+					calls[idx].ID = tc.ID
+				}
+				if tc.Function.Name != "" {
+					calls[idx].Name += tc.Function.Name
+				}
+				calls[idx].Arguments += tc.Function.Arguments
+			}
+			if ch.FinishReason != "" {
+				finished = true
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, err
+	}
+	if !finished {
+		return nil, errTruncated
+	}
+	return &LLMResponse{Text: text.String(), ToolCalls: calls}, nil
+}
+
+func (l *LLM) viaResponses(ctx context.Context, req LLMRequest, onDelta func(string)) (*LLMResponse, error) {
+	params := responses.ResponseNewParams{Model: shared.ResponsesModel(req.Model), Store: openai.Bool(false)}
+	var items []responses.ResponseInputItemUnionParam
+	for _, m := range req.Messages {
+		switch m.Role {
+		case "system":
+			params.Instructions = openai.String(m.Content)
+		case "user":
+			items = append(items, responses.ResponseInputItemParamOfMessage(m.Content, responses.EasyInputMessageRoleUser))
+		case "assistant":
+			if m.Content != "" {
+				items = append(items, responses.ResponseInputItemParamOfMessage(m.Content, responses.EasyInputMessageRoleAssistant))
+			}
+			for _, tc := range m.ToolCalls {
+				items = append(items, responses.ResponseInputItemParamOfFunctionCall(tc.Arguments, tc.ID, tc.Name))
+			}
+		case "tool":
+			item := responses.ResponseInputItemParamOfFunctionCallOutput(m.Content)
+			item.OfFunctionCallOutput.CallID = openai.String(m.ToolCallID)
+			items = append(items, item)
+		}
+	}
+	params.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: items}
+	for _, t := range req.Tools {
+		params.Tools = append(params.Tools, responses.ToolUnionParam{OfFunction: &responses.FunctionToolParam{
+			Name: t.Name, Description: openai.String(t.Description), Parameters: t.Parameters, Strict: openai.Bool(false),
+		}})
+	}
+	if req.WebSearch {
+		params.Tools = append(params.Tools, responses.ToolParamOfWebSearch(responses.WebSearchToolTypeWebSearch))
+	}
+	if req.Effort != "" {
+		params.Reasoning = shared.ReasoningParam{Effort: shared.ReasoningEffort(req.Effort)}
+	}
+	if req.Schema != nil {
+		params.Text = responses.ResponseTextConfigParam{Format: responses.ResponseFormatTextConfigUnionParam{
+			OfJSONSchema: &responses.ResponseFormatTextJSONSchemaConfigParam{Name: "output", Schema: req.Schema},
+		}}
+	}
+	stream := l.client.Responses.NewStreaming(ctx, params)
+	defer stream.Close()
+	var (
+		text  strings.Builder
+		final *responses.Response
+	)
+	for stream.Next() {
+		ev := stream.Current()
+		switch ev.Type {
+		case "response.output_text.delta":
+			text.WriteString(ev.Delta)
+			if onDelta != nil {
+				onDelta(ev.Delta)
+			}
+		case "response.completed":
+			r := ev.Response
+			final = &r
+		case "response.failed", "response.incomplete", "error":
+			msg := ev.Message
+			if msg == "" {
+				msg = ev.Response.Error.Message
+			}
+			return nil, &LLMError{Err: fmt.Errorf("LLM response %s: %s", strings.TrimPrefix(ev.Type, "response."), msg)}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, err
+	}
+	if final == nil {
+		return nil, errTruncated
+	}
+	out := &LLMResponse{Text: final.OutputText()}
+	if out.Text == "" {
+		out.Text = text.String()
+	}
+	for _, item := range final.Output {
+		if item.Type == "function_call" {
+			fc := item.AsFunctionCall()
+			out.ToolCalls = append(out.ToolCalls, ToolCall{ID: fc.CallID, Name: fc.Name, Arguments: fc.Arguments})
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,367 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchyard/switchyard/graph"
+)
+
+// defaultExecutors is the one place node types are registered.
+func defaultExecutors() map[string]Executor {
+	m := map[string]Executor{
+		graph.TypeStart:    startExec{},
+		graph.TypeIf:       ifExec{},
+		graph.TypeApproval: approvalExec{},
+		graph.TypeAgent:    agentExec{},
+	}
+	for k, x := range extraExecutors {
+		m[k] = x
+	}
+	return m
+}
+
+// extraExecutors lets other files of this package (YAML node types)
+// register themselves without touching the map above.
+var extraExecutors = map[string]Executor{}
+
+// DefaultSystemPrompt is an agent's system prompt when it sets none.
+const DefaultSystemPrompt = "You are a helpful assistant."
+
+// maxAgentTurns bounds model turns in one agent invocation.
+const maxAgentTurns = 20
+
+type startExec struct{}
+
+func (startExec) inline() {}
+
+func (startExec) Execute(_ context.Context, x *Exec) (Result, error) {
+	if in := x.RunInput(); in != "" {
+		return Result{Output: in}, nil
+	}
+	n := x.Spec().(graph.Node)
+	return Result{Output: n.Data.InitialInput}, nil
+}
+
+type ifExec struct{}
+
+func (ifExec) inline() {}
+
+func (ifExec) Execute(_ context.Context, x *Exec) (Result, error) {
+	n := x.Spec().(graph.Node)
+	subject := strings.ToLower(x.Input)
+	for i, c := range n.Data.Conditions {
+		v := strings.ToLower(strings.TrimSpace(c.Value))
+		var match bool
+		if v != "" {
+			switch c.Operator {
+			case graph.OpContains:
+				match = strings.Contains(subject, v)
+			default:
+				match = subject == v
+			}
+		}
+		op := c.Operator
+		if op == "" {
+			op = graph.OpEqual
+		}
+		x.Emit(EvLogicCheck, fmt.Sprintf("Condition %d (%s %q) evaluated as %t", i+1, op, c.Value, match),
+			map[string]any{"index": i, "operator": op, "value": c.Value, "result": match})
+		if match {
+			return Result{Output: x.Input, Handle: fmt.Sprintf("%s%d", graph.HandleConditionPrefix, i)}, nil
+		}
+	}
+	return Result{Output: x.Input, Handle: graph.HandleFalse}, nil
+}
+
+type approvalExec struct{}
+
+func (approvalExec) inline() {}
+
+func (approvalExec) Execute(_ context.Context, x *Exec) (Result, error) {
+	n := x.Spec().(graph.Node)
+	prompt := n.Data.Prompt
+	if strings.TrimSpace(prompt) == "" {
+		prompt = "Waiting for user approval"
+	}
+	return Result{Wait: &Wait{Prompt: prompt}}, nil
+}
+
+func (approvalExec) Resume(_ context.Context, x *Exec, d Decision) (Result, error) {
+	if d.Decision == graph.HandleApprove {
+		x.Emit(EvInputReceived, "User approved this step.", d)
+		return Result{Output: x.Input, Handle: graph.HandleApprove, Decided: true}, nil
+	}
+	x.Emit(EvInputReceived, "User rejected this step. Feedback: "+d.Note, d)
+	return Result{Output: x.Input, Handle: graph.HandleReject, Decided: true, Rejection: d.Note}, nil
+}
+
+type agentExec struct{}
+
+func (agentExec) Execute(ctx context.Context, x *Exec) (Result, error) {
+	n := x.Spec().(graph.Node)
+	llm, err := x.Engine().LLM()
+	if err != nil {
+		return Result{}, err
+	}
+	vars := execVars{x}
+	user := n.Data.UserPrompt
+	if strings.TrimSpace(user) == "" {
+		user = x.Input
+	} else if user, err = x.substitute(user, vars); err != nil {
+		return Result{}, err
+	}
+	system := n.Data.SystemPrompt
+	if strings.TrimSpace(system) == "" {
+		system = DefaultSystemPrompt
+	} else if system, err = x.substitute(system, vars); err != nil {
+		return Result{}, err
+	}
+	x.Emit(EvStartPrompt, user, map[string]any{"systemPrompt": system, "model": llm.Model(n.Data.Model)})
+	a := &agentCall{x: x, llm: llm, subagents: x.r.plan.subagents}
+	text, err := a.run(ctx, n, system, user, 0, "")
+	if err != nil {
+		return Result{}, err
+	}
+	x.Emit(EvLLMResponse, text, nil)
+	return Result{Output: text}, nil
+}
+
+// substitute resolves variables in s, logging warnings as events.
+func (x *Exec) substitute(s string, src VarSource) (string, error) {
+	out, warns, err := Substitute(s, x.Input, src, nil)
+	for _, w := range warns {
+		x.Emit(EvWarning, w.Message, nil)
+	}
+	return out, err
+}
+
+// agentCall runs one agent invocation with its subagent tools.
+type agentCall struct {
+	x         *Exec
+	llm       *LLM
+	subagents map[string][]graph.Node
+	callSeq   int64
+	mu        sync.Mutex
+}
+
+func (a *agentCall) nextCallID() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.callSeq++
+	return fmt.Sprintf("%s-call-%d", a.x.NodeID(), a.callSeq)
+}
+
+// SubagentToolName is the function name under which a subagent is offered.
+func SubagentToolName(n graph.Node) string {
+	slug := make([]byte, 0, len(n.Data.AgentName))
+	for _, c := range strings.ToLower(n.Data.AgentName) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+			slug = append(slug, byte(c))
+		default:
+			if len(slug) > 0 && slug[len(slug)-1] != '_' {
+				slug = append(slug, '_')
+			}
+		}
+	}
+	s := strings.Trim(string(slug), "_")
+	if s == "" {
+		s = "agent"
+	}
+	name := "subagent_" + s + "_" + n.ID
+	if len(name) > 64 { // the API limit on function names
+		keep := 64 - len("subagent__") - len(n.ID)
+		if keep < 1 {
+			keep = 1
+		}
+		if keep < len(s) {
+			s = s[:keep]
+		}
+		name = "subagent_" + s + "_" + n.ID
+		if len(name) > 64 {
+			name = name[:64]
+		}
+	}
+	return name
+}
+
+type subagentEvent struct {
+	ParentNodeID   string `json:"parentNodeId"`
+	SubagentNodeID string `json:"subagentNodeId"`
+	SubagentName   string `json:"subagentName"`
+	CallID         string `json:"callId"`
+	ParentCallID   string `json:"parentCallId,omitempty"`
+	Depth          int    `json:"depth"`
+	Message        string `json:"message,omitempty"`
+}
+
+func (e subagentEvent) String() string {
+	b, _ := json.Marshal(e)
+	return string(b)
+}
+
+// run drives the model/tool loop for node n at the given depth (0 = the
+// node itself) and returns the final text.
+func (a *agentCall) run(ctx context.Context, n graph.Node, system, user string, depth int, callID string) (string, error) {
+	children := a.subagents[n.ID]
+	if !n.SubagentsEnabled() {
+		children = nil
+	}
+	byName := make(map[string]graph.Node, len(children))
+	var tools []ToolSpec
+	for _, c := range children {
+		name := SubagentToolName(c)
+		byName[name] = c
+		desc := c.Data.SystemPrompt
+		if desc == "" {
+			desc = "Ask the " + c.Data.AgentName + " agent."
+		}
+		tools = append(tools, ToolSpec{Name: name, Description: desc, Parameters: map[string]any{
+			"type":       "object",
+			"properties": map[string]any{"input": map[string]any{"type": "string", "description": "What to ask the agent."}},
+			"required":   []string{"input"},
+		}})
+	}
+	msgs := []Message{{Role: "system", Content: system}, {Role: "user", Content: user}}
+	var deltas *coalescer
+	if depth == 0 {
+		deltas = newCoalescer(a.x)
+	}
+	for turn := 0; turn < maxAgentTurns; turn++ {
+		resp, err := a.complete(ctx, LLMRequest{
+			Model: n.Data.Model, Effort: n.Data.ReasoningEffort, Messages: msgs,
+			Tools: tools, WebSearch: n.WebSearchEnabled(),
+		}, deltas, callID)
+		if err != nil {
+			return "", err
+		}
+		if len(resp.ToolCalls) == 0 {
+			return resp.Text, nil
+		}
+		msgs = append(msgs, Message{Role: "assistant", Content: resp.Text, ToolCalls: resp.ToolCalls})
+		results := make([]string, len(resp.ToolCalls))
+		var wg sync.WaitGroup
+		for k, tc := range resp.ToolCalls {
+			wg.Add(1)
+			go func() { // tool calls of one response run concurrently
+				defer wg.Done()
+				results[k] = a.callTool(ctx, n, byName, tc, depth, callID)
+			}()
+		}
+		wg.Wait()
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		for k, tc := range resp.ToolCalls {
+			msgs = append(msgs, Message{Role: "tool", ToolCallID: tc.ID, Content: results[k]})
+		}
+	}
+	return "", fmt.Errorf("agent %q made %d model turns without a final answer", n.ID, maxAgentTurns)
+}
+
+// complete makes one model call under the process-wide LLM cap.
+func (a *agentCall) complete(ctx context.Context, req LLMRequest, deltas *coalescer, callID string) (*LLMResponse, error) {
+	e := a.x.Engine()
+	select {
+	case e.llmSem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-e.llmSem }()
+	var onDelta func(string)
+	if deltas != nil {
+		onDelta = deltas.add
+	}
+	resp, err := a.llm.Complete(ctx, req, onDelta, func(attempt int, err error, wait time.Duration) {
+		a.x.Emit(EvLLMError, fmt.Sprintf("%v (attempt %d; retrying in %s)", err, attempt, wait.Round(time.Millisecond)),
+			map[string]any{"attempt": attempt, "retryInMs": wait.Milliseconds(), "callId": callID})
+	})
+	if deltas != nil {
+		deltas.flush()
+	}
+	if err != nil && ctx.Err() == nil {
+		a.x.Emit(EvLLMError, err.Error(), map[string]any{"callId": callID, "final": true})
+	}
+	return resp, err
+}
+
+// callTool runs one subagent tool call and returns the tool result text.
+func (a *agentCall) callTool(ctx context.Context, parent graph.Node, byName map[string]graph.Node, tc ToolCall, depth int, parentCallID string) string {
+	child, ok := byName[tc.Name]
+	if !ok {
+		return fmt.Sprintf("error: no tool named %q", tc.Name)
+	}
+	var args struct {
+		Input string `json:"input"`
+	}
+	if err := json.Unmarshal([]byte(tc.Arguments), &args); err != nil {
+		args.Input = tc.Arguments // models sometimes send bare text
+	}
+	ev := subagentEvent{ParentNodeID: parent.ID, SubagentNodeID: child.ID, SubagentName: child.Data.AgentName,
+		CallID: a.nextCallID(), ParentCallID: parentCallID, Depth: depth + 1, Message: args.Input}
+	a.x.Emit(EvSubagentCallStart, ev.String(), nil)
+	system := child.Data.SystemPrompt
+	if strings.TrimSpace(system) == "" {
+		system = DefaultSystemPrompt
+	}
+	text, err := a.run(ctx, child, system, args.Input, depth+1, ev.CallID)
+	if err != nil {
+		ev.Message = err.Error()
+		a.x.Emit(EvSubagentCallError, ev.String(), nil)
+		return "error: " + err.Error()
+	}
+	ev.Message = text
+	a.x.Emit(EvSubagentCallEnd, ev.String(), nil)
+	return text
+}
+
+// coalescer batches streamed text into at most ~10 llm_delta events per
+// second per node, so a fast stream does not flood the log.
+type coalescer struct {
+	x     *Exec
+	mu    sync.Mutex
+	buf   strings.Builder
+	last  time.Time
+	timer *time.Timer
+}
+
+const deltaInterval = 100 * time.Millisecond
+
+func newCoalescer(x *Exec) *coalescer { return &coalescer{x: x} }
+
+func (c *coalescer) add(s string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buf.WriteString(s)
+	if time.Since(c.last) >= deltaInterval {
+		c.flushLocked()
+		return
+	}
+	if c.timer == nil { // flush the tail even if the stream pauses
+		c.timer = time.AfterFunc(deltaInterval, c.flush)
+	}
+}
+
+func (c *coalescer) flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.flushLocked()
+}
+
+func (c *coalescer) flushLocked() {
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
+	if c.buf.Len() == 0 {
+		return
+	}
+	c.x.Emit(EvLLMDelta, c.buf.String(), nil)
+	c.buf.Reset()
+	c.last = time.Now()
+}

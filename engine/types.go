@@ -1,0 +1,187 @@
+// Package engine runs workflows: visual graphs and YAML DAGs share one
+// scheduler, one executor per node type, variable substitution, and the LLM
+// provider. It persists through the Store interface and reports every step
+// as an Event; it knows nothing of SQLite, HTTP or websockets.
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/switchyard/switchyard/graph"
+)
+
+// RunStatus is a run's lifecycle state:
+// pending → running → (paused ⇄ running) → completed | failed | cancelled.
+// interrupted marks a run whose process died and which was left for the user
+// (--no-recover) to resume or cancel.
+type RunStatus string
+
+// Run statuses.
+const (
+	StatusPending     RunStatus = "pending"
+	StatusRunning     RunStatus = "running"
+	StatusPaused      RunStatus = "paused"
+	StatusCompleted   RunStatus = "completed"
+	StatusFailed      RunStatus = "failed"
+	StatusCancelled   RunStatus = "cancelled"
+	StatusInterrupted RunStatus = "interrupted"
+)
+
+// Terminal reports whether no further transition can happen.
+func (s RunStatus) Terminal() bool {
+	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled
+}
+
+// NodeStatus is one node's state within a run.
+type NodeStatus string
+
+// Node statuses. The zero value "" means idle: not reached (yet).
+const (
+	NodeIdle      NodeStatus = ""
+	NodePending   NodeStatus = "pending" // some inputs arrived; waiting for the others to settle
+	NodeQueued    NodeStatus = "queued"  // decided to run; waiting for a slot or for the run to resume
+	NodeRunning   NodeStatus = "running"
+	NodeWaiting   NodeStatus = "waiting" // paused for a human (approval, interactive loop gate)
+	NodeCompleted NodeStatus = "completed"
+	NodeFailed    NodeStatus = "failed"
+	NodeSkipped   NodeStatus = "skipped"
+)
+
+// Settled reports whether the node's current visit has ended.
+func (s NodeStatus) Settled() bool {
+	return s == NodeCompleted || s == NodeFailed || s == NodeSkipped
+}
+
+// Workflow kinds.
+const (
+	KindGraph = "graph"
+	KindYAML  = "yaml"
+)
+
+// Event types. Every event is also a line of the live log.
+const (
+	EvStepStart         = "step_start"
+	EvStartPrompt       = "start_prompt"
+	EvLLMDelta          = "llm_delta"
+	EvLLMResponse       = "llm_response"
+	EvLLMError          = "llm_error"
+	EvLogicCheck        = "logic_check"
+	EvWaitInput         = "wait_input"
+	EvInputReceived     = "input_received"
+	EvStepEnd           = "step_end"
+	EvError             = "error"
+	EvWarning           = "warning"
+	EvRunStatus         = "run_status"
+	EvOutput            = "output" // a line of a bash/script node's output
+	EvSubagentCallStart = "subagent_call_start"
+	EvSubagentCallEnd   = "subagent_call_end"
+	EvSubagentCallError = "subagent_call_error"
+	EvToolCall          = "tool_call"
+)
+
+// SystemNodeID is the NodeID of run-level events.
+const SystemNodeID = "system"
+
+// Event is one entry of a run's log. Seq is 1, 2, 3, ... per run, gapless.
+type Event struct {
+	Seq       int64           `json:"seq"`
+	RunID     string          `json:"runId"`
+	NodeID    string          `json:"nodeId"`
+	Type      string          `json:"type"`
+	Content   string          `json:"content"`
+	Timestamp time.Time       `json:"timestamp"`
+	Data      json.RawMessage `json:"data,omitempty"`
+}
+
+// PendingApproval is a node waiting for a human decision.
+type PendingApproval struct {
+	NodeID string    `json:"nodeId"`
+	Prompt string    `json:"prompt"`
+	Input  string    `json:"input"` // the output being approved
+	Since  time.Time `json:"since"`
+}
+
+// Run is a run's header: everything but per-node state.
+type Run struct {
+	ID               string            `json:"runId"`
+	WorkflowID       string            `json:"workflowId,omitempty"`
+	Kind             string            `json:"kind"`
+	Definition       json.RawMessage   `json:"definition"` // snapshot: normalized graph JSON or YAML source
+	Status           RunStatus         `json:"status"`
+	Input            string            `json:"input"`
+	WaitingForInput  bool              `json:"waitingForInput"`
+	CurrentNodeID    string            `json:"currentNodeId,omitempty"`
+	PendingApprovals []PendingApproval `json:"pendingApprovals"`
+	Error            string            `json:"error,omitempty"`
+	WorkDir          string            `json:"workDir,omitempty"`
+	CreatedAt        time.Time         `json:"createdAt"`
+	UpdatedAt        time.Time         `json:"updatedAt"`
+	FinishedAt       *time.Time        `json:"finishedAt,omitempty"`
+}
+
+// NodeState is one node's persisted state within a run. Input is the input
+// the node runs (or ran) with; Fired lists the ids of incoming edges that have
+// fired for the node's next visit; Wait is an executor's private state while
+// the node waits for a human.
+type NodeState struct {
+	NodeID   string     `json:"nodeId"`
+	Status   NodeStatus `json:"status"`
+	Input    string     `json:"input,omitempty"`
+	Output   string     `json:"output,omitempty"`
+	Handle   string     `json:"handle,omitempty"` // the branch a completed node took
+	Error    string     `json:"error,omitempty"`
+	Visits   int        `json:"visits"`
+	Attempts int        `json:"attempts"`
+	Fired    []string   `json:"fired,omitempty"`
+	// Rejection is the approval rejection note in effect for this visit
+	// ($REJECTION_REASON); it flows along the edges the node activates.
+	Rejection  string          `json:"rejection,omitempty"`
+	Wait       json.RawMessage `json:"wait,omitempty"`
+	StartedAt  *time.Time      `json:"startedAt,omitempty"`
+	FinishedAt *time.Time      `json:"finishedAt,omitempty"`
+}
+
+// Errors callers check with errors.Is.
+var (
+	ErrNotFound        = errors.New("not found")
+	ErrConflict        = errors.New("conflict")
+	ErrNotWaiting      = errors.New("node is not waiting for input")
+	ErrNotPaused       = errors.New("run is not paused")
+	ErrInvalidDecision = errors.New("decision must be approve or reject")
+	ErrNoLLM           = errors.New("no LLM configured: set OPENAI_API_KEY or OPENAI_BASE_URL")
+	ErrInvalidWorkflow = errors.New("invalid workflow")
+	ErrTerminal        = errors.New("run has already ended")
+)
+
+// InvalidError carries the problems of a workflow that failed validation.
+type InvalidError struct {
+	Problems []graph.Problem
+}
+
+func (e *InvalidError) Error() string {
+	var msgs []string
+	for _, p := range e.Problems {
+		if p.IsError() {
+			msgs = append(msgs, fmt.Sprintf("%s: %s", p.Code, p.Message))
+		}
+	}
+	return "invalid workflow: " + strings.Join(msgs, "; ")
+}
+
+// Unwrap makes errors.Is(err, ErrInvalidWorkflow) true.
+func (e *InvalidError) Unwrap() error { return ErrInvalidWorkflow }
+
+// lastStatus is the status a node had after its last visit.
+func (n *NodeState) lastStatus() NodeStatus {
+	switch {
+	case n.Error != "":
+		return NodeFailed
+	case n.FinishedAt != nil:
+		return NodeCompleted
+	}
+	return NodeIdle
+}

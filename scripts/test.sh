@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs every Switchyard test: Go (vet, gofmt, race tests) and, when the web
+# UI is present, its unit and browser tests. CI calls exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== go vet"
+go vet ./...
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './web/node_modules/*'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+echo "== go test -race"
+go test -race -count=1 -timeout 20m ./...
+
+if [ -f web/package.json ] && [ "${SWITCHYARD_SKIP_WEB:-}" != "1" ]; then
+  echo "== web: npm ci"
+  npm ci --no-audit --no-fund
+  echo "== web: typecheck + unit tests"
+  npm run typecheck:web
+  npm run test:web
+fi
