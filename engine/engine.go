@@ -255,7 +255,28 @@ func (e *Engine) Snapshot(ctx context.Context, runID string) (*Run, []*NodeState
 		return r.snapshot()
 	}
 	run, nodes, _, err := e.store.LoadRun(ctx, runID)
-	return run, nodes, err
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := e.planFor(run)
+	if err != nil {
+		return run, nodes, nil
+	}
+	// Nodes never reached have no stored state: report them idle, in
+	// definition order.
+	byID := make(map[string]*NodeState, len(nodes))
+	for _, n := range nodes {
+		byID[n.NodeID] = n
+	}
+	all := make([]*NodeState, len(p.nodes))
+	for i, pn := range p.nodes {
+		if n, ok := byID[pn.id]; ok {
+			all[i] = n
+		} else {
+			all[i] = &NodeState{NodeID: pn.id}
+		}
+	}
+	return run, all, nil
 }
 
 // Resume answers a node waiting for a human and continues the run in this

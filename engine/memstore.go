@@ -32,7 +32,8 @@ func NewMemStore() *MemStore {
 func copyRun(r *Run) Run {
 	c := *r
 	c.PendingApprovals = append([]PendingApproval{}, r.PendingApprovals...)
-	c.Definition = append(json.RawMessage(nil), r.Definition...)
+	// Definition is immutable once a run exists: share it, never copy it
+	// (copying it on every checkpoint made long chains quadratic).
 	if r.FinishedAt != nil {
 		t := *r.FinishedAt
 		c.FinishedAt = &t
@@ -55,8 +56,13 @@ func copyNode(n *NodeState) *NodeState {
 
 // Emit stores an event.
 func (m *MemStore) Emit(ev *Event) {
+	c := *ev
+	c.Data = append(json.RawMessage(nil), ev.Data...) // the caller may reuse its buffer
+	if len(c.Data) == 0 {
+		c.Data = nil
+	}
 	m.mu.Lock()
-	m.events[ev.RunID] = append(m.events[ev.RunID], *ev)
+	m.events[ev.RunID] = append(m.events[ev.RunID], c)
 	m.mu.Unlock()
 }
 
@@ -204,7 +210,10 @@ func (m *MemStore) ClaimWaitingNode(_ context.Context, runID, nodeID, owner stri
 		return fmt.Errorf("run %s is not owned by %s: %w", runID, owner, ErrConflict)
 	}
 	n, ok := mr.nodes[nodeID]
-	if !ok || n.Status != NodeWaiting {
+	if !ok {
+		return fmt.Errorf("node %s of run %s: %w", nodeID, runID, ErrNotFound)
+	}
+	if n.Status != NodeWaiting {
 		return fmt.Errorf("node %s is not waiting: %w", nodeID, ErrConflict)
 	}
 	n.Status = NodeRunning
@@ -227,10 +236,15 @@ func (m *MemStore) RenewLeases(_ context.Context, owner string, until time.Time)
 func (m *MemStore) ReleaseRun(_ context.Context, id, owner string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if mr, ok := m.runs[id]; ok && mr.owner == owner {
-		mr.owner = ""
-		mr.leaseUntil = time.Time{}
+	mr, ok := m.runs[id]
+	if !ok {
+		return fmt.Errorf("run %s: %w", id, ErrNotFound)
 	}
+	if mr.owner != "" && mr.owner != owner {
+		return fmt.Errorf("run %s is owned by %s: %w", id, mr.owner, ErrConflict)
+	}
+	mr.owner = ""
+	mr.leaseUntil = time.Time{}
 	return nil
 }
 

@@ -62,7 +62,7 @@ func Substitute(s, previous string, src VarSource, quote Quoter) (string, []Subs
 		}
 		end := i + 1 + len(name)
 		// $<node>.output or $<node>.output.<field>
-		if strings.HasPrefix(s[end:], ".output") && !isIdentByte(at(s, end+len(".output"))) {
+		if next := at(s, end+len(".output")); strings.HasPrefix(s[end:], ".output") && (next == '-' || !isIdentByte(next)) {
 			end2 := end + len(".output")
 			field := ""
 			if at(s, end2) == '.' {

@@ -31,6 +31,11 @@ type command struct {
 var commands = map[string]command{
 	"validate":  {"validate graph or YAML workflow files", cmdValidate},
 	"normalize": {"print a graph file in the current shape", cmdNormalize},
+	"run":       {"run a workflow file headless", cmdRun},
+	"resume":    {"answer a paused run's approval or continue an interrupted run", cmdResume},
+	"runs":      {"list runs", cmdRuns},
+	"show":      {"print one run (and its event log)", cmdShow},
+	"cancel":    {"cancel a run", cmdCancel},
 }
 
 func main() {

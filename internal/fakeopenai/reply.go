@@ -40,9 +40,11 @@ type Reply struct {
 	FinishReason string
 	Usage        *Usage
 
-	// Latency delays the first byte; zero means the server default (WithLatency).
+	// Latency delays the first byte; zero means the server default
+	// (WithLatency), negative means no delay at all.
 	Latency time.Duration
-	// ChunkDelay is the pause between streamed events; zero means the server default.
+	// ChunkDelay is the pause between streamed events; zero means the server
+	// default (WithChunkDelay), negative means none.
 	ChunkDelay time.Duration
 
 	// Status >= 400 answers with an OpenAI-style JSON error body.

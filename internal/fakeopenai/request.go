@@ -19,7 +19,7 @@ const (
 // Request is the parsed essence of one completion request, as a script sees it.
 // Values in the request log are shared between readers; treat them as read-only.
 type Request struct {
-	Seq          int64  // 1-based arrival order on this server
+	Seq          int64  // arrival number: TotalRequests at arrival (1-based, restarts on Reset)
 	API          string // APIChat or APIResponses
 	Model        string
 	Messages     []Message // chat messages, or Responses input items normalised to messages

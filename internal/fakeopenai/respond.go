@@ -219,7 +219,6 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, req *Request, r
 	switch {
 	case rep.Malformed:
 		// One good event, then one whose data is not JSON; no terminator.
-		limit = 1
 		p.buf.Truncate(p.ends[0])
 		p.ends = p.ends[:1]
 		if req.API == APIChat {

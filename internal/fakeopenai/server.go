@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -106,7 +107,7 @@ type TB interface {
 
 // New returns a server that is not listening; mount Handler() yourself.
 func New(opts ...Option) *Server {
-	cfg := config{logLimit: defaultLogLimit, addr: "127.0.0.1:0", models: DefaultModels}
+	cfg := config{logLimit: defaultLogLimit, addr: "127.0.0.1:0", models: slices.Clone(DefaultModels)}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -85,6 +85,13 @@ func TestReplyLatencyOverridesDefault(t *testing.T) {
 	if comp.Choices[0].Message.Content != "quick" || time.Since(start) < 30*time.Millisecond {
 		t.Errorf("content=%q after %v", comp.Choices[0].Message.Content, time.Since(start))
 	}
+	// A negative latency opts out of the server default entirely.
+	srv.Enqueue(fakeopenai.Reply{Text: "now", Latency: -1})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if comp, err := client.Chat.Completions.New(ctx, chatParams()); err != nil || comp.Choices[0].Message.Content != "now" {
+		t.Errorf("negative latency: %v", err)
+	}
 }
 
 func TestRequestLogBounded(t *testing.T) {

@@ -1,0 +1,476 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/graph"
+	"github.com/switchyard/switchyard/store"
+)
+
+// runResult is the final JSON printed by run and resume.
+type runResult struct {
+	RunID            string                   `json:"runId"`
+	Status           engine.RunStatus         `json:"status"`
+	Outputs          map[string]string        `json:"outputs"`
+	PendingApprovals []engine.PendingApproval `json:"pendingApprovals"`
+	Error            string                   `json:"error,omitempty"`
+}
+
+// exitFor maps a run status to the process exit code.
+func exitFor(s engine.RunStatus) int {
+	switch s {
+	case engine.StatusCompleted:
+		return exitOK
+	case engine.StatusPaused:
+		return exitPaused
+	case engine.StatusCancelled:
+		return exitCancelled
+	}
+	return exitFailed
+}
+
+// dataFlag registers --data (default: $SWITCHYARD_DATA or ~/.switchyard).
+func dataFlag(fs *flag.FlagSet) *string {
+	return fs.String("data", "", "data directory holding switchyard.db (default $SWITCHYARD_DATA or ~/.switchyard)")
+}
+
+func dbPath(dataDir string) string {
+	if dataDir != "" {
+		return filepath.Join(dataDir, "switchyard.db")
+	}
+	return store.DefaultPath()
+}
+
+// lineSink prints events as JSON lines as they happen.
+type lineSink struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+func (s *lineSink) Emit(ev *engine.Event) {
+	s.mu.Lock()
+	_ = s.enc.Encode(ev)
+	s.mu.Unlock()
+}
+
+// cliEnv is the store and engine a run-related command works with.
+type cliEnv struct {
+	st *store.Store
+	e  *engine.Engine
+}
+
+func openEnv(ctx context.Context, dataDir string, events io.Writer, stderr io.Writer) (*cliEnv, error) {
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	st, err := store.Open(ctx, dbPath(dataDir), store.WithLogger(logger))
+	if err != nil {
+		return nil, err
+	}
+	cfg := engine.Config{
+		Store:         st,
+		ArtifactsRoot: filepath.Join(filepath.Dir(st.Path()), "artifacts"),
+		Logger:        logger,
+		LeaseTTL:      leaseTTLFromEnv(),
+	}
+	if lc, ok := engine.LLMConfigFromEnv(); ok {
+		llm, err := engine.NewLLM(lc)
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		cfg.LLM = llm
+	}
+	if events != nil {
+		cfg.Sinks = []engine.Sink{&lineSink{enc: json.NewEncoder(events)}}
+	}
+	e, err := engine.New(cfg)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &cliEnv{st: st, e: e}, nil
+}
+
+// leaseTTLFromEnv reads SWITCHYARD_LEASE_TTL (a Go duration): how long a
+// dead process keeps its runs before another may take them over.
+func leaseTTLFromEnv() time.Duration {
+	d, err := time.ParseDuration(os.Getenv("SWITCHYARD_LEASE_TTL"))
+	if err != nil || d <= 0 {
+		return 0
+	}
+	return d
+}
+
+func (c *cliEnv) close() {
+	c.e.Close()
+	c.st.Close()
+}
+
+// finish waits for the run to leave its loop, prints its result and
+// returns the exit code. Interrupting the wait cancels the run.
+func (c *cliEnv) finish(ctx context.Context, runID string, stdout, stderr io.Writer) int {
+	run, err := c.e.Wait(ctx, runID)
+	if err != nil && ctx.Err() != nil {
+		fmt.Fprintln(stderr, "switchyard: interrupted: cancelling run", runID)
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, cerr := c.e.Cancel(cctx, runID); cerr != nil {
+			fmt.Fprintln(stderr, "switchyard: cancel:", cerr)
+		}
+		run, err = c.e.Wait(cctx, runID)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "switchyard:", err)
+		return exitFailed
+	}
+	res, err := c.result(context.Background(), run)
+	if err != nil {
+		fmt.Fprintln(stderr, "switchyard:", err)
+		return exitFailed
+	}
+	printJSON(stdout, res)
+	return exitFor(run.Status)
+}
+
+func (c *cliEnv) result(ctx context.Context, run *engine.Run) (*runResult, error) {
+	_, nodes, err := c.e.Snapshot(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	res := &runResult{RunID: run.ID, Status: run.Status, Outputs: map[string]string{},
+		PendingApprovals: run.PendingApprovals, Error: run.Error}
+	if res.PendingApprovals == nil {
+		res.PendingApprovals = []engine.PendingApproval{}
+	}
+	for _, n := range nodes {
+		if n.Status == engine.NodeCompleted {
+			res.Outputs[n.NodeID] = n.Output
+		}
+	}
+	return res, nil
+}
+
+func printJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// parseInterleaved parses flags that may come before or after positional
+// arguments ("run wf.json --events" as well as "run --events wf.json").
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	input := fs.String("input", "", "the run's input ($ARGUMENTS; overrides the start node's initialInput)")
+	events := fs.Bool("events", false, "print each event as one JSON line as it happens")
+	cwd := fs.String("cwd", "", "working directory for bash and script nodes (default: current)")
+	data := dataFlag(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: switchyard run FILE [--input TEXT] [--events] [--cwd DIR] [--data DIR]")
+		fmt.Fprintln(stderr, "exit codes: 0 completed, 1 failed, 2 invalid usage or workflow, 3 paused, 4 cancelled")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	file := pos[0]
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		fmt.Fprintf(stderr, "switchyard: %s: %v\n", file, err)
+		return exitUsage
+	}
+	workDir := *cwd
+	if workDir == "" {
+		workDir, _ = os.Getwd()
+	}
+	starter, code := prepareRun(file, raw, stderr)
+	if starter == nil {
+		return code
+	}
+	var evw io.Writer
+	if *events {
+		evw = stdout
+	}
+	env, err := openEnv(ctx, *data, evw, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "switchyard:", err)
+		return exitFailed
+	}
+	defer env.close()
+	run, err := starter(ctx, env.e, engine.StartOptions{Input: *input, WorkDir: workDir})
+	if err != nil {
+		var inv *engine.InvalidError
+		if errors.As(err, &inv) {
+			printProblems(stderr, file, inv.Problems)
+			return exitUsage
+		}
+		fmt.Fprintln(stderr, "switchyard:", err)
+		return exitFailed
+	}
+	return env.finish(ctx, run.ID, stdout, stderr)
+}
+
+// starter starts a prepared workflow on an engine.
+type starter func(ctx context.Context, e *engine.Engine, opt engine.StartOptions) (*engine.Run, error)
+
+// prepareRun decodes a workflow file; on failure it prints why and returns
+// the exit code.
+func prepareRun(file string, raw []byte, stderr io.Writer) (starter, int) {
+	if yamlStarter != nil && isYAML(file) {
+		return yamlStarter(file, raw, stderr)
+	}
+	g, _, err := graph.Decode(raw)
+	if err != nil {
+		fmt.Fprintf(stderr, "switchyard: %s: %v\n", file, err)
+		return nil, exitUsage
+	}
+	return func(ctx context.Context, e *engine.Engine, opt engine.StartOptions) (*engine.Run, error) {
+		return e.StartGraph(ctx, g, opt)
+	}, exitOK
+}
+
+// yamlStarter is set by the YAML workflow support.
+var yamlStarter func(file string, raw []byte, stderr io.Writer) (starter, int)
+
+func printProblems(w io.Writer, file string, probs []graph.Problem) {
+	for _, p := range probs {
+		loc := ""
+		if p.NodeID != "" {
+			loc = " node=" + p.NodeID
+		}
+		if p.EdgeID != "" {
+			loc += " edge=" + p.EdgeID
+		}
+		fmt.Fprintf(w, "%s: %s %s%s: %s\n", file, p.Severity, p.Code, loc, p.Message)
+	}
+}
+
+// runErrExit maps engine errors on an existing run to a one-line message and exit 2.
+func runErrExit(stderr io.Writer, err error) int {
+	fmt.Fprintln(stderr, "switchyard:", oneLine(err))
+	return exitUsage
+}
+
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " ") }
+
+func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("resume", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	decision := fs.String("decision", "", "approve or reject the waiting node; omit to continue an interrupted run")
+	note := fs.String("note", "", "feedback for the decision ($REJECTION_REASON on reject)")
+	node := fs.String("node", "", "the waiting node to answer (needed only when several wait)")
+	events := fs.Bool("events", false, "print each new event as one JSON line as it happens")
+	data := dataFlag(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: switchyard resume RUN_ID [--decision approve|reject] [--note TEXT] [--node NODE_ID] [--events] [--data DIR]")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	runID := pos[0]
+	if err := validRunID(runID); err != nil {
+		return runErrExit(stderr, err)
+	}
+	var evw io.Writer
+	if *events {
+		evw = stdout
+	}
+	env, err := openEnv(ctx, *data, evw, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "switchyard:", err)
+		return exitFailed
+	}
+	defer env.close()
+	if *decision == "" {
+		if *note != "" || *node != "" {
+			fmt.Fprintln(stderr, "switchyard: --note and --node need --decision")
+			return exitUsage
+		}
+		if _, err := env.e.Continue(ctx, runID); err != nil {
+			return runErrExit(stderr, err)
+		}
+	} else if _, err := env.e.Resume(ctx, runID, *node, engine.Decision{Decision: *decision, Note: *note}); err != nil {
+		return runErrExit(stderr, err)
+	}
+	return env.finish(ctx, runID, stdout, stderr)
+}
+
+// validRunID rejects ids that cannot be run ids before any lookup.
+func validRunID(id string) error {
+	if len(id) == 0 || len(id) > 64 {
+		return fmt.Errorf("invalid run id %q", id)
+	}
+	for _, c := range id {
+		if !(c == '-' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')) {
+			return fmt.Errorf("invalid run id %q", id)
+		}
+	}
+	return nil
+}
+
+func cmdCancel(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("cancel", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	data := dataFlag(fs)
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "usage: switchyard cancel RUN_ID [--data DIR]")
+		return exitUsage
+	}
+	if err := validRunID(pos[0]); err != nil {
+		return runErrExit(stderr, err)
+	}
+	env, err := openEnv(ctx, *data, nil, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "switchyard:", err)
+		return exitFailed
+	}
+	defer env.close()
+	if _, err := env.e.Cancel(ctx, pos[0]); err != nil {
+		return runErrExit(stderr, err)
+	}
+	return env.finish(ctx, pos[0], stdout, stderr)
+}
+
+func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("runs", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	status := fs.String("status", "", "only runs with this status")
+	limit := fs.Int("limit", 50, "at most this many runs, newest first")
+	asJSON := fs.Bool("json", false, "print JSON")
+	data := dataFlag(fs)
+	if _, err := parseInterleaved(fs, args); err != nil {
+		return exitUsage
+	}
+	st, err := store.Open(ctx, dbPath(*data))
+	if err != nil {
+		fmt.Fprintln(stderr, "switchyard:", err)
+		return exitFailed
+	}
+	defer st.Close()
+	runs, err := st.ListRuns(ctx, engine.RunFilter{Status: engine.RunStatus(*status), Limit: *limit})
+	if err != nil {
+		fmt.Fprintln(stderr, "switchyard:", err)
+		return exitFailed
+	}
+	if *asJSON {
+		for _, r := range runs {
+			r.Definition = nil
+		}
+		printJSON(stdout, runs)
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN ID\tSTATUS\tKIND\tCREATED\tWAITING\tERROR")
+	for _, r := range runs {
+		waiting := ""
+		for i, p := range r.PendingApprovals {
+			if i > 0 {
+				waiting += ","
+			}
+			waiting += p.NodeID
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.Kind,
+			r.CreatedAt.Local().Format(time.DateTime), waiting, truncate(r.Error, 60))
+	}
+	tw.Flush()
+	return exitOK
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
+
+func cmdShow(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("show", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	events := fs.Bool("events", false, "also print the whole event log as JSON lines")
+	data := dataFlag(fs)
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "usage: switchyard show RUN_ID [--events] [--data DIR]")
+		return exitUsage
+	}
+	if err := validRunID(pos[0]); err != nil {
+		return runErrExit(stderr, err)
+	}
+	env, err := openEnv(ctx, *data, nil, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "switchyard:", err)
+		return exitFailed
+	}
+	defer env.close()
+	run, nodes, err := env.e.Snapshot(ctx, pos[0])
+	if err != nil {
+		return runErrExit(stderr, err)
+	}
+	res, _ := env.result(ctx, run)
+	printJSON(stdout, struct {
+		*runResult
+		WorkflowID string              `json:"workflowId,omitempty"`
+		Kind       string              `json:"kind"`
+		Input      string              `json:"input"`
+		CreatedAt  time.Time           `json:"createdAt"`
+		FinishedAt *time.Time          `json:"finishedAt,omitempty"`
+		Nodes      []*engine.NodeState `json:"nodes"`
+	}{res, run.WorkflowID, run.Kind, run.Input, run.CreatedAt, run.FinishedAt, nodes})
+	if *events {
+		evs, err := env.st.Events(ctx, run.ID, 0, 0)
+		if err != nil {
+			fmt.Fprintln(stderr, "switchyard:", err)
+			return exitFailed
+		}
+		enc := json.NewEncoder(stdout)
+		for i := range evs {
+			_ = enc.Encode(&evs[i])
+		}
+	}
+	return exitOK
+}

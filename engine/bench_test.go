@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/switchyard/switchyard/graph"
+	"github.com/switchyard/switchyard/internal/fakeopenai"
+)
+
+// handlerTransport serves openai-go's requests from the fake's handler in
+// process: an instant LLM, so benchmarks measure the engine (and the SDK),
+// not loopback networking.
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, req)
+	return rec.Result(), nil
+}
+
+func instantLLM(b *testing.B) *LLM {
+	b.Helper()
+	fake := fakeopenai.New()
+	llm, err := NewLLM(LLMConfig{BaseURL: "http://fake.invalid/v1", APIKey: "x",
+		HTTPClient: &http.Client{Transport: handlerTransport{fake.Handler()}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return llm
+}
+
+// chainGraph: start -> n nodes of typ in a line. Pass-through if nodes
+// end in one agent (a valid leaf).
+func chainGraph(n int, typ string) *graph.Graph {
+	g := &graph.Graph{Nodes: []graph.Node{{ID: "s", Type: "start"}}}
+	prev, handle := "s", "output"
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("n%d", i)
+		t := typ
+		if i == n-1 {
+			t = "agent"
+		}
+		// A fixed prompt keeps every LLM reply the same size ("echo: hi").
+		g.Nodes = append(g.Nodes, graph.Node{ID: id, Type: t, Data: graph.NodeData{UserPrompt: "hi"}})
+		g.Edges = append(g.Edges, graph.Edge{ID: "e" + id, Source: prev, Target: id, SourceHandle: handle})
+		prev = id
+		handle = "output"
+		if t == "if" {
+			handle = "false"
+		}
+	}
+	return g
+}
+
+// fanoutGraph: start -> n branches of typ -> one joining agent.
+func fanoutGraph(n int, typ string) *graph.Graph {
+	g := &graph.Graph{Nodes: []graph.Node{{ID: "s", Type: "start"}, {ID: "join", Type: "agent", Data: graph.NodeData{UserPrompt: "hi"}}}}
+	handle := "output"
+	if typ == "if" {
+		handle = "false"
+	}
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("b%d", i)
+		g.Nodes = append(g.Nodes, graph.Node{ID: id, Type: typ, Data: graph.NodeData{UserPrompt: "hi"}})
+		g.Edges = append(g.Edges,
+			graph.Edge{ID: "in" + id, Source: "s", Target: id, SourceHandle: "output"},
+			graph.Edge{ID: "out" + id, Source: id, Target: "join", SourceHandle: handle})
+	}
+	return g
+}
+
+func benchRun(b *testing.B, g *graph.Graph, nodes int, cfg Config) {
+	b.Helper()
+	cfg.LLM = instantLLM(b)
+	cfg.ArtifactsRoot = b.TempDir()
+	if cfg.MaxLLMCalls == 0 {
+		cfg.MaxLLMCalls = 64
+	}
+	e, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		run, err := e.StartGraph(ctx, g, StartOptions{Input: "x"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := e.Wait(ctx, run.ID)
+		if err != nil || r.Status != StatusCompleted {
+			b.Fatalf("run %v: %s %s", err, r.Status, r.Error)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*nodes), "µs/node")
+}
+
+// BenchmarkEngine measures engine overhead per node in memory: pass-through
+// if nodes (scheduler cost alone) and agent nodes calling an instant LLM
+// through openai-go (scheduler + goroutine + SDK request/stream parsing).
+func BenchmarkEngine(b *testing.B) {
+	const n = 1000
+	b.Run("chain1000/if", func(b *testing.B) { benchRun(b, chainGraph(n, "if"), n, Config{}) })
+	b.Run("fanout1000/if", func(b *testing.B) { benchRun(b, fanoutGraph(n, "if"), n, Config{}) })
+	b.Run("chain1000/agent", func(b *testing.B) { benchRun(b, chainGraph(n, "agent"), n, Config{}) })
+	b.Run("fanout1000/agent", func(b *testing.B) { benchRun(b, fanoutGraph(n, "agent"), n, Config{}) })
+}

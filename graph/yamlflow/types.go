@@ -1,0 +1,241 @@
+// Package yamlflow loads YAML DAG workflows (the Archon-compatible format:
+// name, description and a list of nodes of seven kinds) into a validated
+// Workflow, and implements the `when:` condition language those nodes use.
+//
+// Loading never stops at the first problem: every error and warning is
+// collected as a Diagnostic carrying the file, the YAML line and the node id,
+// so an editor or `switchyard validate` can show them all at once.
+package yamlflow
+
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Kind is a node's type. A YAML node chooses its kind by which key it has.
+type Kind string
+
+// The seven node kinds.
+const (
+	KindCommand  Kind = "command"
+	KindPrompt   Kind = "prompt"
+	KindBash     Kind = "bash"
+	KindScript   Kind = "script"
+	KindLoop     Kind = "loop"
+	KindApproval Kind = "approval"
+	KindCancel   Kind = "cancel"
+)
+
+// Kinds lists every node kind in the order messages name them.
+var Kinds = []Kind{KindCommand, KindPrompt, KindBash, KindScript, KindLoop, KindApproval, KindCancel}
+
+// IsAI reports whether nodes of kind k talk to a model (and so take the
+// model, provider, systemPrompt, effort, output_format, context and
+// idle_timeout fields).
+func (k Kind) IsAI() bool { return k == KindCommand || k == KindPrompt || k == KindLoop }
+
+// Trigger rules: when a node with dependencies may start.
+const (
+	TriggerAllSuccess              = "all_success"
+	TriggerOneSuccess              = "one_success"
+	TriggerNoneFailedMinOneSuccess = "none_failed_min_one_success"
+	TriggerAllDone                 = "all_done"
+)
+
+// TriggerRules lists the accepted trigger rules.
+var TriggerRules = []string{TriggerAllSuccess, TriggerOneSuccess, TriggerNoneFailedMinOneSuccess, TriggerAllDone}
+
+// Context modes of AI nodes.
+const (
+	ContextFresh  = "fresh"
+	ContextShared = "shared"
+)
+
+// Script runtimes.
+const (
+	RuntimeBun = "bun"
+	RuntimeUV  = "uv"
+)
+
+// Retry on_error modes.
+const (
+	RetryOnTransient = "transient"
+	RetryOnAll       = "all"
+)
+
+// Defaults and limits of the format.
+const (
+	DefaultRetryDelayMS          = 3000
+	MinRetryAttempts             = 1
+	MaxRetryAttempts             = 5
+	DefaultOnRejectMaxAttempts   = 3
+	MaxOnRejectAttempts          = 10
+	MaxFileSize                  = 4 << 20 // a workflow is hand-written text; anything bigger is a mistake
+	maxValueNodes                = 100000  // bound on alias expansion when copying values (billion laughs)
+	maxValueDepth                = 200
+	defaultNodeContextForAINodes = ContextFresh
+)
+
+// Workflow is a loaded YAML DAG workflow.
+type Workflow struct {
+	Name            string
+	Description     string
+	Provider        string // default provider for AI nodes ("" = engine default)
+	Model           string // default model for AI nodes ("" = engine default)
+	Interactive     bool
+	MutatesCheckout bool // default true
+	Tags            []string
+	Nodes           []*Node
+
+	// File is the path the workflow was loaded from, as given to Load/Parse.
+	File string
+	// Dir is the folder of File (absolute when loaded with Load).
+	Dir string
+	// Extra keeps top-level keys Switchyard does not implement, by key, so
+	// nothing the author wrote is silently lost (each one also produced a
+	// warning).
+	Extra map[string]any
+
+	index map[string]*Node
+}
+
+// Node returns the first node with the given id, or nil. Load builds an
+// index once, so concurrent callers only read it; a Workflow built by hand
+// (no index) is searched linearly.
+func (w *Workflow) Node(id string) *Node {
+	if w == nil {
+		return nil
+	}
+	if w.index != nil {
+		return w.index[id]
+	}
+	for _, n := range w.Nodes {
+		if n.ID == id {
+			return n
+		}
+	}
+	return nil
+}
+
+func (w *Workflow) buildIndex() {
+	w.index = make(map[string]*Node, len(w.Nodes))
+	for _, n := range w.Nodes {
+		if _, dup := w.index[n.ID]; !dup && n.ID != "" {
+			w.index[n.ID] = n
+		}
+	}
+}
+
+// Retry is a node's retry policy.
+type Retry struct {
+	MaxAttempts int    // 1..5
+	DelayMS     int    // default 3000
+	OnError     string // "transient" (default) or "all"
+}
+
+// Loop is the body of a loop node: an AI prompt repeated until its output
+// contains Until (or UntilBash exits 0), at most MaxIterations times.
+type Loop struct {
+	Prompt        string
+	Until         string
+	MaxIterations int
+	FreshContext  bool
+	Interactive   bool
+	GateMessage   string // required when Interactive
+	UntilBash     string
+}
+
+// Approval is the body of an approval node: a human gate.
+type Approval struct {
+	Message         string
+	CaptureResponse bool
+	OnReject        *OnReject
+}
+
+// OnReject says what an approval node does when the reviewer rejects: run
+// Prompt with the reviewer's feedback and ask again, at most MaxAttempts times.
+type OnReject struct {
+	Prompt      string
+	MaxAttempts int // 1..10, default 3
+}
+
+// Node is one node of a workflow.
+type Node struct {
+	ID   string
+	Kind Kind
+	Line int // YAML line of the node's mapping (its first key)
+
+	// Common fields.
+	DependsOn   []string // graph edges: ids of nodes this one waits for
+	When        string   // raw `when:` text ("" = no condition)
+	WhenExpr    *Expr    // parsed When; nil when When is "" or did not parse
+	TriggerRule string   // normalized; default "all_success"
+	Retry       *Retry   // nil = no retry
+	TimeoutMS   int      // 0 = engine default
+	OutputType  string
+	AlwaysRun   bool
+
+	// AI fields (command, prompt and loop nodes only).
+	Model         string
+	Provider      string
+	SystemPrompt  string
+	Effort        string
+	OutputFormat  map[string]any // raw JSON Schema; nil when absent
+	Context       string         // "fresh" or "shared" on AI nodes ("fresh" by default), "" otherwise
+	IdleTimeoutMS int            // 0 = engine default
+
+	// Per kind.
+	Command      string   // command: the command file's name
+	Prompt       string   // prompt: inline prompt text
+	Bash         string   // bash: shell script
+	Script       string   // script: inline code, or a named script (see ScriptNamed)
+	ScriptNamed  bool     // script: Script is a named script, not inline code
+	Runtime      string   // script: "bun" or "uv"
+	Deps         []string // script: packages to install (not graph edges)
+	Loop         *Loop
+	Approval     *Approval
+	CancelReason string // cancel: the reason string
+
+	// Extra keeps node fields Switchyard does not implement (allowed_tools,
+	// hooks, mcp, ...), by key. Each one also produced a warning.
+	Extra map[string]any
+
+	outputSchema *jsonschema.Schema
+	depLines     []int          // line of each DependsOn entry
+	lines        map[string]int // line of each field, by dotted name
+}
+
+// fieldLine is the YAML line of a field of n, or the node's line.
+func (n *Node) fieldLine(name string) int {
+	if l := n.lines[name]; l > 0 {
+		return l
+	}
+	return n.Line
+}
+
+func (n *Node) setLine(name string, line int) {
+	if n.lines == nil {
+		n.lines = map[string]int{}
+	}
+	n.lines[name] = line
+}
+
+// IsAI reports whether the node talks to a model.
+func (n *Node) IsAI() bool { return n.Kind.IsAI() }
+
+// OutputSchema is the compiled OutputFormat, or nil when the node has none.
+// The engine validates a structured output with OutputSchema().Validate(v),
+// where v is the output decoded with encoding/json (or
+// jsonschema.UnmarshalJSON).
+func (n *Node) OutputSchema() *jsonschema.Schema { return n.outputSchema }
+
+// IsYAMLFile reports whether path names a YAML file (.yaml or .yml).
+func IsYAMLFile(path string) bool {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".yaml", ".yml":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,261 @@
+// Package store is Switchyard's durable SQLite store. It implements
+// engine.Store for runs and keeps saved workflows with their version
+// history.
+//
+// One database file; WAL mode. Writes go through ONE connection driven by a
+// single writer goroutine that commits whatever is queued as one transaction
+// (group commit), so a fast graph costs a handful of commits, not one per
+// event, and the per-run order of events, checkpoints and lease changes is
+// the order they were handed to the store. Reads use a separate pool of
+// read-only connections and never wait for the writer.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// Defaults.
+const (
+	DefaultQueueSize = 16384
+	busyTimeoutMS    = 5000
+)
+
+// ErrClosed is returned by operations on a closed Store.
+var ErrClosed = errors.New("store is closed")
+
+// Store is the SQLite store. It is safe for concurrent use.
+type Store struct {
+	path string
+	log  *slog.Logger
+	now  func() time.Time
+
+	wdb *sql.DB // the one writer connection
+	rdb *sql.DB // read-only pool
+
+	w *writer
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+type config struct {
+	log       *slog.Logger
+	queueSize int
+	readConns int
+	now       func() time.Time
+
+	eventTries int
+	retryDelay time.Duration
+}
+
+// Option configures Open.
+type Option func(*config)
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
+
+// WithQueueSize sets the capacity of the write queue (default
+// DefaultQueueSize). When it is full, Emit blocks: that is the backpressure
+// a producer feels when the disk cannot keep up.
+func WithQueueSize(n int) Option { return func(c *config) { c.queueSize = n } }
+
+// WithReadConns sets the size of the read pool (default max(4, NumCPU)).
+func WithReadConns(n int) Option { return func(c *config) { c.readConns = n } }
+
+// WithClock sets the clock used for workflow timestamps (default time.Now).
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+
+// withRetry sets how often an event of a failed batch is tried before it is
+// dropped and the first delay between tries (tests).
+func withRetry(tries int, delay time.Duration) Option {
+	return func(c *config) { c.eventTries, c.retryDelay = tries, delay }
+}
+
+// DefaultPath is the database file used when none is given:
+// $SWITCHYARD_DATA/switchyard.db, else ~/.switchyard/switchyard.db.
+func DefaultPath() string {
+	if dir := os.Getenv("SWITCHYARD_DATA"); dir != "" {
+		return filepath.Join(dir, "switchyard.db")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		home = "."
+	}
+	return filepath.Join(home, ".switchyard", "switchyard.db")
+}
+
+// Open opens (creating it and its directory if needed) the database at path
+// (DefaultPath() when empty), applies pending migrations and starts the
+// writer. A database written by a newer switchyard is refused with an error
+// matching ErrSchemaTooNew.
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	cfg := config{
+		log:       slog.Default(),
+		queueSize: DefaultQueueSize,
+		readConns: max(4, runtime.NumCPU()),
+		now:       time.Now,
+
+		eventTries: defaultEventTries,
+		retryDelay: defaultRetryDelay,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.queueSize < 1 {
+		cfg.queueSize = 1
+	}
+	if cfg.readConns < 1 {
+		cfg.readConns = 1
+	}
+	if path == "" {
+		path = DefaultPath()
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("store: database path %q: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("store: create data directory: %w", err)
+	}
+
+	wdb, err := sql.Open("sqlite", dsn(abs, false))
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", abs, err)
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	wdb.SetConnMaxLifetime(0)
+	wdb.SetConnMaxIdleTime(0)
+
+	if err := migrate(ctx, wdb, cfg.log); err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("store: %s: %w", abs, err)
+	}
+
+	// The read pool is opened after migrating so that its connections never
+	// see a half-created schema (and journal_mode is already WAL).
+	rdb, err := sql.Open("sqlite", dsn(abs, true))
+	if err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("store: open %s for reading: %w", abs, err)
+	}
+	rdb.SetMaxOpenConns(cfg.readConns)
+	rdb.SetMaxIdleConns(cfg.readConns)
+	if err := rdb.PingContext(ctx); err != nil {
+		wdb.Close()
+		rdb.Close()
+		return nil, fmt.Errorf("store: open %s for reading: %w", abs, err)
+	}
+
+	s := &Store{path: abs, log: cfg.log, now: cfg.now, wdb: wdb, rdb: rdb}
+	w, err := newWriter(ctx, s, cfg.queueSize, cfg.eventTries, cfg.retryDelay)
+	if err != nil {
+		wdb.Close()
+		rdb.Close()
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	s.w = w
+	go w.loop()
+	return s, nil
+}
+
+// dsn builds the connection string. The _pragma parameters are applied by
+// the driver to every connection the pool opens, not just the first one.
+func dsn(abs string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		// Take the write lock at BEGIN, where busy_timeout applies, rather
+		// than failing on a lock upgrade halfway through a transaction when
+		// another process holds the database.
+		q.Set("_txlock", "immediate")
+	}
+	// A file: URI so that any character in the path (?, #, %) is escaped.
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
+	return u.String()
+}
+
+// Path is the absolute path of the database file.
+func (s *Store) Path() string { return s.path }
+
+// Close stops accepting writes, commits everything already queued, stops
+// the writer and closes both pools. It is idempotent.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.w.stop()
+		var errs []error
+		// Keeps the query planner's statistics fresh; cheap when nothing changed.
+		if _, err := s.wdb.Exec("PRAGMA optimize"); err != nil {
+			s.log.Warn("store: pragma optimize", "err", err)
+		}
+		errs = append(errs, s.w.closeStmts())
+		errs = append(errs, s.rdb.Close(), s.wdb.Close())
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+// Stats is a snapshot of the writer's counters.
+type Stats struct {
+	QueueDepth     int    // operations waiting in the queue
+	QueueCapacity  int    // size of the queue
+	Batches        uint64 // transactions committed
+	EventsWritten  uint64 // events committed
+	Ops            uint64 // synchronous operations committed (checkpoints, run creations, lease changes)
+	WriteErrors    uint64 // batches that failed to commit
+	EventsRetried  uint64 // events put back in the queue after a failed batch
+	EventsDropped  uint64 // events given up on (repeated failures, unknown run or duplicate seq, store closed)
+	QueueFullWaits uint64 // enqueues that found the queue full and had to wait
+	LastBatchSize  int    // operations in the last committed batch
+	LargestBatch   int    // most operations in one committed batch
+	LastWriteError string // text of the last write error, "" if none
+}
+
+// Stats returns the writer's counters.
+func (s *Store) Stats() Stats { return s.w.stats() }
+
+// toMicros and fromMicros fix the on-disk time representation: integer
+// unix microseconds, read back in UTC.
+func toMicros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+func optMicros(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
+func optTime(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMicros(v.Int64)
+	return &t
+}
+
+// nullText stores an empty byte slice as NULL.
+func nullText(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}

@@ -1,0 +1,846 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/engine/storetest"
+)
+
+var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func openAt(t testing.TB, path string, opts ...Option) *Store {
+	t.Helper()
+	opts = append([]Option{WithLogger(testLogger(t))}, opts...)
+	s, err := Open(testCtx(t), path, opts...)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+// testLogger sends the store's logs to the test's output.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func openStore(t testing.TB, opts ...Option) *Store {
+	t.Helper()
+	return openAt(t, filepath.Join(t.TempDir(), "switchyard.db"), opts...)
+}
+
+func mustOK(t testing.TB, err error, what string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func wantIs(t *testing.T, err, target error, what string) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("%s: got %v, want %v", what, err, target)
+	}
+}
+
+func newRun(id string) *engine.Run {
+	return &engine.Run{ID: id, Kind: engine.KindGraph, Definition: json.RawMessage(`{"nodes":[]}`),
+		Status: engine.StatusRunning, CreatedAt: t0, UpdatedAt: t0}
+}
+
+func ev(runID string, seq int64, content string) *engine.Event {
+	return &engine.Event{Seq: seq, RunID: runID, NodeID: "n", Type: engine.EvOutput, Content: content,
+		Timestamp: t0.Add(time.Duration(seq) * time.Millisecond)}
+}
+
+// waitFor polls cond; it fails the test only after a generous deadline, so
+// a busy machine makes it slower, not flaky.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) engine.Store {
+		s := openStore(t)
+		for _, id := range []string{storetest.WorkflowA, storetest.WorkflowB} {
+			_, err := s.CreateWorkflow(testCtx(t), Workflow{ID: id, Name: id, Kind: engine.KindGraph,
+				Definition: json.RawMessage(`{"nodes":[]}`)})
+			mustOK(t, err, "CreateWorkflow "+id)
+		}
+		return s
+	})
+}
+
+func TestDefaultPathAndDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data dir", "nested")
+	t.Setenv("SWITCHYARD_DATA", dir)
+	if got, want := DefaultPath(), filepath.Join(dir, "switchyard.db"); got != want {
+		t.Fatalf("DefaultPath() = %q, want %q", got, want)
+	}
+	s := openAt(t, "")
+	if s.Path() != filepath.Join(dir, "switchyard.db") {
+		t.Errorf("Path() = %q", s.Path())
+	}
+	if _, err := os.Stat(s.Path()); err != nil {
+		t.Errorf("database file not created: %v", err)
+	}
+
+	t.Setenv("SWITCHYARD_DATA", "")
+	home, err := os.UserHomeDir()
+	mustOK(t, err, "UserHomeDir")
+	if got, want := DefaultPath(), filepath.Join(home, ".switchyard", "switchyard.db"); got != want {
+		t.Errorf("DefaultPath() without SWITCHYARD_DATA = %q, want %q", got, want)
+	}
+}
+
+func TestPathWithURICharacters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "we?ird #dir%20", "db?x.db")
+	s := openAt(t, path)
+	mustOK(t, s.CreateRun(testCtx(t), newRun("r"), nil), "CreateRun")
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("database not at the given path: %v", err)
+	}
+}
+
+// --- migrations ---
+
+func schemaVersion(t *testing.T, db *sql.DB) int64 {
+	t.Helper()
+	var v int64
+	mustOK(t, db.QueryRow(`SELECT MAX(version_id) FROM goose_db_version`).Scan(&v), "read schema version")
+	return v
+}
+
+func tableNames(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.Query(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+	mustOK(t, err, "list tables")
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		mustOK(t, rows.Scan(&n), "scan")
+		names = append(names, n)
+	}
+	return names
+}
+
+func TestMigrateEmptyDatabase(t *testing.T) {
+	s := openStore(t)
+	if got, want := schemaVersion(t, s.rdb), SchemaVersion(); got != want || want < 1 {
+		t.Fatalf("schema version %d, want %d (>= 1)", got, want)
+	}
+	want := []string{"goose_db_version", "node_states", "run_events", "runs", "workflow_versions", "workflows"}
+	if got := tableNames(t, s.rdb); !slices.Equal(got, want) {
+		t.Fatalf("tables %v, want %v", got, want)
+	}
+	var fkProblems int
+	mustOK(t, s.rdb.QueryRow(`SELECT count(*) FROM pragma_foreign_key_check`).Scan(&fkProblems), "foreign_key_check")
+	if fkProblems != 0 {
+		t.Errorf("%d foreign key problems", fkProblems)
+	}
+}
+
+// TestMigrateFromEachVersion brings a database to each schema version this
+// binary knows, then lets Open apply the rest.
+func TestMigrateFromEachVersion(t *testing.T) {
+	ctx := testCtx(t)
+	p0, err := newProvider(mustRawDB(t, filepath.Join(t.TempDir(), "list.db")))
+	mustOK(t, err, "newProvider")
+	for _, src := range p0.ListSources() {
+		t.Run(fmt.Sprintf("from_%d", src.Version), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "switchyard.db")
+			db := mustRawDB(t, path)
+			p, err := newProvider(db)
+			mustOK(t, err, "newProvider")
+			_, err = p.UpTo(ctx, src.Version)
+			mustOK(t, err, fmt.Sprintf("migrate up to %d", src.Version))
+			mustOK(t, db.Close(), "close raw db")
+
+			s := openAt(t, path)
+			if got := schemaVersion(t, s.rdb); got != SchemaVersion() {
+				t.Fatalf("after Open: schema version %d, want %d", got, SchemaVersion())
+			}
+			// The migrated schema works.
+			mustOK(t, s.CreateRun(ctx, newRun("r"), []*engine.NodeState{{NodeID: "a"}}), "CreateRun")
+			s.Emit(ev("r", 1, "x"))
+			mustOK(t, s.Checkpoint(ctx, newRun("r"), nil), "Checkpoint")
+		})
+	}
+}
+
+// mustRawDB opens path with the store's writer settings but without
+// migrating.
+func mustRawDB(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", dsn(path, false))
+	mustOK(t, err, "sql.Open")
+	db.SetMaxOpenConns(1)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestMigrationsDownAndUpAgain(t *testing.T) {
+	ctx := testCtx(t)
+	db := mustRawDB(t, filepath.Join(t.TempDir(), "switchyard.db"))
+	p, err := newProvider(db)
+	mustOK(t, err, "newProvider")
+	_, err = p.Up(ctx)
+	mustOK(t, err, "up")
+	_, err = p.DownTo(ctx, 0)
+	mustOK(t, err, "down to 0")
+	if got := tableNames(t, db); !slices.Equal(got, []string{"goose_db_version"}) {
+		t.Fatalf("after down: tables %v", got)
+	}
+	_, err = p.Up(ctx)
+	mustOK(t, err, "up again")
+}
+
+func TestRefuseNewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "switchyard.db")
+	s, err := Open(testCtx(t), path, WithLogger(testLogger(t)))
+	mustOK(t, err, "Open")
+	mustOK(t, s.Close(), "Close")
+
+	newer := SchemaVersion() + 2
+	db := mustRawDB(t, path)
+	_, err = db.Exec(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (?, 1)`, newer)
+	mustOK(t, err, "record a newer version")
+	mustOK(t, db.Close(), "close raw db")
+
+	_, err = Open(testCtx(t), path, WithLogger(testLogger(t)))
+	wantIs(t, err, ErrSchemaTooNew, "Open of a newer database")
+	var tooNew *SchemaTooNewError
+	if !errors.As(err, &tooNew) || tooNew.DBVersion != newer || tooNew.KnownVersion != SchemaVersion() {
+		t.Fatalf("error %v: want a *SchemaTooNewError with versions %d and %d", err, newer, SchemaVersion())
+	}
+	want := fmt.Sprintf("database schema version %d is newer than this switchyard (%d): upgrade switchyard",
+		newer, SchemaVersion())
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q does not say %q", err, want)
+	}
+}
+
+// --- connection settings ---
+
+func TestPragmasOnEveryConnection(t *testing.T) {
+	ctx := testCtx(t)
+	const readers = 3
+	s := openStore(t, WithReadConns(readers))
+
+	check := func(t *testing.T, name string, c *sql.Conn, queryOnly int) {
+		t.Helper()
+		var journal string
+		var fk, sync, busy, qo int
+		mustOK(t, c.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&journal), name+" journal_mode")
+		mustOK(t, c.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&fk), name+" foreign_keys")
+		mustOK(t, c.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync), name+" synchronous")
+		mustOK(t, c.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&busy), name+" busy_timeout")
+		mustOK(t, c.QueryRowContext(ctx, `PRAGMA query_only`).Scan(&qo), name+" query_only")
+		if journal != "wal" || fk != 1 || sync != 1 || busy != busyTimeoutMS || qo != queryOnly {
+			t.Errorf("%s: journal_mode=%s foreign_keys=%d synchronous=%d busy_timeout=%d query_only=%d; "+
+				"want wal 1 1(NORMAL) %d %d", name, journal, fk, sync, busy, qo, busyTimeoutMS, queryOnly)
+		}
+	}
+
+	wc, err := s.wdb.Conn(ctx)
+	mustOK(t, err, "writer conn")
+	check(t, "writer", wc, 0)
+	mustOK(t, wc.Close(), "release writer conn")
+	if got := s.wdb.Stats().MaxOpenConnections; got != 1 {
+		t.Errorf("writer pool allows %d connections, want 1", got)
+	}
+
+	// Hold all read connections at once so each is a distinct connection.
+	var conns []*sql.Conn
+	for i := range readers {
+		c, err := s.rdb.Conn(ctx)
+		mustOK(t, err, "reader conn")
+		conns = append(conns, c)
+		check(t, fmt.Sprintf("reader %d", i), c, 1)
+	}
+	if _, err := conns[0].ExecContext(ctx, `DELETE FROM runs`); err == nil {
+		t.Error("a read-pool connection could write")
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	if got := s.rdb.Stats().OpenConnections; got != readers {
+		t.Errorf("read pool has %d open connections, want %d", got, readers)
+	}
+}
+
+// --- durability and time handling ---
+
+func TestDurableAcrossReopen(t *testing.T) {
+	ctx := testCtx(t)
+	path := filepath.Join(t.TempDir(), "switchyard.db")
+	s, err := Open(ctx, path, WithLogger(testLogger(t)))
+	mustOK(t, err, "Open")
+	wf, err := s.CreateWorkflow(ctx, Workflow{Name: "wf", Kind: engine.KindYAML, Definition: json.RawMessage(`"steps: []"`)})
+	mustOK(t, err, "CreateWorkflow")
+	r := newRun("run-durable")
+	r.WorkflowID = wf.ID
+	mustOK(t, s.CreateRun(ctx, r, []*engine.NodeState{{NodeID: "a", Status: engine.NodeQueued}}), "CreateRun")
+	mustOK(t, s.AcquireRun(ctx, r.ID, "proc", "", t0, t0.Add(time.Hour)), "AcquireRun")
+	for i := int64(1); i <= 500; i++ {
+		s.Emit(ev(r.ID, i, fmt.Sprint(i)))
+	}
+	// No checkpoint: Close must flush what is queued.
+	mustOK(t, s.Close(), "Close")
+	mustOK(t, s.Close(), "second Close")
+
+	s2 := openAt(t, path)
+	evs, err := s2.Events(ctx, r.ID, 0, 0)
+	mustOK(t, err, "Events after reopen")
+	if len(evs) != 500 || evs[499].Content != "500" {
+		t.Fatalf("after reopen: %d events", len(evs))
+	}
+	got, nodes, maxSeq, err := s2.LoadRun(ctx, r.ID)
+	mustOK(t, err, "LoadRun after reopen")
+	if got.WorkflowID != wf.ID || len(nodes) != 1 || nodes[0].Status != engine.NodeQueued || maxSeq != 500 {
+		t.Fatalf("after reopen: run %+v nodes %d maxSeq %d", got, len(nodes), maxSeq)
+	}
+	wantIs(t, s2.AcquireRun(ctx, r.ID, "other", "", t0.Add(time.Minute), t0.Add(2*time.Hour)),
+		engine.ErrConflict, "the lease survived the reopen")
+	w2, err := s2.GetWorkflow(ctx, wf.ID)
+	mustOK(t, err, "GetWorkflow after reopen")
+	if string(w2.Definition) != `"steps: []"` || w2.Kind != engine.KindYAML {
+		t.Fatalf("workflow after reopen: %+v", w2)
+	}
+}
+
+func TestTimesComeBackUTCAtMicroseconds(t *testing.T) {
+	ctx := testCtx(t)
+	s := openStore(t)
+	zone := time.FixedZone("UTC+5:30", 5*3600+1800)
+	local := time.Date(2025, 6, 1, 9, 30, 0, 123456789, zone)
+	fin := local.Add(time.Second)
+	r := newRun("run-time")
+	r.CreatedAt, r.UpdatedAt, r.FinishedAt = local, local, &fin
+	r.PendingApprovals = []engine.PendingApproval{{NodeID: "a", Since: local}}
+	mustOK(t, s.CreateRun(ctx, r, []*engine.NodeState{{NodeID: "a", StartedAt: &local}}), "CreateRun")
+	s.Emit(&engine.Event{RunID: r.ID, Seq: 1, Type: engine.EvOutput, Timestamp: local})
+	mustOK(t, s.Checkpoint(ctx, r, nil), "Checkpoint")
+
+	want := time.Date(2025, 6, 1, 4, 0, 0, 123456000, time.UTC)
+	check := func(what string, got time.Time) {
+		t.Helper()
+		if !got.Equal(want) || got.Location() != time.UTC || got != want {
+			t.Errorf("%s = %v (%v), want %v in UTC", what, got, got.Location(), want)
+		}
+	}
+	got, nodes, _, err := s.LoadRun(ctx, r.ID)
+	mustOK(t, err, "LoadRun")
+	check("CreatedAt", got.CreatedAt)
+	check("UpdatedAt", got.UpdatedAt)
+	check("FinishedAt", got.FinishedAt.Add(-time.Second))
+	check("PendingApprovals[0].Since", got.PendingApprovals[0].Since)
+	check("StartedAt", *nodes[0].StartedAt)
+	evs, err := s.Events(ctx, r.ID, 0, 0)
+	mustOK(t, err, "Events")
+	check("event Timestamp", evs[0].Timestamp)
+}
+
+// --- the writer ---
+
+// TestGroupCommit holds the writer inside a commit hook while 9,999 events
+// queue up, then checks they went in as (nearly) one transaction.
+func TestGroupCommit(t *testing.T) {
+	ctx := testCtx(t)
+	s := openStore(t)
+	r := newRun("run-group")
+	mustOK(t, s.CreateRun(ctx, r, nil), "CreateRun")
+
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	s.OnCommit(func([]engine.Event, []*engine.Run) {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+	})
+	s.Emit(ev(r.ID, 1, "1"))
+	<-entered
+	before := s.Stats()
+	for i := int64(2); i <= 10000; i++ {
+		s.Emit(ev(r.ID, i, "x"))
+	}
+	if d := s.Stats().QueueDepth; d != 9999 {
+		t.Errorf("queue depth %d while the writer is held, want 9999", d)
+	}
+	close(release)
+	mustOK(t, s.Checkpoint(ctx, r, nil), "Checkpoint")
+	st := s.Stats()
+	if st.EventsWritten != 10000 {
+		t.Fatalf("EventsWritten = %d, want 10000", st.EventsWritten)
+	}
+	if n := st.Batches - before.Batches; n > 2 {
+		t.Errorf("9,999 queued events and a checkpoint took %d commits, want at most 2", n)
+	}
+	if st.LargestBatch < 9999 {
+		t.Errorf("LargestBatch = %d, want >= 9999", st.LargestBatch)
+	}
+	t.Logf("stats: %+v", st)
+}
+
+// TestGroupCommitUnderLoad emits freely: the writer should still batch.
+func TestGroupCommitUnderLoad(t *testing.T) {
+	ctx := testCtx(t)
+	s := openStore(t)
+	r := newRun("run-load")
+	mustOK(t, s.CreateRun(ctx, r, nil), "CreateRun")
+	for i := int64(1); i <= 10000; i++ {
+		s.Emit(ev(r.ID, i, "x"))
+	}
+	mustOK(t, s.Checkpoint(ctx, r, nil), "Checkpoint")
+	st := s.Stats()
+	if st.EventsWritten != 10000 {
+		t.Fatalf("EventsWritten = %d", st.EventsWritten)
+	}
+	// A commit costs far more than an Emit, so batches must form; the bound
+	// is loose on purpose.
+	if st.Batches > st.EventsWritten/2 {
+		t.Errorf("%d batches for %d events: no group commit", st.Batches, st.EventsWritten)
+	}
+	t.Logf("10,000 events in %d batches (largest %d)", st.Batches, st.LargestBatch)
+}
+
+// TestEmitBlocksWhenQueueFull: a full queue makes Emit wait (backpressure)
+// instead of dropping or growing without bound.
+func TestEmitBlocksWhenQueueFull(t *testing.T) {
+	ctx := testCtx(t)
+	s := openStore(t, WithQueueSize(2))
+	r := newRun("run-bp")
+	mustOK(t, s.CreateRun(ctx, r, nil), "CreateRun")
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	s.OnCommit(func([]engine.Event, []*engine.Run) {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+	})
+	s.Emit(ev(r.ID, 1, "1"))
+	<-entered // the writer is held: nothing leaves the queue
+	s.Emit(ev(r.ID, 2, "2"))
+	s.Emit(ev(r.ID, 3, "3"))
+	var returned atomic.Bool
+	emitted := make(chan struct{})
+	go func() {
+		s.Emit(ev(r.ID, 4, "4"))
+		returned.Store(true)
+		close(emitted)
+	}()
+	waitFor(t, "Emit to find the queue full", func() bool { return s.Stats().QueueFullWaits == 1 })
+	if returned.Load() {
+		t.Fatal("Emit returned although the queue was full and the writer held")
+	}
+	close(release)
+	<-emitted
+	mustOK(t, s.Checkpoint(ctx, r, nil), "Checkpoint")
+	evs, err := s.Events(ctx, r.ID, 0, 0)
+	mustOK(t, err, "Events")
+	if len(evs) != 4 {
+		t.Fatalf("%d events stored, want 4", len(evs))
+	}
+}
+
+func TestOnCommitSeesCommittedEventsInOrder(t *testing.T) {
+	ctx := testCtx(t)
+	s := openStore(t)
+	runs := []*engine.Run{newRun("run-h1"), newRun("run-h2")}
+	for _, r := range runs {
+		mustOK(t, s.CreateRun(ctx, r, nil), "CreateRun")
+	}
+
+	var mu sync.Mutex
+	seen := map[string][]int64{}
+	var headers []string
+	var problems []string
+	var total atomic.Int64
+	s.OnCommit(func(events []engine.Event, rs []*engine.Run) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range events {
+			seen[e.RunID] = append(seen[e.RunID], e.Seq)
+		}
+		for _, r := range rs {
+			headers = append(headers, r.ID+":"+string(r.Status))
+		}
+		// Everything reported is already readable: it was committed.
+		for _, r := range []string{"run-h1", "run-h2"} {
+			seqs := seen[r]
+			if len(seqs) == 0 {
+				continue
+			}
+			got, err := s.Events(ctx, r, seqs[len(seqs)-1]-1, 1)
+			if err != nil || len(got) != 1 {
+				problems = append(problems, fmt.Sprintf("%s seq %d not readable in hook: %v", r, seqs[len(seqs)-1], err))
+			}
+		}
+		total.Add(int64(len(events)))
+	})
+	s.OnCommit(func([]engine.Event, []*engine.Run) { panic("a broken hook") }) // must not kill the writer
+
+	const n = 2000
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		wg.Go(func() {
+			for i := int64(1); i <= n; i++ {
+				s.Emit(ev(r.ID, i, "x"))
+				if i%500 == 0 {
+					c := *r
+					c.Status = engine.RunStatus(fmt.Sprintf("s%d", i))
+					if err := s.Checkpoint(ctx, &c, nil); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// Hooks run after Checkpoint has returned: wait for them.
+	waitFor(t, "hooks to see every event", func() bool { return total.Load() == 2*n })
+
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range problems {
+		t.Error(p)
+	}
+	for _, r := range runs {
+		seqs := seen[r.ID]
+		if len(seqs) != n {
+			t.Errorf("%s: hooks saw %d events, want %d", r.ID, len(seqs), n)
+		}
+		for i, sq := range seqs {
+			if sq != int64(i+1) {
+				t.Fatalf("%s: hook event %d has seq %d: out of order", r.ID, i, sq)
+			}
+		}
+	}
+	if len(headers) != 8 { // 4 checkpoints per run
+		t.Errorf("hooks saw run headers %v, want 8", headers)
+	}
+}
+
+func TestBadEventDoesNotPoisonBatch(t *testing.T) {
+	ctx := testCtx(t)
+	s := openStore(t)
+	r := newRun("run-ok")
+	mustOK(t, s.CreateRun(ctx, r, nil), "CreateRun")
+	s.Emit(ev(r.ID, 1, "first"))
+	s.Emit(ev("no-such-run", 1, "orphan")) // unknown run
+	s.Emit(ev(r.ID, 2, "second"))
+	s.Emit(ev(r.ID, 2, "duplicate")) // same seq again
+	s.Emit(ev(r.ID, 3, "third"))
+	mustOK(t, s.Checkpoint(ctx, r, nil), "Checkpoint")
+	evs, err := s.Events(ctx, r.ID, 0, 0)
+	mustOK(t, err, "Events")
+	var contents []string
+	for _, e := range evs {
+		contents = append(contents, e.Content)
+	}
+	if !slices.Equal(contents, []string{"first", "second", "third"}) {
+		t.Fatalf("events %v, want first second third", contents)
+	}
+	if st := s.Stats(); st.EventsDropped != 2 || st.WriteErrors != 0 {
+		t.Errorf("EventsDropped %d WriteErrors %d, want 2 and 0", st.EventsDropped, st.WriteErrors)
+	}
+}
+
+func TestCloseStopsAcceptingWrites(t *testing.T) {
+	ctx := testCtx(t)
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "switchyard.db"), WithLogger(testLogger(t)))
+	mustOK(t, err, "Open")
+	mustOK(t, s.CreateRun(ctx, newRun("r"), nil), "CreateRun")
+	mustOK(t, s.Close(), "Close")
+	mustOK(t, s.Close(), "Close again")
+	s.Emit(ev("r", 1, "late")) // must not panic
+	if st := s.Stats(); st.EventsDropped != 1 {
+		t.Errorf("EventsDropped = %d after an Emit on a closed store, want 1", st.EventsDropped)
+	}
+	wantIs(t, s.Checkpoint(ctx, newRun("r"), nil), ErrClosed, "Checkpoint after Close")
+	wantIs(t, s.AcquireRun(ctx, "r", "p", "", t0, t0), ErrClosed, "AcquireRun after Close")
+	_, err = s.CreateWorkflow(ctx, Workflow{Name: "w", Kind: engine.KindGraph, Definition: json.RawMessage(`{}`)})
+	wantIs(t, err, ErrClosed, "CreateWorkflow after Close")
+}
+
+func TestCheckpointWithDoneContext(t *testing.T) {
+	s := openStore(t)
+	mustOK(t, s.CreateRun(testCtx(t), newRun("r"), nil), "CreateRun")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := newRun("r")
+	r.Status = engine.StatusFailed
+	wantIs(t, s.Checkpoint(ctx, r, nil), context.Canceled, "Checkpoint with a cancelled context")
+	got, err := s.GetRun(testCtx(t), "r")
+	mustOK(t, err, "GetRun")
+	if got.Status != engine.StatusRunning {
+		t.Errorf("a cancelled checkpoint was written: status %s", got.Status)
+	}
+}
+
+// limitPages makes the writer's connection unable to grow the database
+// (SQLITE_FULL), the closest thing to a full disk that works as root and
+// without mounting a small filesystem.
+func limitPages(t *testing.T, s *Store, limit bool) {
+	t.Helper()
+	ctx := testCtx(t)
+	n := int64(1 << 30)
+	if limit {
+		mustOK(t, s.wdb.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&n), "page_count")
+	}
+	var got int64
+	mustOK(t, s.wdb.QueryRowContext(ctx, fmt.Sprintf(`PRAGMA max_page_count = %d`, n)).Scan(&got), "max_page_count")
+}
+
+func integrityOK(t *testing.T, s *Store) {
+	t.Helper()
+	var res string
+	mustOK(t, s.rdb.QueryRow(`PRAGMA integrity_check`).Scan(&res), "integrity_check")
+	if res != "ok" {
+		t.Fatalf("integrity_check: %s", res)
+	}
+}
+
+func TestWriteErrorThenRecovery(t *testing.T) {
+	ctx := testCtx(t)
+	// Events of failed batches are retried (nearly) forever here, so that
+	// none is dropped before the "disk" is freed.
+	s := openStore(t, withRetry(1<<30, time.Millisecond))
+	r := newRun("run-full-disk")
+	mustOK(t, s.CreateRun(ctx, r, []*engine.NodeState{{NodeID: "a"}}), "CreateRun")
+
+	limitPages(t, s, true)
+	big := strings.Repeat("x", 2<<20)
+	failing := newRun(r.ID)
+	failing.Status = engine.StatusCompleted
+	err := s.Checkpoint(ctx, failing, []*engine.NodeState{{NodeID: "a", Output: big}})
+	if err == nil {
+		t.Fatal("Checkpoint on a full database succeeded")
+	}
+	if !strings.Contains(err.Error(), "full") {
+		t.Errorf("Checkpoint error %q does not mention the full database", err)
+	}
+	// Events that do not fit are kept and retried.
+	for i := int64(1); i <= 3; i++ {
+		s.Emit(ev(r.ID, i, strings.Repeat("y", 256<<10)))
+	}
+	waitFor(t, "failed retries", func() bool { return s.Stats().WriteErrors >= 3 })
+
+	limitPages(t, s, false)
+	mustOK(t, s.Checkpoint(ctx, r, []*engine.NodeState{{NodeID: "a", Status: engine.NodeCompleted}}),
+		"Checkpoint after space was freed")
+	evs, err := s.Events(ctx, r.ID, 0, 0)
+	mustOK(t, err, "Events")
+	if len(evs) != 3 {
+		t.Fatalf("%d events stored after recovery, want the 3 retried ones", len(evs))
+	}
+	got, nodes, _, err := s.LoadRun(ctx, r.ID)
+	mustOK(t, err, "LoadRun")
+	if got.Status != engine.StatusRunning || nodes[0].Output != "" || nodes[0].Status != engine.NodeCompleted {
+		t.Fatalf("state after recovery: run %s node %+v (the failed checkpoint must have left no trace)", got.Status, nodes[0])
+	}
+	st := s.Stats()
+	if st.WriteErrors < 3 || st.EventsRetried < 3 || st.EventsDropped != 0 || st.LastWriteError == "" {
+		t.Errorf("stats after recovery: %+v", st)
+	}
+	integrityOK(t, s)
+}
+
+func TestEventsDroppedAfterRetries(t *testing.T) {
+	ctx := testCtx(t)
+	s := openStore(t, withRetry(2, time.Millisecond))
+	r := newRun("run-drop")
+	mustOK(t, s.CreateRun(ctx, r, nil), "CreateRun")
+	limitPages(t, s, true)
+	for i := int64(1); i <= 3; i++ {
+		s.Emit(ev(r.ID, i, strings.Repeat("z", 256<<10)))
+	}
+	waitFor(t, "events to be dropped", func() bool { return s.Stats().EventsDropped == 3 })
+	limitPages(t, s, false)
+	s.Emit(ev(r.ID, 4, "after"))
+	mustOK(t, s.Checkpoint(ctx, r, nil), "Checkpoint after space was freed")
+	evs, err := s.Events(ctx, r.ID, 0, 0)
+	mustOK(t, err, "Events")
+	if len(evs) != 1 || evs[0].Seq != 4 {
+		t.Fatalf("events after drop: %+v, want only seq 4", evs)
+	}
+	integrityOK(t, s)
+}
+
+// --- workflows ---
+
+func TestWorkflowsCRUD(t *testing.T) {
+	ctx := testCtx(t)
+	var clock atomic.Int64
+	clock.Store(t0.UnixMicro())
+	now := func() time.Time { return time.UnixMicro(clock.Add(int64(time.Second / time.Microsecond))) }
+	s := openStore(t, WithClock(now))
+
+	created, err := s.CreateWorkflow(ctx, Workflow{Name: "Review", Description: "d1", Kind: engine.KindGraph,
+		Definition: json.RawMessage(`{"nodes":[1]}`)})
+	mustOK(t, err, "CreateWorkflow")
+	if created.ID == "" || created.Version != 1 || !created.CreatedAt.Equal(t0.Add(time.Second)) ||
+		!created.UpdatedAt.Equal(created.CreatedAt) {
+		t.Fatalf("created %+v", created)
+	}
+	got, err := s.GetWorkflow(ctx, created.ID)
+	mustOK(t, err, "GetWorkflow")
+	if got.Name != "Review" || got.Description != "d1" || string(got.Definition) != `{"nodes":[1]}` ||
+		got.Version != 1 || !got.CreatedAt.Equal(created.CreatedAt) {
+		t.Fatalf("GetWorkflow %+v", got)
+	}
+
+	upd := *got
+	upd.Name, upd.Definition = "Review v2", json.RawMessage(`{"nodes":[1,2]}`)
+	v2, err := s.UpdateWorkflow(ctx, upd, 1)
+	mustOK(t, err, "UpdateWorkflow")
+	if v2.Version != 2 || !v2.CreatedAt.Equal(created.CreatedAt) || !v2.UpdatedAt.Equal(t0.Add(2*time.Second)) {
+		t.Fatalf("updated %+v", v2)
+	}
+	stale := *got
+	stale.Name = "stale edit"
+	_, err = s.UpdateWorkflow(ctx, stale, 1)
+	wantIs(t, err, engine.ErrConflict, "UpdateWorkflow with a stale version")
+	if cur, _ := s.GetWorkflow(ctx, created.ID); cur.Name != "Review v2" || cur.Version != 2 {
+		t.Fatalf("a stale update changed the workflow: %+v", cur)
+	}
+	_, err = s.UpdateWorkflow(ctx, Workflow{ID: "nope", Name: "x", Kind: engine.KindGraph, Definition: json.RawMessage(`{}`)}, 1)
+	wantIs(t, err, engine.ErrNotFound, "UpdateWorkflow of an unknown workflow")
+
+	versions, err := s.ListVersions(ctx, created.ID)
+	mustOK(t, err, "ListVersions")
+	if len(versions) != 2 || versions[0].Version != 2 || versions[1].Version != 1 || versions[1].Name != "Review" {
+		t.Fatalf("ListVersions %+v", versions)
+	}
+	v1, err := s.GetVersion(ctx, created.ID, 1)
+	mustOK(t, err, "GetVersion 1")
+	if string(v1.Definition) != `{"nodes":[1]}` || v1.Name != "Review" || v1.Kind != engine.KindGraph {
+		t.Fatalf("version 1 %+v", v1)
+	}
+	_, err = s.GetVersion(ctx, created.ID, 3)
+	wantIs(t, err, engine.ErrNotFound, "GetVersion 3")
+
+	_, err = s.CreateWorkflow(ctx, Workflow{ID: created.ID, Name: "dup", Kind: engine.KindGraph, Definition: json.RawMessage(`{}`)})
+	wantIs(t, err, engine.ErrConflict, "CreateWorkflow with a taken id")
+	other, err := s.CreateWorkflow(ctx, Workflow{ID: "fixed-id", Name: "Other", Kind: engine.KindYAML, Definition: json.RawMessage(`"a: 1"`)})
+	mustOK(t, err, "CreateWorkflow with an id")
+	list, err := s.ListWorkflows(ctx)
+	mustOK(t, err, "ListWorkflows")
+	if len(list) != 2 || list[0].ID != other.ID || list[1].ID != created.ID || list[1].Version != 2 {
+		t.Fatalf("ListWorkflows %+v", list)
+	}
+
+	// Runs outlive their workflow.
+	r := newRun("run-of-wf")
+	r.WorkflowID = created.ID
+	mustOK(t, s.CreateRun(ctx, r, nil), "CreateRun")
+	bad := newRun("run-of-nothing")
+	bad.WorkflowID = "no-such-workflow"
+	wantIs(t, s.CreateRun(ctx, bad, nil), engine.ErrNotFound, "CreateRun for an unknown workflow")
+
+	mustOK(t, s.DeleteWorkflow(ctx, created.ID), "DeleteWorkflow")
+	_, err = s.GetWorkflow(ctx, created.ID)
+	wantIs(t, err, engine.ErrNotFound, "GetWorkflow after delete")
+	_, err = s.ListVersions(ctx, created.ID)
+	wantIs(t, err, engine.ErrNotFound, "ListVersions after delete")
+	wantIs(t, s.DeleteWorkflow(ctx, created.ID), engine.ErrNotFound, "second DeleteWorkflow")
+	kept, err := s.GetRun(ctx, r.ID)
+	mustOK(t, err, "GetRun after its workflow was deleted")
+	if kept.WorkflowID != "" {
+		t.Errorf("run's workflow id after delete = %q, want empty", kept.WorkflowID)
+	}
+}
+
+func TestWorkflowValidation(t *testing.T) {
+	s := openStore(t)
+	tests := []struct {
+		name string
+		w    Workflow
+		msg  string
+	}{
+		{"no name", Workflow{Kind: engine.KindGraph, Definition: json.RawMessage(`{}`)}, "name is required"},
+		{"bad kind", Workflow{Name: "x", Kind: "bpmn", Definition: json.RawMessage(`{}`)}, `kind "bpmn"`},
+		{"no definition", Workflow{Name: "x", Kind: engine.KindGraph}, "definition is required"},
+		{"invalid JSON", Workflow{Name: "x", Kind: engine.KindGraph, Definition: json.RawMessage(`{nodes`)}, "not valid JSON"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := s.CreateWorkflow(testCtx(t), tc.w)
+			wantIs(t, err, engine.ErrInvalidWorkflow, "CreateWorkflow")
+			if !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("error %q does not say %q", err, tc.msg)
+			}
+			tc.w.ID = "any"
+			_, err = s.UpdateWorkflow(testCtx(t), tc.w, 1)
+			wantIs(t, err, engine.ErrInvalidWorkflow, "UpdateWorkflow")
+		})
+	}
+}
+
+func TestConcurrentWorkflowUpdatesOneWins(t *testing.T) {
+	ctx := testCtx(t)
+	s := openStore(t)
+	w, err := s.CreateWorkflow(ctx, Workflow{Name: "w", Kind: engine.KindGraph, Definition: json.RawMessage(`{}`)})
+	mustOK(t, err, "CreateWorkflow")
+	const n = 20
+	var wins, conflicts atomic.Int32
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			u := *w
+			u.Name = fmt.Sprintf("edit %d", i)
+			_, err := s.UpdateWorkflow(ctx, u, 1)
+			switch {
+			case err == nil:
+				wins.Add(1)
+			case errors.Is(err, engine.ErrConflict):
+				conflicts.Add(1)
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins.Load() != 1 || conflicts.Load() != n-1 {
+		t.Fatalf("%d wins, %d conflicts; want 1 and %d", wins.Load(), conflicts.Load(), n-1)
+	}
+	versions, err := s.ListVersions(ctx, w.ID)
+	mustOK(t, err, "ListVersions")
+	if len(versions) != 2 {
+		t.Fatalf("%d versions, want 2", len(versions))
+	}
+}
