@@ -383,16 +383,18 @@ func (w *writer) commitDone(batch []op) {
 	w.eventsWritten.Add(written)
 	w.eventsDropped.Add(skipped)
 	w.ops.Add(ops)
+	// Hooks before waking waiters: once a Checkpoint returns, every hook has
+	// seen the events committed with it (the CLI prints its last events
+	// before the run's final result).
+	if len(events) > 0 || len(runs) > 0 {
+		for _, h := range hooks {
+			w.callHook(h, events, runs)
+		}
+	}
 	for i := range batch {
 		if o := &batch[i]; o.kind == opSync {
 			o.done <- o.res
 		}
-	}
-	if len(events) == 0 && len(runs) == 0 {
-		return
-	}
-	for _, h := range hooks {
-		w.callHook(h, events, runs)
 	}
 }
 

@@ -93,7 +93,14 @@ func openEnv(ctx context.Context, dataDir string, events io.Writer, stderr io.Wr
 		cfg.LLM = llm
 	}
 	if events != nil {
-		cfg.Sinks = []engine.Sink{&lineSink{enc: json.NewEncoder(events)}}
+		// Print an event only once it is durable: a line the user saw is
+		// never lost, even if this process is killed right after.
+		ls := &lineSink{enc: json.NewEncoder(events)}
+		st.OnCommit(func(evs []engine.Event, _ []*engine.Run) {
+			for i := range evs {
+				ls.Emit(&evs[i])
+			}
+		})
 	}
 	e, err := engine.New(cfg)
 	if err != nil {
