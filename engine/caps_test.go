@@ -3,6 +3,9 @@ package engine
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,8 +34,17 @@ func TestCaps(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e, _ := newLLMEngine(t, tc.cfg, fakeopenai.WithLatency(50*time.Millisecond))
-			srv := testFake[t.Name()]
+			// Count concurrency where the cap applies: in the client, from
+			// request start until the response body is closed. (The fake's
+			// own counter also includes its handlers' tails.)
+			srv := fakeopenai.StartT(t, fakeopenai.WithLatency(50*time.Millisecond))
+			ct := &countingTransport{base: http.DefaultTransport}
+			llm, err := NewLLM(LLMConfig{BaseURL: srv.URL(), APIKey: "k", HTTPClient: &http.Client{Transport: ct}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.cfg.LLM = llm
+			e, _ := newTestEngine(t, tc.cfg)
 			var ids []string
 			for i := 0; i < tc.runs; i++ {
 				run, err := e.StartGraph(context.Background(), wideGraph(12), StartOptions{})
@@ -46,9 +58,40 @@ func TestCaps(t *testing.T) {
 					t.Fatalf("%s %s", r.Status, r.Error)
 				}
 			}
-			if mc := srv.MaxConcurrent(); mc != tc.want {
+			if mc := ct.max.Load(); mc != tc.want {
 				t.Errorf("max concurrent LLM requests %d, want exactly %d", mc, tc.want)
 			}
 		})
 	}
+}
+
+type countingTransport struct {
+	base     http.RoundTripper
+	cur, max atomic.Int64
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	n := c.cur.Add(1)
+	for m := c.max.Load(); n > m && !c.max.CompareAndSwap(m, n); m = c.max.Load() {
+	}
+	resp, err := c.base.RoundTrip(req)
+	if err != nil {
+		c.cur.Add(-1)
+		return nil, err
+	}
+	resp.Body = &countedBody{ReadCloser: resp.Body, c: c}
+	return resp, nil
+}
+
+type countedBody struct {
+	io.ReadCloser
+	c    *countingTransport
+	once atomic.Bool
+}
+
+func (b *countedBody) Close() error {
+	if b.once.CompareAndSwap(false, true) {
+		b.c.cur.Add(-1)
+	}
+	return b.ReadCloser.Close()
 }

@@ -217,11 +217,11 @@ func (v *validator) conditions(n *Node) {
 		case OpEqual, OpContains, "":
 		default:
 			v.add(CodeUnknownOperator, SeverityError, n.ID, "",
-				"%s: condition %d has unknown operator %q; want equal or contains", n.Label(), i, c.Operator)
+				"%s: condition %d (handle condition-%d) has unknown operator %q; want equal or contains", n.Label(), i+1, i, c.Operator)
 		}
 		if strings.TrimSpace(c.Value) == "" {
 			v.add(CodeEmptyCondition, SeverityWarning, n.ID, "",
-				"%s: condition %d has a blank value and never matches", n.Label(), i)
+				"%s: condition %d (handle condition-%d) has a blank value and never matches", n.Label(), i+1, i)
 		}
 	}
 }

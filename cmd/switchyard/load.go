@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"time"
+
+	"github.com/switchyard/switchyard/internal/fakeopenai"
+	"github.com/switchyard/switchyard/internal/loadgen"
+)
+
+func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	server := fs.String("server", "", "URL of a running server (default: start one with a fresh database)")
+	token := fs.String("token", "", "API token of the server")
+	llmLatency := fs.Duration("llm-latency", 0, "latency of the built-in fake OpenAI-compatible endpoint")
+	fakeAddr := fs.String("fake-addr", "127.0.0.1:0", "where the built-in fake LLM listens (point --server's OPENAI_BASE_URL at http://ADDR/v1)")
+	asJSON := fs.Bool("json", false, "print the summary as JSON")
+	quiet := fs.Bool("quiet", false, "no progress line")
+	duration := fs.Duration("duration", 10*time.Second, "runs: how long to start runs")
+	clients := fs.Int("clients", 8, "runs, approvals: concurrent clients")
+	rate := fs.Float64("rate", 0, "runs: target runs started per second (0 = as fast as possible)")
+	width := fs.Int("width", 1000, "fanout: branches")
+	watchers := fs.Int("watchers", 50, "watchers: websocket watchers")
+	busyRuns := fs.Int("runs", 10, "watchers: busy runs watched; approvals: runs paused at an approval")
+	steps := fs.Int("steps", 200, "watchers: steps per busy run (about 2 events each)")
+	eventRate := fs.Float64("event-rate", 5000, "watchers: target events per second emitted by the runs")
+	dups := fs.Int("duplicates", 2, "approvals: clients racing for each approval")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: switchyard load runs|fanout|watchers|approvals [flags]")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	scenario := pos[0]
+	switch scenario {
+	case "runs", "fanout", "watchers", "approvals":
+	default:
+		fmt.Fprintf(stderr, "switchyard load: unknown scenario %q\n", scenario)
+		fs.Usage()
+		return exitUsage
+	}
+	if scenario == "fanout" && *llmLatency == 0 && !flagSet(fs, "llm-latency") {
+		*llmLatency = 200 * time.Millisecond
+	}
+	fake, err := fakeopenai.Start(fakeopenai.WithAddr(*fakeAddr), fakeopenai.WithLatency(*llmLatency),
+		fakeopenai.WithRequestLogLimit(0))
+	if err != nil {
+		fmt.Fprintln(stderr, "switchyard load: fake LLM:", err)
+		return exitFailed
+	}
+	defer fake.Close()
+	base := *server
+	if base == "" {
+		srv, err := startServer(ctx, fake.URL(), stderr)
+		if err != nil {
+			fmt.Fprintln(stderr, "switchyard load: start server:", err)
+			return exitFailed
+		}
+		defer srv.stop()
+		base = srv.url
+	}
+	if !*quiet {
+		fmt.Fprintf(stderr, "load %s against %s (fake LLM %s, latency %s)\n", scenario, base, fake.URL(), *llmLatency)
+	}
+	var prog io.Writer = stderr
+	if *quiet {
+		prog = nil
+	}
+	c := loadgen.NewClient(base, *token)
+	var res any
+	switch scenario {
+	case "runs":
+		res, err = loadgen.Runs(ctx, c, loadgen.RunsConfig{Duration: *duration, Clients: *clients, Rate: *rate}, prog)
+	case "fanout":
+		res, err = loadgen.Fanout(ctx, c, loadgen.FanoutConfig{Width: *width, LLMLatency: *llmLatency})
+	case "watchers":
+		res, err = loadgen.Watchers(ctx, c, loadgen.WatchersConfig{Watchers: *watchers, Runs: *busyRuns, Steps: *steps, EventsRate: *eventRate}, prog)
+	case "approvals":
+		n := *busyRuns
+		if !flagSet(fs, "runs") {
+			n = 500
+		}
+		res, err = loadgen.Approvals(ctx, c, loadgen.ApprovalsConfig{Runs: n, Clients: *clients, Duplicates: *dups}, prog)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "switchyard load:", err)
+		return exitFailed
+	}
+	if *asJSON {
+		printJSON(stdout, map[string]any{"scenario": scenario, "result": res})
+	} else {
+		fmt.Fprintf(stdout, "%s\n%s", scenario, loadgen.Table(res))
+	}
+	return exitOK
+}
+
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			set = true
+		}
+	})
+	return set
+}
+
+// childServer is a `switchyard serve` this process started.
+type childServer struct {
+	url  string
+	cmd  *exec.Cmd
+	dir  string
+	done chan struct{}
+}
+
+// listenRE finds the address in the server's start-up log line.
+var listenRE = regexp.MustCompile(`listening.*?(127\.0\.0\.1:\d+)`)
+
+// startServer runs this binary's serve command on a free loopback port with
+// a fresh database, its LLM pointed at the fake.
+func startServer(ctx context.Context, llmURL string, stderr io.Writer) (*childServer, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "switchyard-load-")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, "serve", "--addr", "127.0.0.1:0", "--data", dir, "--workflows", dir+"/workflows")
+	cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+llmURL, "OPENAI_API_KEY=load", "SWITCHYARD_TOKEN=", "SWITCHYARD_LOG_LEVEL=warn")
+	out, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout = cmd.Stderr
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	s := &childServer{cmd: cmd, dir: dir, done: make(chan struct{})}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if m := listenRE.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case found <- "http://" + m[1]:
+				default:
+				}
+			}
+		}
+		close(s.done)
+	}()
+	select {
+	case s.url = <-found:
+		return s, nil
+	case <-s.done:
+		err = errors.New("server exited before listening")
+	case <-time.After(30 * time.Second):
+		err = errors.New("server did not report its address within 30s")
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	s.stop()
+	return nil, err
+}
+
+func (s *childServer) stop() {
+	if s.cmd.Process != nil {
+		_ = s.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-s.done:
+		case <-time.After(10 * time.Second):
+			_ = s.cmd.Process.Kill()
+		}
+		_ = s.cmd.Wait()
+	}
+	os.RemoveAll(s.dir)
+}

@@ -1,0 +1,622 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Graphs the scenarios run. Agent prompts are fixed so every fake LLM
+// reply has the same small size.
+type gnode struct {
+	ID       string         `json:"id"`
+	Type     string         `json:"type"`
+	Position map[string]int `json:"position"`
+	Data     map[string]any `json:"data"`
+}
+
+type gedge struct {
+	ID           string `json:"id"`
+	Source       string `json:"source"`
+	Target       string `json:"target"`
+	SourceHandle string `json:"sourceHandle"`
+}
+
+type ggraph struct {
+	Nodes []gnode `json:"nodes"`
+	Edges []gedge `json:"edges"`
+}
+
+func (g *ggraph) node(id, typ string, data map[string]any) {
+	if data == nil {
+		data = map[string]any{}
+	}
+	g.Nodes = append(g.Nodes, gnode{ID: id, Type: typ, Position: map[string]int{"x": 0, "y": 0}, Data: data})
+}
+
+func (g *ggraph) edge(src, handle, dst string) {
+	g.Edges = append(g.Edges, gedge{ID: fmt.Sprintf("e%d", len(g.Edges)+1), Source: src, Target: dst, SourceHandle: handle})
+}
+
+func (g *ggraph) json() json.RawMessage {
+	b, _ := json.Marshal(g)
+	return b
+}
+
+// ThreeNodeGraph is start → agent → agent.
+func ThreeNodeGraph() json.RawMessage {
+	g := &ggraph{}
+	g.node("s", "start", nil)
+	g.node("a", "agent", map[string]any{"agentName": "A", "userPrompt": "hi"})
+	g.node("b", "agent", map[string]any{"agentName": "B", "userPrompt": "hi"})
+	g.edge("s", "output", "a")
+	g.edge("a", "output", "b")
+	return g.json()
+}
+
+// FanoutGraph is start → width agents → one joining agent.
+func FanoutGraph(width int) json.RawMessage {
+	g := &ggraph{}
+	g.node("s", "start", nil)
+	g.node("join", "agent", map[string]any{"agentName": "Join", "userPrompt": "hi"})
+	for i := 0; i < width; i++ {
+		id := fmt.Sprintf("b%d", i)
+		g.node(id, "agent", map[string]any{"agentName": id, "userPrompt": "hi"})
+		g.edge("s", "output", id)
+		g.edge(id, "output", "join")
+	}
+	return g.json()
+}
+
+// ApprovalGraph is start → approval → agent.
+func ApprovalGraph() json.RawMessage {
+	g := &ggraph{}
+	g.node("s", "start", nil)
+	g.node("gate", "approval", map[string]any{"prompt": "Go?"})
+	g.node("after", "agent", map[string]any{"agentName": "After", "userPrompt": "hi"})
+	g.edge("s", "output", "gate")
+	g.edge("gate", "approve", "after")
+	return g.json()
+}
+
+// BusyGraph is start → approval → a chain of steps if nodes → agent: it
+// pauses at once, and once approved emits about 2×steps events fast.
+func BusyGraph(steps int) json.RawMessage {
+	g := &ggraph{}
+	g.node("s", "start", nil)
+	g.node("gate", "approval", nil)
+	g.edge("s", "output", "gate")
+	prev, handle := "gate", "approve"
+	for i := 0; i < steps; i++ {
+		id := fmt.Sprintf("c%d", i)
+		g.node(id, "if", nil)
+		g.edge(prev, handle, id)
+		prev, handle = id, "false"
+	}
+	g.node("end", "agent", map[string]any{"userPrompt": "hi"})
+	g.edge(prev, handle, "end")
+	return g.json()
+}
+
+// progress prints a status line every second until stopped.
+func progress(w io.Writer, line func() string) (stop func()) {
+	if w == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				fmt.Fprintf(w, "\r%s\n", line())
+				return
+			case <-t.C:
+				fmt.Fprintf(w, "\r%s", line())
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// RunsConfig configures the runs scenario.
+type RunsConfig struct {
+	Duration time.Duration
+	Clients  int
+	Rate     float64 // runs started per second in total; 0 = as fast as possible
+	Graph    json.RawMessage
+	Drain    time.Duration // how long to wait for started runs to finish
+}
+
+// RunsResult reports the runs scenario.
+type RunsResult struct {
+	Started         int     `json:"started"`
+	Completed       int     `json:"completed"`
+	Failed          int     `json:"failed"`
+	StartErrors     int     `json:"startErrors"`
+	Seconds         float64 `json:"seconds"`
+	StartedPerSec   float64 `json:"startedPerSec"`
+	CompletedPerSec float64 `json:"completedPerSec"`
+	StartLatency    Summary `json:"startLatency"`
+	EndToEnd        Summary `json:"endToEnd"`
+	FirstError      string  `json:"firstError,omitempty"`
+}
+
+// Runs starts runs for cfg.Duration from cfg.Clients clients and measures
+// start latency, end-to-end latency and throughput.
+func Runs(ctx context.Context, c *Client, cfg RunsConfig, prog io.Writer) (*RunsResult, error) {
+	if cfg.Clients <= 0 {
+		cfg.Clients = 8
+	}
+	if cfg.Graph == nil {
+		cfg.Graph = ThreeNodeGraph()
+	}
+	if cfg.Drain <= 0 {
+		cfg.Drain = 60 * time.Second
+	}
+	sw, err := c.WatchStatuses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer sw.Close()
+	var (
+		mu        sync.Mutex
+		startedAt = map[string]time.Time{}
+		ids       []string
+		startLat  Latencies
+		nStarted  atomic.Int64
+		nErr      atomic.Int64
+		firstErr  atomic.Value
+	)
+	var tick <-chan time.Time
+	if cfg.Rate > 0 {
+		t := time.NewTicker(time.Duration(float64(time.Second) / cfg.Rate))
+		defer t.Stop()
+		tick = t.C
+	}
+	begin := time.Now()
+	deadline := begin.Add(cfg.Duration)
+	stop := progress(prog, func() string {
+		el := time.Since(begin).Seconds()
+		done := sw.Count(snapshot(&mu, &ids), terminal...)
+		return fmt.Sprintf("runs: %6.1fs  started %d (%.0f/s)  finished %d (%.0f/s)  errors %d",
+			el, nStarted.Load(), float64(nStarted.Load())/el, done, float64(done)/el, nErr.Load())
+	})
+	var wg sync.WaitGroup
+	for i := 0; i < cfg.Clients; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				if tick != nil {
+					select {
+					case <-tick:
+					case <-ctx.Done():
+						return
+					}
+				}
+				t0 := time.Now()
+				id, err := c.StartRun(ctx, cfg.Graph, "load")
+				if err != nil {
+					nErr.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+					continue
+				}
+				startLat.Add(time.Since(t0))
+				nStarted.Add(1)
+				mu.Lock()
+				startedAt[id] = t0
+				ids = append(ids, id)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	window := time.Since(begin)
+	res := &RunsResult{Started: int(nStarted.Load()), StartErrors: int(nErr.Load()), StartLatency: startLat.Summary()}
+	var e2e Latencies
+	var last time.Time
+	drainBy := time.Now().Add(cfg.Drain)
+	for _, id := range ids {
+		st, at, err := sw.Wait(id, drainBy, terminal...)
+		if err != nil {
+			break
+		}
+		if st == "completed" {
+			res.Completed++
+		} else {
+			res.Failed++
+		}
+		e2e.Add(at.Sub(startedAt[id]))
+		if at.After(last) {
+			last = at
+		}
+	}
+	stop()
+	total := window
+	if last.Sub(begin) > total {
+		total = last.Sub(begin)
+	}
+	res.Seconds = total.Seconds()
+	res.StartedPerSec = float64(res.Started) / window.Seconds()
+	res.CompletedPerSec = float64(res.Completed) / total.Seconds()
+	res.EndToEnd = e2e.Summary()
+	if v, ok := firstErr.Load().(string); ok {
+		res.FirstError = v
+	}
+	return res, nil
+}
+
+func snapshot(mu *sync.Mutex, ids *[]string) []string {
+	mu.Lock()
+	defer mu.Unlock()
+	return append([]string(nil), (*ids)...)
+}
+
+// FanoutConfig configures the fanout scenario.
+type FanoutConfig struct {
+	Width      int
+	LLMLatency time.Duration // the fake's latency, to compare against
+}
+
+// FanoutResult reports the fanout scenario.
+type FanoutResult struct {
+	Width         int     `json:"width"`
+	Status        string  `json:"status"`
+	WallMs        float64 `json:"wallMs"`
+	LLMLatencyMs  float64 `json:"llmLatencyMs"`
+	IdealMs       float64 `json:"idealMs"` // branches and join: two latencies
+	OverheadMs    float64 `json:"overheadMs"`
+	PerNodeUs     float64 `json:"perNodeOverheadUs"`
+	StartLatentMs float64 `json:"startLatencyMs"`
+}
+
+// Fanout runs one W-wide fan-out with a join and reports wall time against
+// the ideal of one LLM latency for all branches plus one for the join.
+func Fanout(ctx context.Context, c *Client, cfg FanoutConfig) (*FanoutResult, error) {
+	sw, err := c.WatchStatuses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer sw.Close()
+	t0 := time.Now()
+	id, err := c.StartRun(ctx, FanoutGraph(cfg.Width), "load")
+	if err != nil {
+		return nil, err
+	}
+	startLat := time.Since(t0)
+	st, at, err := sw.Wait(id, time.Now().Add(5*time.Minute), terminal...)
+	if err != nil {
+		return nil, err
+	}
+	wall := at.Sub(t0)
+	ideal := 2 * cfg.LLMLatency
+	over := wall - ideal
+	return &FanoutResult{Width: cfg.Width, Status: st, WallMs: ms(wall), LLMLatencyMs: ms(cfg.LLMLatency),
+		IdealMs: ms(ideal), OverheadMs: ms(over), PerNodeUs: float64(over.Microseconds()) / float64(cfg.Width+2),
+		StartLatentMs: ms(startLat)}, nil
+}
+
+// WatchersConfig configures the watchers scenario.
+type WatchersConfig struct {
+	Watchers   int     // websocket watchers in total
+	Runs       int     // busy runs they watch
+	Steps      int     // if-node steps per run (about 2 events each)
+	EventsRate float64 // target events per second across runs (paces approvals); 0 = all at once
+}
+
+// WatchersResult reports the watchers scenario.
+type WatchersResult struct {
+	Watchers      int     `json:"watchers"`
+	Runs          int     `json:"runs"`
+	EventsPerRun  int     `json:"eventsPerRun"`
+	Delivered     int64   `json:"delivered"`
+	Gaps          int64   `json:"gaps"`
+	Duplicates    int64   `json:"duplicates"`
+	Incomplete    int     `json:"incompleteWatchers"`
+	EventsPerSec  float64 `json:"eventsPerSec"` // emitted by the runs
+	Delivery      Summary `json:"deliveryLatency"`
+	DeliveredRate float64 `json:"deliveredPerSec"`
+}
+
+// Watchers starts busy runs that pause first, attaches websocket watchers,
+// then releases the runs at the target event rate and measures delivery
+// latency, gaps and duplicates for every watcher.
+func Watchers(ctx context.Context, c *Client, cfg WatchersConfig, prog io.Writer) (*WatchersResult, error) {
+	if cfg.Runs <= 0 {
+		cfg.Runs = 10
+	}
+	if cfg.Watchers <= 0 {
+		cfg.Watchers = 50
+	}
+	if cfg.Steps <= 0 {
+		cfg.Steps = 200
+	}
+	sw, err := c.WatchStatuses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer sw.Close()
+	graph := BusyGraph(cfg.Steps)
+	ids := make([]string, cfg.Runs)
+	for i := range ids {
+		if ids[i], err = c.StartRun(ctx, graph, "load"); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range ids {
+		if _, _, err := sw.Wait(id, time.Now().Add(time.Minute), "paused"); err != nil {
+			return nil, err
+		}
+	}
+	res := &WatchersResult{Watchers: cfg.Watchers, Runs: cfg.Runs}
+	var (
+		lat                  Latencies
+		delivered, gaps, dup atomic.Int64
+		incomplete           atomic.Int64
+		ready                sync.WaitGroup
+		done                 sync.WaitGroup
+	)
+	for w := 0; w < cfg.Watchers; w++ {
+		id := ids[w%len(ids)]
+		conn, err := c.Dial(ctx, "/api/runs/"+id+"/ws?after=0")
+		if err != nil {
+			return nil, fmt.Errorf("watcher %d: %w", w, err)
+		}
+		ready.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			defer conn.Close()
+			var last int64
+			readyOnce := sync.OnceFunc(ready.Done)
+			defer readyOnce()
+			live := false
+			for {
+				_ = conn.SetReadDeadline(time.Now().Add(2 * time.Minute))
+				var ev struct {
+					Seq       int64     `json:"seq"`
+					Type      string    `json:"type"`
+					Content   string    `json:"content"`
+					Timestamp time.Time `json:"timestamp"`
+				}
+				if err := conn.ReadJSON(&ev); err != nil {
+					var ce *websocketCloseError
+					if !isNormalClose(err, &ce) {
+						incomplete.Add(1)
+					}
+					return
+				}
+				now := time.Now()
+				switch {
+				case ev.Seq == last+1:
+				case ev.Seq <= last:
+					dup.Add(1)
+				default:
+					gaps.Add(1)
+				}
+				if ev.Seq > last {
+					last = ev.Seq
+				}
+				if ev.Type == "wait_input" { // replay reached the pause: live from here
+					live = true
+					readyOnce()
+					continue
+				}
+				if live {
+					delivered.Add(1)
+					lat.Add(now.Sub(ev.Timestamp))
+				}
+			}
+		}()
+	}
+	ready.Wait()
+	// Release the runs, paced so the runs emit about EventsRate events/s.
+	perRun := 2*cfg.Steps + 8
+	res.EventsPerRun = perRun
+	gap := time.Duration(0)
+	if cfg.EventsRate > 0 {
+		gap = time.Duration(float64(time.Second) * float64(perRun) / cfg.EventsRate)
+	}
+	begin := time.Now()
+	stop := progress(prog, func() string {
+		return fmt.Sprintf("watchers: %6.1fs  delivered %d  gaps %d  duplicates %d",
+			time.Since(begin).Seconds(), delivered.Load(), gaps.Load(), dup.Load())
+	})
+	for i, id := range ids {
+		if err := c.Decide(ctx, id, "gate", "approve"); err != nil {
+			stop()
+			return nil, err
+		}
+		if gap > 0 && i < len(ids)-1 {
+			time.Sleep(gap)
+		}
+	}
+	var lastAt time.Time
+	for _, id := range ids {
+		_, at, err := sw.Wait(id, time.Now().Add(2*time.Minute), terminal...)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		if at.After(lastAt) {
+			lastAt = at
+		}
+	}
+	done.Wait()
+	stop()
+	el := lastAt.Sub(begin).Seconds()
+	res.Delivered, res.Gaps, res.Duplicates, res.Incomplete = delivered.Load(), gaps.Load(), dup.Load(), int(incomplete.Load())
+	res.Delivery = lat.Summary()
+	if el > 0 {
+		res.EventsPerSec = float64(perRun*cfg.Runs) / el
+		res.DeliveredRate = float64(res.Delivered) / el
+	}
+	return res, nil
+}
+
+// ApprovalsConfig configures the approvals scenario.
+type ApprovalsConfig struct {
+	Runs       int // runs paused at an approval
+	Clients    int // concurrent approving clients
+	Duplicates int // how many clients try each approval (>=2 tests exactly-once)
+}
+
+// ApprovalsResult reports the approvals scenario.
+type ApprovalsResult struct {
+	Runs         int     `json:"runs"`
+	Attempts     int64   `json:"attempts"`
+	Wins         int64   `json:"wins"`
+	Conflicts    int64   `json:"conflicts"`
+	Errors       int64   `json:"errors"`
+	WonTwice     int     `json:"wonTwice"`
+	NeverWon     int     `json:"neverWon"`
+	Completed    int     `json:"completed"`
+	DrainSeconds float64 `json:"drainSeconds"`
+	Decide       Summary `json:"decideLatency"`
+	FirstError   string  `json:"firstError,omitempty"`
+}
+
+// Approvals pauses many runs at an approval, then lets several clients
+// approve all of them concurrently, each approval attempted Duplicates
+// times: every approval must be won exactly once.
+func Approvals(ctx context.Context, c *Client, cfg ApprovalsConfig, prog io.Writer) (*ApprovalsResult, error) {
+	if cfg.Runs <= 0 {
+		cfg.Runs = 500
+	}
+	if cfg.Clients <= 0 {
+		cfg.Clients = 8
+	}
+	if cfg.Duplicates <= 0 {
+		cfg.Duplicates = 2
+	}
+	sw, err := c.WatchStatuses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer sw.Close()
+	graph := ApprovalGraph()
+	ids := make([]string, cfg.Runs)
+	for i := range ids {
+		if ids[i], err = c.StartRun(ctx, graph, "load"); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range ids {
+		if _, _, err := sw.Wait(id, time.Now().Add(2*time.Minute), "paused"); err != nil {
+			return nil, err
+		}
+	}
+	work := make([]string, 0, len(ids)*cfg.Duplicates)
+	for _, id := range ids {
+		for k := 0; k < cfg.Duplicates; k++ {
+			work = append(work, id)
+		}
+	}
+	rand.Shuffle(len(work), func(i, j int) { work[i], work[j] = work[j], work[i] })
+	res := &ApprovalsResult{Runs: cfg.Runs}
+	var (
+		next                  atomic.Int64
+		wins, conflicts, errs atomic.Int64
+		winsBy                sync.Map
+		lat                   Latencies
+		firstErr              atomic.Value
+		wg                    sync.WaitGroup
+	)
+	begin := time.Now()
+	stop := progress(prog, func() string {
+		return fmt.Sprintf("approvals: %6.1fs  attempts %d  wins %d  conflicts %d  completed %d/%d",
+			time.Since(begin).Seconds(), next.Load(), wins.Load(), conflicts.Load(), sw.Count(ids, "completed"), len(ids))
+	})
+	for i := 0; i < cfg.Clients; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				k := next.Add(1) - 1
+				if int(k) >= len(work) {
+					return
+				}
+				id := work[k]
+				t0 := time.Now()
+				err := c.Decide(ctx, id, "gate", "approve")
+				lat.Add(time.Since(t0))
+				var ae *APIError
+				switch {
+				case err == nil:
+					wins.Add(1)
+					n, _ := winsBy.LoadOrStore(id, new(atomic.Int64))
+					n.(*atomic.Int64).Add(1)
+				case errors.As(err, &ae) && ae.Status == 409:
+					conflicts.Add(1)
+				default:
+					errs.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if _, _, err := sw.Wait(id, time.Now().Add(2*time.Minute), terminal...); err == nil {
+			res.Completed++
+		}
+	}
+	stop()
+	res.DrainSeconds = time.Since(begin).Seconds()
+	res.Attempts = int64(len(work))
+	res.Wins, res.Conflicts, res.Errors = wins.Load(), conflicts.Load(), errs.Load()
+	for _, id := range ids {
+		v, ok := winsBy.Load(id)
+		switch {
+		case !ok:
+			res.NeverWon++
+		case v.(*atomic.Int64).Load() > 1:
+			res.WonTwice++
+		}
+	}
+	res.Decide = lat.Summary()
+	if v, ok := firstErr.Load().(string); ok {
+		res.FirstError = v
+	}
+	return res, nil
+}
+
+// Table renders a result as aligned "key  value" lines for humans.
+func Table(v any) string {
+	b, _ := json.Marshal(v)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var sb strings.Builder
+	for _, k := range keys {
+		val := m[k]
+		if sub, ok := val.(map[string]any); ok {
+			if _, isSummary := sub["p50Ms"]; isSummary {
+				val = fmt.Sprintf("p50 %.2fms  p90 %.2fms  p99 %.2fms  max %.2fms  (n=%v)",
+					sub["p50Ms"], sub["p90Ms"], sub["p99Ms"], sub["maxMs"], sub["count"])
+			}
+		}
+		if f, ok := val.(float64); ok {
+			val = strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", f), "0"), ".")
+		}
+		fmt.Fprintf(&sb, "  %-20s %v\n", k, val)
+	}
+	return sb.String()
+}
