@@ -1,0 +1,112 @@
+import type { Graph } from '../graph/types';
+
+export type WorkflowKind = 'graph' | 'yaml';
+
+export type WorkflowSummary = {
+  id: string;
+  name: string;
+  description: string;
+  kind: WorkflowKind;
+  version: number;
+  createdAt: string;
+  updatedAt: string;
+};
+
+export type Workflow = WorkflowSummary & { graph: Graph | null };
+
+export type WorkflowVersion = {
+  version: number;
+  createdAt?: string;
+  name?: string;
+  description?: string;
+  graph?: Graph;
+};
+
+export type Severity = 'error' | 'warning';
+
+export type Problem = {
+  code: string;
+  severity: Severity;
+  message: string;
+  nodeId?: string;
+  edgeId?: string;
+};
+
+export type ValidateResult = { valid: boolean; problems: Problem[] };
+
+export type RunStatus = 'pending' | 'running' | 'paused' | 'completed' | 'failed' | 'cancelled' | 'interrupted';
+
+export const TERMINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'interrupted'];
+
+export function isTerminal(s: string | undefined): boolean {
+  return (TERMINAL_STATUSES as readonly string[]).includes(s ?? '');
+}
+
+export type PendingApproval = { nodeId: string; prompt: string; input: string; since: string };
+
+export type Run = {
+  runId: string;
+  workflowId?: string | null;
+  status: RunStatus;
+  waitingForInput?: boolean;
+  currentNodeId?: string | null;
+  pendingApprovals?: PendingApproval[] | null;
+  outputs?: Record<string, string> | null;
+  error?: string | null;
+  createdAt: string;
+  finishedAt?: string | null;
+  graph?: unknown;
+  input?: string;
+};
+
+export type EventType =
+  | 'step_start'
+  | 'start_prompt'
+  | 'llm_delta'
+  | 'llm_response'
+  | 'llm_error'
+  | 'logic_check'
+  | 'wait_input'
+  | 'input_received'
+  | 'step_end'
+  | 'error'
+  | 'warning'
+  | 'run_status'
+  | 'subagent_call_start'
+  | 'subagent_call_end'
+  | 'subagent_call_error';
+
+export type RunEvent = {
+  seq: number;
+  runId: string;
+  nodeId: string;
+  type: EventType | string;
+  content: string;
+  timestamp: string;
+  data?: Record<string, unknown> | null;
+};
+
+export type SubagentCallInfo = {
+  parentNodeId: string;
+  subagentNodeId: string;
+  subagentName?: string;
+  callId: string;
+  parentCallId?: string;
+  depth: number;
+  message?: string;
+};
+
+export type AppConfig = {
+  llmConfigured: boolean;
+  providers: string[];
+  models: string[];
+  defaultModel: string;
+  reasoningEfforts: string[];
+};
+
+export type RunStatusMessage = {
+  runId: string;
+  status: RunStatus;
+  workflowId?: string | null;
+  waitingForInput?: boolean;
+};

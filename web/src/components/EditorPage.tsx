@@ -1,0 +1,371 @@
+import { ReactFlowProvider, useReactFlow } from '@xyflow/react';
+import { useCallback, useEffect, useRef, useState } from 'react';
+import { api, ApiError, errorMessage } from '../api/client';
+import { toGraph } from '../graph/serialize';
+import { useApp } from '../store/app';
+import { isDirty, useEditor } from '../store/editor';
+import { navigate, runPath, workflowPath } from '../store/router';
+import { indexProblems, runBlocker, useValidation } from '../store/validation';
+import { EditorCanvas } from './Canvas';
+import { downloadJson, importGraphText, safeFileName } from './importExport';
+import { Inspector } from './Inspector';
+import { Palette } from './Palette';
+import { ProblemsPanel } from './ProblemsPanel';
+import { RunHistory } from './RunHistory';
+import { WorkflowList } from './WorkflowList';
+import { WorkflowPanel } from './WorkflowPanel';
+
+type Tab = 'inspect' | 'problems' | 'runs' | 'workflow';
+
+function isTypingTarget(t: EventTarget | null): boolean {
+  const el = t as HTMLElement | null;
+  if (!el || !el.tagName) return false;
+  const tag = el.tagName;
+  return tag === 'INPUT' || tag === 'TEXTAREA' || tag === 'SELECT' || el.isContentEditable;
+}
+
+function ConflictBanner() {
+  const conflict = useEditor((s) => s.conflict);
+  const toast = useApp((s) => s.toast);
+  if (!conflict) return null;
+  const overwrite = async () => {
+    if (!confirm('Replace the other change with yours? Their version stays in the version history.')) return;
+    try {
+      await useEditor.getState().save({ overwrite: true });
+      toast('Saved over the other change', 'success');
+    } catch (e) {
+      toast(`Save failed: ${errorMessage(e)}`, 'error');
+    }
+  };
+  const reload = async () => {
+    if (!confirm('Discard your unsaved changes and load the newest saved version?')) return;
+    try {
+      await useEditor.getState().reloadFromServer();
+    } catch (e) {
+      toast(`Reload failed: ${errorMessage(e)}`, 'error');
+    }
+  };
+  return (
+    <div className="banner banner--warning" role="alert" data-testid="conflict-banner">
+      <div className="banner__msg">
+        <strong>Save conflict.</strong> {conflict.message}
+      </div>
+      <div className="banner__actions">
+        <button className="btn btn--small" onClick={() => void reload()} data-testid="conflict-reload">
+          Load their version
+        </button>
+        <button className="btn btn--small btn--danger" onClick={() => void overwrite()} data-testid="conflict-overwrite">
+          Overwrite with mine
+        </button>
+        <button className="btn btn--small" onClick={() => useEditor.getState().dismissConflict()}>
+          Keep editing
+        </button>
+      </div>
+    </div>
+  );
+}
+
+function Toolbar({ snap, setSnap }: { snap: boolean; setSnap: (v: boolean) => void }) {
+  const rf = useReactFlow();
+  const name = useEditor((s) => s.name);
+  const kind = useEditor((s) => s.kind);
+  const dirty = useEditor(isDirty);
+  const saving = useEditor((s) => s.saving);
+  const canUndo = useEditor((s) => s.history.past.length > 0);
+  const canRedo = useEditor((s) => s.history.future.length > 0);
+  const setMeta = useEditor((s) => s.setMeta);
+  const server = useApp((s) => s.server);
+  const toast = useApp((s) => s.toast);
+  const vStatus = useValidation((s) => s.status);
+  const vErrors = useValidation((s) => s.errors);
+  const [input, setInput] = useState('');
+  const [starting, setStarting] = useState(false);
+  const fileRef = useRef<HTMLInputElement>(null);
+  const readOnly = kind === 'yaml';
+  const blocker = readOnly
+    ? server === 'unreachable'
+      ? 'Server unreachable'
+      : null
+    : runBlocker({ status: vStatus, errors: vErrors }, server !== 'unreachable');
+
+  const save = useCallback(async () => {
+    try {
+      const wasNew = useEditor.getState().workflowId === null;
+      const ok = await useEditor.getState().save();
+      if (!ok) return;
+      toast('Saved', 'success');
+      const id = useEditor.getState().workflowId;
+      if (wasNew && id) navigate(workflowPath(id), { replace: true, force: true });
+      void useApp.getState().loadWorkflows();
+    } catch (e) {
+      if (!(e instanceof ApiError && e.conflict)) toast(`Save failed: ${errorMessage(e)}`, 'error');
+    }
+  }, [toast]);
+
+  const run = async () => {
+    if (blocker || starting) return;
+    setStarting(true);
+    try {
+      let s = useEditor.getState();
+      if (!readOnly && (isDirty(s) || s.workflowId === null)) {
+        const wasNew = s.workflowId === null;
+        await s.save();
+        s = useEditor.getState();
+        if (wasNew && s.workflowId) navigate(workflowPath(s.workflowId), { replace: true, force: true });
+        void useApp.getState().loadWorkflows();
+      }
+      const body = s.workflowId ? { workflowId: s.workflowId } : { graph: toGraph(s.nodes, s.edges) };
+      const r = await api.createRun(input ? { ...body, input } : body);
+      navigate(runPath(r.runId));
+    } catch (e) {
+      if (e instanceof ApiError && e.problems.length) {
+        useValidation.setState({ status: 'done', problems: e.problems, ...indexProblems(e.problems) });
+        toast(`Run refused: ${e.message}`, 'error');
+      } else if (!(e instanceof ApiError && e.conflict)) {
+        toast(`Could not start the run: ${errorMessage(e)}`, 'error');
+      }
+    } finally {
+      setStarting(false);
+    }
+  };
+
+  const exportGraph = () => {
+    const s = useEditor.getState();
+    downloadJson(`${safeFileName(s.name)}.json`, toGraph(s.nodes, s.edges));
+  };
+  const onFile = async (f: File | undefined) => {
+    if (!f) return;
+    try {
+      const r = await importGraphText(await f.text());
+      useEditor.getState().replaceGraph(r.graph);
+      toast([`Imported ${f.name}.`, ...r.notes].join(' '), 'success');
+    } catch (e) {
+      toast(`Import failed: ${errorMessage(e)}`, 'error');
+    } finally {
+      if (fileRef.current) fileRef.current.value = '';
+    }
+  };
+
+  // Keyboard shortcuts. Ctrl+S works everywhere; the rest not while typing.
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const mod = e.ctrlKey || e.metaKey;
+      const k = e.key.toLowerCase();
+      if (mod && k === 's') {
+        e.preventDefault();
+        if (!readOnly) void save();
+        return;
+      }
+      if (isTypingTarget(e.target)) return;
+      const ed = useEditor.getState();
+      if (mod && k === 'z' && !e.shiftKey) {
+        e.preventDefault();
+        ed.undo();
+      } else if ((mod && k === 'z' && e.shiftKey) || (mod && k === 'y')) {
+        e.preventDefault();
+        ed.redo();
+      } else if (mod && k === 'c') {
+        if (ed.copy()) e.preventDefault();
+      } else if (mod && k === 'v') {
+        if (ed.paste()) e.preventDefault();
+      } else if (mod && k === 'a') {
+        e.preventDefault();
+        ed.selectAll();
+      } else if ((e.key === 'Delete' || e.key === 'Backspace') && !mod) {
+        e.preventDefault();
+        ed.deleteSelected();
+      }
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, [save, readOnly]);
+
+  return (
+    <div className="toolbar" role="toolbar" aria-label="Workflow actions">
+      <label className="toolbar__name">
+        <span className="sr-only">Workflow name</span>
+        <input
+          value={name}
+          readOnly={readOnly}
+          onChange={(e) => setMeta({ name: e.target.value })}
+          aria-label="Workflow name"
+          data-testid="workflow-name"
+        />
+      </label>
+      {readOnly && <span className="kind kind--yaml">YAML · read-only</span>}
+      {dirty && !readOnly && (
+        <span className="dirty" data-testid="dirty-indicator" title="Unsaved changes">
+          ● unsaved
+        </span>
+      )}
+      <div className="toolbar__group">
+        {!readOnly && (
+          <>
+            <button className="btn" onClick={() => useEditor.getState().undo()} disabled={!canUndo} aria-label="Undo" title="Undo (Ctrl+Z)" data-testid="undo">
+              ↶
+            </button>
+            <button className="btn" onClick={() => useEditor.getState().redo()} disabled={!canRedo} aria-label="Redo" title="Redo (Ctrl+Shift+Z / Ctrl+Y)" data-testid="redo">
+              ↷
+            </button>
+          </>
+        )}
+        <button className="btn" onClick={() => useEditor.getState().autoLayout()} title="Arrange nodes in layers" data-testid="auto-layout" disabled={readOnly}>
+          Auto-layout
+        </button>
+        <button className="btn" onClick={() => void rf.fitView({ padding: 0.2, maxZoom: 1.2, duration: 200 })} title="Fit the graph in view" data-testid="fit-view">
+          Fit
+        </button>
+        <label className="check check--inline" title="Snap nodes to a 16px grid while dragging">
+          <input type="checkbox" checked={snap} onChange={(e) => setSnap(e.target.checked)} data-testid="snap-toggle" />
+          Snap
+        </label>
+      </div>
+      <div className="toolbar__group">
+        {!readOnly && (
+          <>
+            <button className="btn" onClick={() => fileRef.current?.click()} data-testid="import" title="Import graph JSON (legacy files are converted)">
+              Import
+            </button>
+            <input
+              ref={fileRef}
+              type="file"
+              accept="application/json,.json"
+              hidden
+              onChange={(e) => void onFile(e.target.files?.[0])}
+              data-testid="import-file"
+              aria-label="Import graph file"
+            />
+          </>
+        )}
+        <button className="btn" onClick={exportGraph} data-testid="export" title="Download the graph as JSON">
+          Export
+        </button>
+        {!readOnly && (
+          <button className="btn btn--primary" onClick={() => void save()} disabled={saving} data-testid="save" title="Save (Ctrl+S)">
+            {saving ? 'Saving…' : 'Save'}
+          </button>
+        )}
+      </div>
+      <div className="toolbar__group toolbar__run">
+        <label>
+          <span className="sr-only">Run input</span>
+          <input
+            className="run-input"
+            value={input}
+            onChange={(e) => setInput(e.target.value)}
+            onKeyDown={(e) => {
+              if (e.key === 'Enter') void run();
+            }}
+            placeholder="Run input (optional)"
+            aria-label="Run input"
+            data-testid="run-input"
+          />
+        </label>
+        <button
+          className="btn btn--run"
+          onClick={() => void run()}
+          disabled={blocker !== null || starting}
+          aria-describedby="run-blocker"
+          data-testid="run"
+        >
+          {starting ? 'Starting…' : !readOnly && dirty ? 'Save & Run' : 'Run'}
+        </button>
+        <span id="run-blocker" className="run-blocker" role="status" data-testid="run-blocker">
+          {blocker ?? ''}
+        </span>
+      </div>
+    </div>
+  );
+}
+
+function SidePanel({ tab, setTab }: { tab: Tab; setTab: (t: Tab) => void }) {
+  const errors = useValidation((s) => s.errors);
+  const warnings = useValidation((s) => s.warnings);
+  const workflowId = useEditor((s) => s.workflowId);
+  const tabs: Array<[Tab, string]> = [
+    ['inspect', 'Inspector'],
+    ['problems', `Problems${errors + warnings ? ` (${errors + warnings})` : ''}`],
+    ['runs', 'Runs'],
+    ['workflow', 'Workflow'],
+  ];
+  return (
+    <aside className="side side--right" aria-label="Details">
+      <div className="tabs" role="tablist" aria-label="Panels">
+        {tabs.map(([id, label]) => (
+          <button
+            key={id}
+            role="tab"
+            id={`tab-${id}`}
+            aria-selected={tab === id}
+            aria-controls={`tabpanel-${id}`}
+            className={`tab${tab === id ? ' is-active' : ''}${id === 'problems' && errors ? ' has-error' : ''}`}
+            onClick={() => setTab(id)}
+            data-testid={`tab-${id}`}
+          >
+            {label}
+          </button>
+        ))}
+      </div>
+      <div className="tabpanel" role="tabpanel" id={`tabpanel-${tab}`} aria-labelledby={`tab-${tab}`}>
+        {tab === 'inspect' && <Inspector />}
+        {tab === 'problems' && <ProblemsPanel />}
+        {tab === 'runs' && <RunHistory workflowId={workflowId} />}
+        {tab === 'workflow' && <WorkflowPanel />}
+      </div>
+    </aside>
+  );
+}
+
+function EditorBody({ id }: { id: string | null }) {
+  const [snap, setSnap] = useState(true);
+  const [tab, setTab] = useState<Tab>('inspect');
+  const loading = useEditor((s) => s.loading);
+  const loadError = useEditor((s) => s.loadError);
+
+  useEffect(() => {
+    const s = useEditor.getState();
+    if (id === null) {
+      // Keep an unsaved new workflow when coming back to it.
+      if (s.workflowId !== null || s.loadError) s.newWorkflow();
+    } else if (s.workflowId !== id || s.loadError) {
+      void s.loadWorkflow(id);
+    }
+  }, [id]);
+
+  const activate = useCallback(() => setTab('inspect'), []);
+  return (
+    <div className="editor">
+      <Toolbar snap={snap} setSnap={setSnap} />
+      <ConflictBanner />
+      <div className="editor__main">
+        <aside className="side side--left" aria-label="Workflows and palette">
+          <Palette />
+          <WorkflowList />
+        </aside>
+        <main className="editor__canvas" aria-busy={loading}>
+          {loadError ? (
+            <div className="center-msg" role="alert" data-testid="load-error">
+              <h2>Could not open this workflow</h2>
+              <p>{loadError}</p>
+              <button className="btn" onClick={() => id && void useEditor.getState().loadWorkflow(id)}>
+                Try again
+              </button>
+            </div>
+          ) : (
+            <EditorCanvas snap={snap} onNodeActivate={activate} />
+          )}
+          {loading && <div className="loading-veil">Loading…</div>}
+        </main>
+        <SidePanel tab={tab} setTab={setTab} />
+      </div>
+    </div>
+  );
+}
+
+export function EditorPage({ id }: { id: string | null }) {
+  return (
+    <ReactFlowProvider>
+      <EditorBody id={id} />
+    </ReactFlowProvider>
+  );
+}

@@ -1,0 +1,357 @@
+import { useId, type ReactNode } from 'react';
+import { conditionLabel } from '../graph/handles';
+import { CONDITION_OPERATORS, agentData, conditionsOf, str, type ConditionOperator, type FlowNode } from '../graph/types';
+import { useApp } from '../store/app';
+import { useEditor } from '../store/editor';
+import { useValidation } from '../store/validation';
+import { TYPE_LABEL } from '../nodes/NodeShell';
+
+const MULTI = 'multi' as const;
+
+/** The single selected node, MULTI when several are, null when none. */
+function useSelectedNode(): FlowNode | typeof MULTI | null {
+  return useEditor((s) => {
+    let found: FlowNode | null = null;
+    for (const n of s.nodes) {
+      if (!n.selected) continue;
+      if (found) return MULTI;
+      found = n;
+    }
+    return found;
+  });
+}
+
+const FALLBACK_EFFORTS = ['minimal', 'low', 'medium', 'high'];
+
+function Field({
+  label,
+  hint,
+  children,
+}: {
+  label: string;
+  hint?: ReactNode;
+  children: (id: string, hintId: string | undefined) => ReactNode;
+}) {
+  const id = useId();
+  const hintId = hint ? `${id}-hint` : undefined;
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      {children(id, hintId)}
+      {hint && (
+        <div className="field__hint" id={hintId}>
+          {hint}
+        </div>
+      )}
+    </div>
+  );
+}
+
+function StartFields({ node }: { node: FlowNode }) {
+  const update = useEditor((s) => s.updateNodeData);
+  return (
+    <Field label="Initial input" hint="Used when a run is started without its own input.">
+      {(id, h) => (
+        <textarea
+          id={id}
+          aria-describedby={h}
+          rows={5}
+          value={str(node.data.initialInput)}
+          onChange={(e) => update(node.id, { initialInput: e.target.value }, 'initialInput')}
+          data-testid="inspector-initialInput"
+        />
+      )}
+    </Field>
+  );
+}
+
+function AgentFields({ node, readOnly }: { node: FlowNode; readOnly: boolean }) {
+  const update = useEditor((s) => s.updateNodeData);
+  const config = useApp((s) => s.config);
+  const a = agentData(node.data);
+  const models = config?.models ?? [];
+  const efforts = config?.reasoningEfforts?.length ? config.reasoningEfforts : FALLBACK_EFFORTS;
+  const set = (field: string, value: unknown) => update(node.id, { [field]: value }, field);
+  const tools = a.tools ?? {};
+  const setTool = (k: 'web_search' | 'subagents', v: boolean) =>
+    update(node.id, { tools: { ...tools, [k]: v } }, `tools.${k}`);
+  return (
+    <>
+      <Field label="Agent name">
+        {(id) => (
+          <input
+            id={id}
+            value={a.agentName ?? ''}
+            readOnly={readOnly}
+            onChange={(e) => set('agentName', e.target.value)}
+            data-testid="inspector-agentName"
+          />
+        )}
+      </Field>
+      <div className="field-row">
+        <Field label="Model">
+          {(id) => (
+            <select
+              id={id}
+              value={a.model ?? ''}
+              disabled={readOnly}
+              onChange={(e) => set('model', e.target.value)}
+              data-testid="inspector-model"
+            >
+              <option value="">Default{config?.defaultModel ? ` (${config.defaultModel})` : ''}</option>
+              {models.map((m) => (
+                <option key={m} value={m}>
+                  {m}
+                </option>
+              ))}
+              {a.model && !models.includes(a.model) && <option value={a.model}>{a.model} (not offered)</option>}
+            </select>
+          )}
+        </Field>
+        <Field label="Reasoning effort">
+          {(id) => (
+            <select
+              id={id}
+              value={a.reasoningEffort ?? ''}
+              disabled={readOnly}
+              onChange={(e) => set('reasoningEffort', e.target.value)}
+              data-testid="inspector-reasoningEffort"
+            >
+              <option value="">Default</option>
+              {efforts.map((m) => (
+                <option key={m} value={m}>
+                  {m}
+                </option>
+              ))}
+              {a.reasoningEffort && !efforts.includes(a.reasoningEffort) && (
+                <option value={a.reasoningEffort}>{a.reasoningEffort}</option>
+              )}
+            </select>
+          )}
+        </Field>
+      </div>
+      <Field label="System prompt">
+        {(id) => (
+          <textarea
+            id={id}
+            rows={4}
+            value={a.systemPrompt ?? ''}
+            readOnly={readOnly}
+            onChange={(e) => set('systemPrompt', e.target.value)}
+            data-testid="inspector-systemPrompt"
+          />
+        )}
+      </Field>
+      <Field
+        label="User prompt"
+        hint={
+          <>
+            <code>{'{{PREVIOUS_OUTPUT}}'}</code> inserts the output of the node before this one;{' '}
+            <code>$node_id.output</code> inserts a specific node&apos;s output.
+          </>
+        }
+      >
+        {(id, h) => (
+          <textarea
+            id={id}
+            aria-describedby={h}
+            rows={5}
+            value={a.userPrompt ?? ''}
+            readOnly={readOnly}
+            onChange={(e) => set('userPrompt', e.target.value)}
+            data-testid="inspector-userPrompt"
+          />
+        )}
+      </Field>
+      <fieldset className="field field--checks">
+        <legend>Tools</legend>
+        <label className="check">
+          <input
+            type="checkbox"
+            checked={tools.web_search === true}
+            disabled={readOnly}
+            onChange={(e) => setTool('web_search', e.target.checked)}
+            data-testid="inspector-web_search"
+          />
+          Web search
+        </label>
+        <label className="check">
+          <input
+            type="checkbox"
+            checked={tools.subagents === true}
+            disabled={readOnly}
+            onChange={(e) => setTool('subagents', e.target.checked)}
+            data-testid="inspector-subagents"
+          />
+          Subagents <span className="sy-muted">(adds a dashed “subagents” handle; connect agents to it)</span>
+        </label>
+      </fieldset>
+    </>
+  );
+}
+
+function IfFields({ node, readOnly }: { node: FlowNode; readOnly: boolean }) {
+  const edit = useEditor((s) => s.editConditions);
+  const conds = conditionsOf(node.data);
+  return (
+    <fieldset className="field conditions" data-testid="inspector-conditions">
+      <legend>Conditions</legend>
+      <p className="field__hint">
+        Checked against the previous node&apos;s output. Each condition has its own output handle; <b>else</b> is
+        taken when none match.
+      </p>
+      <ol className="conditions__list">
+        {conds.map((c, i) => (
+          <li key={i} className="conditions__row" data-testid={`condition-row-${i}`}>
+            <span className="conditions__idx" aria-hidden="true">
+              {i}
+            </span>
+            <select
+              aria-label={`Condition ${i} operator`}
+              value={c.operator}
+              disabled={readOnly}
+              onChange={(e) => edit(node.id, { kind: 'update', index: i, patch: { operator: e.target.value as ConditionOperator } })}
+              data-testid={`condition-operator-${i}`}
+            >
+              {CONDITION_OPERATORS.map((o) => (
+                <option key={o} value={o}>
+                  {o}
+                </option>
+              ))}
+            </select>
+            <input
+              aria-label={`Condition ${i} value`}
+              value={c.value}
+              readOnly={readOnly}
+              placeholder="value"
+              onChange={(e) => edit(node.id, { kind: 'update', index: i, patch: { value: e.target.value } })}
+              data-testid={`condition-value-${i}`}
+            />
+            <button
+              className="icon-btn"
+              aria-label={`Move condition ${i} up`}
+              title="Move up"
+              disabled={readOnly || i === 0}
+              onClick={() => edit(node.id, { kind: 'move', from: i, to: i - 1 })}
+              data-testid={`condition-up-${i}`}
+            >
+              ↑
+            </button>
+            <button
+              className="icon-btn"
+              aria-label={`Move condition ${i} down`}
+              title="Move down"
+              disabled={readOnly || i === conds.length - 1}
+              onClick={() => edit(node.id, { kind: 'move', from: i, to: i + 1 })}
+              data-testid={`condition-down-${i}`}
+            >
+              ↓
+            </button>
+            <button
+              className="icon-btn icon-btn--danger"
+              aria-label={`Remove condition ${i} (${conditionLabel(c)})`}
+              title="Remove (its edges go too)"
+              disabled={readOnly}
+              onClick={() => edit(node.id, { kind: 'remove', index: i })}
+              data-testid={`condition-remove-${i}`}
+            >
+              ×
+            </button>
+          </li>
+        ))}
+      </ol>
+      <button className="btn" disabled={readOnly} onClick={() => edit(node.id, { kind: 'add' })} data-testid="condition-add">
+        + Add condition
+      </button>
+    </fieldset>
+  );
+}
+
+function ApprovalFields({ node, readOnly }: { node: FlowNode; readOnly: boolean }) {
+  const update = useEditor((s) => s.updateNodeData);
+  return (
+    <Field label="Approval prompt" hint="Shown to the person approving, with the output being approved.">
+      {(id, h) => (
+        <textarea
+          id={id}
+          aria-describedby={h}
+          rows={4}
+          value={str(node.data.prompt)}
+          readOnly={readOnly}
+          onChange={(e) => update(node.id, { prompt: e.target.value }, 'prompt')}
+          data-testid="inspector-approval-prompt"
+        />
+      )}
+    </Field>
+  );
+}
+
+function GenericFields({ node }: { node: FlowNode }) {
+  return (
+    <div className="field">
+      <div className="field__hint">Read-only step of a YAML workflow.</div>
+      <pre className="code-block">{JSON.stringify(node.data, null, 2)}</pre>
+    </div>
+  );
+}
+
+function NodeProblems({ id }: { id: string }) {
+  const problems = useValidation((s) => s.byNode[id]);
+  if (!problems?.length) return null;
+  return (
+    <ul className="node-problems" aria-label="Problems on this node">
+      {problems.map((p, i) => (
+        <li key={i} className={`problem problem--${p.severity}`}>
+          <span className="problem__sev">{p.severity}</span> {p.message}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+export function Inspector() {
+  const sel = useSelectedNode();
+  const readOnly = useEditor((s) => s.kind === 'yaml');
+  const deleteSelected = useEditor((s) => s.deleteSelected);
+  if (sel === null)
+    return (
+      <div className="panel-empty" data-testid="inspector-empty">
+        {readOnly
+          ? 'YAML workflows are read-only here. Select a step to see its settings.'
+          : 'Select a node to edit it. Add nodes from the palette (click or drag).'}
+      </div>
+    );
+  if (sel === MULTI)
+    return (
+      <div className="panel-empty">
+        Several nodes are selected.{' '}
+        {!readOnly && (
+          <button className="btn btn--danger" onClick={deleteSelected}>
+            Delete selected
+          </button>
+        )}
+      </div>
+    );
+  const n = sel;
+  return (
+    <div className="inspector" data-testid="inspector" aria-label={`Inspector for ${n.id}`}>
+      <div className="inspector__head">
+        <span className={`sy-node__badge badge--${n.type}`}>{TYPE_LABEL[n.type ?? ''] ?? n.type}</span>
+        <span className="inspector__id">
+          id <code>{n.id}</code>
+        </span>
+        {!readOnly && (
+          <button className="btn btn--small btn--danger" onClick={deleteSelected} data-testid="inspector-delete" aria-label="Delete node">
+            Delete
+          </button>
+        )}
+      </div>
+      <NodeProblems id={n.id} />
+      {n.type === 'start' && <StartFields node={n} />}
+      {n.type === 'agent' && <AgentFields node={n} readOnly={readOnly} />}
+      {n.type === 'if' && <IfFields node={n} readOnly={readOnly} />}
+      {n.type === 'approval' && <ApprovalFields node={n} readOnly={readOnly} />}
+      {n.type === 'yaml' && <GenericFields node={n} />}
+    </div>
+  );
+}

@@ -1,0 +1,293 @@
+import { ReactFlowProvider } from '@xyflow/react';
+import { useEffect, useState } from 'react';
+import { errorMessage } from '../api/client';
+import { isTerminal, type PendingApproval } from '../api/types';
+import { childCalls, idleState, topLevelCalls, type RunLog, type SubagentCall } from '../run/reducer';
+import { useApp } from '../store/app';
+import { navigate, workflowPath } from '../store/router';
+import { effectiveStatus, useRun } from '../store/run';
+import { RunCanvas } from './Canvas';
+import { fmtTime } from './format';
+import { LogPanel } from './LogPanel';
+
+const STREAM_TEXT: Record<string, string> = {
+  idle: '',
+  connecting: 'connecting…',
+  live: 'live',
+  reconnecting: 'reconnecting…',
+  closed: 'complete',
+};
+
+function ApprovalCard({ p }: { p: PendingApproval }) {
+  const busy = useRun((s) => !!s.busy[p.nodeId]);
+  const decide = useRun((s) => s.decide);
+  const select = useRun((s) => s.select);
+  const toast = useApp((s) => s.toast);
+  const [note, setNote] = useState('');
+  const go = (d: 'approve' | 'reject') =>
+    decide(p.nodeId, d, note).then(
+      () => {
+        setNote('');
+        toast(d === 'approve' ? 'Approved' : 'Rejected', 'success');
+      },
+      (e: unknown) => toast(`Could not ${d}: ${errorMessage(e)}`, 'error'),
+    );
+  return (
+    <li className="approval-card" data-testid={`approval-card-${p.nodeId}`}>
+      <div className="approval-card__head">
+        <button className="link" onClick={() => select(p.nodeId)}>
+          {p.nodeId}
+        </button>
+        <span className="sy-muted small">waiting since {fmtTime(p.since)}</span>
+      </div>
+      {p.prompt && <p className="approval-card__prompt">{p.prompt}</p>}
+      {p.input && (
+        <details open>
+          <summary>Output to approve</summary>
+          <pre className="code-block">{p.input}</pre>
+        </details>
+      )}
+      <label className="field">
+        <span>Note</span>
+        <textarea rows={2} aria-label={`Approval note for ${p.nodeId}`} value={note} onChange={(e) => setNote(e.target.value)} data-testid={`approval-note-${p.nodeId}`} />
+      </label>
+      <div className="approval-card__buttons">
+        <button className="btn btn--approve" disabled={busy} onClick={() => void go('approve')} data-testid={`approve-${p.nodeId}`} aria-label={`Approve ${p.nodeId}`}>
+          Approve
+        </button>
+        <button className="btn btn--reject" disabled={busy} onClick={() => void go('reject')} data-testid={`reject-${p.nodeId}`} aria-label={`Reject ${p.nodeId}`}>
+          Reject
+        </button>
+      </div>
+    </li>
+  );
+}
+
+function Approvals() {
+  const pending = useRun((s) => s.run?.pendingApprovals);
+  const nodes = useRun((s) => s.log.nodes);
+  const list = (pending ?? []).filter((p) => {
+    const st = nodes[p.nodeId]?.status;
+    return st !== 'completed' && st !== 'failed' && st !== 'skipped' && st !== 'stopped';
+  });
+  if (list.length === 0) return null;
+  return (
+    <section className="approvals" aria-label="Pending approvals" data-testid="approvals">
+      <h2 className="side-title">Waiting for approval ({list.length})</h2>
+      <ul>
+        {list.map((p) => (
+          <ApprovalCard key={p.nodeId} p={p} />
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+function CallTree({ log, calls }: { log: RunLog; calls: SubagentCall[] }) {
+  if (calls.length === 0) return null;
+  return (
+    <ul className="calls">
+      {calls.map((c) => (
+        <li key={c.callId} data-testid={`subagent-call-${c.callId}`}>
+          <span className={`sy-status sy-status--${c.status}`}>{c.status}</span> <b>{c.name}</b>
+          {c.message && <div className="calls__msg">→ {c.message}</div>}
+          {c.result && <div className="calls__msg">← {c.result}</div>}
+          <CallTree log={log} calls={childCalls(log, c.callId)} />
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+function NodeDetails() {
+  const id = useRun((s) => s.selectedNodeId);
+  const node = useRun((s) => (id ? s.nodes.find((n) => n.id === id) : undefined));
+  const st = useRun((s) => (id ? (s.log.nodes[id] ?? idleState()) : null));
+  const output = useRun((s) => (id ? s.run?.outputs?.[id] : undefined));
+  const log = useRun((s) => s.log);
+  const setFilter = useRun((s) => s.setFilter);
+  if (!id || !st) return <div className="panel-empty">Click a node to see its prompt, output and errors.</div>;
+  const d = (node?.data ?? {}) as { agentName?: string; label?: string };
+  const calls = topLevelCalls(log, id);
+  const text = st.text || st.output || output || '';
+  return (
+    <section className="node-details" aria-label={`Details of ${id}`} data-testid="node-details">
+      <div className="inspector__head">
+        <b>{d.agentName || d.label || id}</b>
+        <code className="sy-muted">{id}</code>
+        <span className={`sy-status sy-status--${st.status}`} data-testid="node-details-status">
+          {st.status}
+        </span>
+        <button className="btn btn--small" onClick={() => setFilter(id)}>
+          Filter log
+        </button>
+      </div>
+      {st.errors.length > 0 && (
+        <div className="detail-block">
+          <h3>Errors</h3>
+          <ul className="node-problems">
+            {st.errors.map((e, i) => (
+              <li key={i} className="problem problem--error">
+                {e}
+              </li>
+            ))}
+          </ul>
+        </div>
+      )}
+      {st.prompt && (
+        <details className="detail-block">
+          <summary>Prompt</summary>
+          <pre className="code-block" data-testid="node-details-prompt">
+            {st.prompt}
+          </pre>
+        </details>
+      )}
+      <div className="detail-block">
+        <h3>Output{st.status === 'running' ? ' (streaming)' : ''}</h3>
+        {text ? (
+          <pre className="code-block" data-testid="node-details-output">
+            {text}
+          </pre>
+        ) : (
+          <p className="sy-muted small">No output yet.</p>
+        )}
+      </div>
+      {st.checks.length > 0 && (
+        <div className="detail-block">
+          <h3>Checks</h3>
+          <ul>
+            {st.checks.map((c, i) => (
+              <li key={i}>{c}</li>
+            ))}
+          </ul>
+        </div>
+      )}
+      {st.warnings.length > 0 && (
+        <div className="detail-block">
+          <h3>Warnings</h3>
+          <ul>
+            {st.warnings.map((c, i) => (
+              <li key={i}>{c}</li>
+            ))}
+          </ul>
+        </div>
+      )}
+      {calls.length > 0 && (
+        <div className="detail-block">
+          <h3>Subagent calls</h3>
+          <CallTree log={log} calls={calls} />
+        </div>
+      )}
+    </section>
+  );
+}
+
+function RunHeader() {
+  const runId = useRun((s) => s.runId);
+  const run = useRun((s) => s.run);
+  const status = useRun(effectiveStatus);
+  const stream = useRun((s) => s.stream);
+  const cancel = useRun((s) => s.cancel);
+  const toast = useApp((s) => s.toast);
+  const [cancelling, setCancelling] = useState(false);
+  const known = useRun((s) => s.run !== null || s.log.lastSeq > 0);
+  const active = known && !isTerminal(status);
+  const doCancel = async () => {
+    if (!confirm('Cancel this run?')) return;
+    setCancelling(true);
+    try {
+      await cancel();
+    } catch (e) {
+      toast(`Cancel failed: ${errorMessage(e)}`, 'error');
+    } finally {
+      setCancelling(false);
+    }
+  };
+  return (
+    <div className="toolbar" data-testid="run-header">
+      {run?.workflowId && (
+        <a
+          className="btn"
+          href={workflowPath(run.workflowId)}
+          onClick={(e) => {
+            e.preventDefault();
+            navigate(workflowPath(run.workflowId!));
+          }}
+          data-testid="back-to-workflow"
+        >
+          ← Workflow
+        </a>
+      )}
+      <h1 className="toolbar__title">
+        Run <code>{runId}</code>
+      </h1>
+      {known && (
+        <span className={`sy-status sy-status--${status}`} data-testid="run-status" aria-label={`Run status ${status}`}>
+          {status}
+        </span>
+      )}
+      {run?.waitingForInput && <span className="sy-status sy-status--waiting">needs approval</span>}
+      <span className={`stream stream--${stream}`} data-testid="stream-state" role="status">
+        {STREAM_TEXT[stream] ?? stream}
+      </span>
+      <span className="sy-muted small">
+        {run && `started ${fmtTime(run.createdAt)}`}
+        {run?.finishedAt && ` · finished ${fmtTime(run.finishedAt)}`}
+      </span>
+      <div className="toolbar__group toolbar__run">
+        {active && (
+          <button className="btn btn--danger" onClick={() => void doCancel()} disabled={cancelling} data-testid="cancel-run">
+            {cancelling ? 'Cancelling…' : 'Cancel run'}
+          </button>
+        )}
+      </div>
+    </div>
+  );
+}
+
+export function RunPage({ id }: { id: string }) {
+  const open = useRun((s) => s.open);
+  const close = useRun((s) => s.close);
+  const loadError = useRun((s) => s.loadError);
+  const runError = useRun((s) => s.run?.error);
+  const hasGraph = useRun((s) => s.nodes.length > 0);
+  const hasRun = useRun((s) => s.run !== null);
+  useEffect(() => {
+    open(id);
+    return () => close();
+  }, [id, open, close]);
+  return (
+    <ReactFlowProvider>
+      <div className="runpage">
+        <RunHeader />
+        {runError && (
+          <div className="banner banner--error" role="alert" data-testid="run-error">
+            {runError}
+          </div>
+        )}
+        <div className="runpage__main">
+          <main className="editor__canvas">
+            {loadError && !hasRun ? (
+              <div className="center-msg" role="alert">
+                <h2>Could not load this run</h2>
+                <p>{loadError}</p>
+                <button className="btn" onClick={() => void useRun.getState().refresh()}>
+                  Try again
+                </button>
+              </div>
+            ) : hasGraph || !hasRun ? (
+              <RunCanvas />
+            ) : (
+              <div className="center-msg">This run has no graph to show; its log is below.</div>
+            )}
+          </main>
+          <aside className="side side--right" aria-label="Run details">
+            <Approvals />
+            <NodeDetails />
+          </aside>
+        </div>
+        <LogPanel />
+      </div>
+    </ReactFlowProvider>
+  );
+}

@@ -1,0 +1,136 @@
+import { useState, type FormEvent } from 'react';
+import { api, errorMessage } from '../api/client';
+import { useApp, type Theme } from '../store/app';
+import { navigate } from '../store/router';
+
+const NEXT_THEME: Record<Theme, Theme> = { system: 'light', light: 'dark', dark: 'system' };
+const THEME_TEXT: Record<Theme, string> = { system: 'Theme: system', light: 'Theme: light', dark: 'Theme: dark' };
+
+export function Header() {
+  const theme = useApp((s) => s.theme);
+  const setTheme = useApp((s) => s.setTheme);
+  const server = useApp((s) => s.server);
+  const llm = useApp((s) => s.config?.llmConfigured);
+  return (
+    <header className="header">
+      <a
+        href="/"
+        className="brand"
+        onClick={(e) => {
+          e.preventDefault();
+          navigate('/');
+        }}
+      >
+        <span className="brand__mark" aria-hidden="true" />
+        Switchyard
+      </a>
+      <span className="header__spacer" />
+      {server === 'ok' && llm === false && (
+        <span className="pill pill--warning" title="Agent nodes will fail until the server has an LLM provider configured">
+          No LLM configured
+        </span>
+      )}
+      <span className={`pill pill--server-${server}`} data-testid="server-status" role="status">
+        {server === 'ok' ? 'Connected' : server === 'unreachable' ? 'Server unreachable' : 'Connecting…'}
+      </span>
+      <button
+        className="btn btn--small"
+        onClick={() => setTheme(NEXT_THEME[theme])}
+        aria-label={`${THEME_TEXT[theme]}. Switch theme`}
+        title="Switch between system, light and dark"
+        data-testid="theme-toggle"
+      >
+        {theme === 'dark' ? '☾' : theme === 'light' ? '☀' : '◐'} {theme}
+      </button>
+    </header>
+  );
+}
+
+export function ServerBanner() {
+  const server = useApp((s) => s.server);
+  const detail = useApp((s) => s.serverDetail);
+  if (server !== 'unreachable') return null;
+  const retry = () => {
+    void useApp.getState().loadConfig();
+    void useApp.getState().loadWorkflows();
+  };
+  return (
+    <div className="banner banner--error" role="alert" data-testid="server-unreachable">
+      <div className="banner__msg">
+        <strong>Server unreachable.</strong> The Switchyard API at <code>/api</code> did not answer ({detail}). You can
+        still draw a workflow here and export it; saving, validation and runs come back when the server does.
+      </div>
+      <div className="banner__actions">
+        <button className="btn btn--small" onClick={retry} data-testid="retry-server">
+          Retry now
+        </button>
+      </div>
+    </div>
+  );
+}
+
+export function Toasts() {
+  const toasts = useApp((s) => s.toasts);
+  const dismiss = useApp((s) => s.dismissToast);
+  return (
+    <div className="toasts" role="status" aria-live="polite" data-testid="toasts">
+      {toasts.map((t) => (
+        <div key={t.id} className={`toast toast--${t.kind}`}>
+          <span>{t.message}</span>
+          <button className="icon-btn" aria-label="Dismiss" onClick={() => dismiss(t.id)}>
+            ×
+          </button>
+        </div>
+      ))}
+    </div>
+  );
+}
+
+export function SignIn() {
+  const [token, setToken] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await api.login(token);
+      // Fresh start so every view loads with the new session.
+      location.reload();
+    } catch (err) {
+      setError(errorMessage(err));
+      setBusy(false);
+    }
+  };
+  return (
+    <main className="signin" data-testid="signin">
+      <form className="signin__card" onSubmit={(e) => void submit(e)}>
+        <h1>
+          <span className="brand__mark" aria-hidden="true" /> Switchyard
+        </h1>
+        <p>This server needs an access token.</p>
+        <label className="field">
+          <span>Access token</span>
+          <input
+            type="password"
+            autoComplete="current-password"
+            value={token}
+            onChange={(e) => setToken(e.target.value)}
+            required
+            autoFocus
+            data-testid="signin-token"
+          />
+        </label>
+        {error && (
+          <p className="problem problem--error" role="alert">
+            {error}
+          </p>
+        )}
+        <button className="btn btn--primary" type="submit" disabled={busy || !token} data-testid="signin-submit">
+          {busy ? 'Signing in…' : 'Sign in'}
+        </button>
+      </form>
+    </main>
+  );
+}

@@ -1,0 +1,52 @@
+import { useEffect } from 'react';
+import { useApp } from '../store/app';
+import { useEditor } from '../store/editor';
+import { navigate, useRouter, workflowPath } from '../store/router';
+
+export function WorkflowList() {
+  const workflows = useApp((s) => s.workflows);
+  const error = useApp((s) => s.workflowsError);
+  const load = useApp((s) => s.loadWorkflows);
+  const route = useRouter((s) => s.route);
+  const currentId = route.name === 'editor' ? route.id : null;
+  const editorId = useEditor((s) => s.workflowId);
+  useEffect(() => {
+    void load();
+  }, [load, editorId]);
+  return (
+    <section className="wf-list" aria-labelledby="wf-title">
+      <div className="side-head">
+        <h2 id="wf-title" className="side-title">
+          Workflows
+        </h2>
+        <button className="btn btn--small" onClick={() => navigate('/workflows/new')} data-testid="new-workflow">
+          + New
+        </button>
+      </div>
+      {error && !workflows && <p className="sy-muted small">Could not load workflows.</p>}
+      {workflows && workflows.length === 0 && <p className="sy-muted small">No saved workflows yet.</p>}
+      {workflows && (
+        <ul className="wf-list__items" data-testid="workflow-list">
+          {workflows.map((w) => (
+            <li key={w.id}>
+              <a
+                href={workflowPath(w.id)}
+                className={`wf-item${w.id === currentId ? ' is-current' : ''}`}
+                aria-current={w.id === currentId ? 'page' : undefined}
+                onClick={(e) => {
+                  e.preventDefault();
+                  navigate(workflowPath(w.id));
+                }}
+                data-testid={`workflow-item-${w.id}`}
+              >
+                <span className="wf-item__name">{w.name || '(unnamed)'}</span>
+                <span className={`kind kind--${w.kind}`}>{w.kind}</span>
+                {w.description && <span className="wf-item__desc">{w.description}</span>}
+              </a>
+            </li>
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}

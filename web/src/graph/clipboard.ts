@@ -1,0 +1,68 @@
+import { idAllocator } from './ids';
+import { edgeViewType } from './serialize';
+import type { FlowEdge, FlowNode, Graph, GraphEdge, GraphNode } from './types';
+
+/** What Ctrl+C keeps: the selected nodes and the edges between them. */
+export function copySelection(nodes: readonly FlowNode[], edges: readonly FlowEdge[]): Graph | null {
+  const picked = nodes.filter((n) => n.selected);
+  if (picked.length === 0) return null;
+  const ids = new Set(picked.map((n) => n.id));
+  return {
+    nodes: picked.map((n) => ({
+      id: n.id,
+      type: n.type ?? 'agent',
+      position: { ...n.position },
+      data: structuredClone(n.data),
+    })),
+    edges: edges
+      .filter((e) => ids.has(e.source) && ids.has(e.target))
+      .map((e): GraphEdge => ({
+        id: e.id,
+        source: e.source,
+        target: e.target,
+        sourceHandle: e.sourceHandle ?? null,
+        targetHandle: e.targetHandle ?? null,
+      })),
+  };
+}
+
+/**
+ * Fresh copies of a clipboard graph with new ids, shifted by `offset`, ready
+ * to append. Pasted nodes come back selected so they can be moved at once.
+ */
+export function pasteGraph(
+  clip: Graph,
+  existingNodeIds: Iterable<string>,
+  existingEdgeIds: Iterable<string>,
+  offset: { x: number; y: number },
+): { nodes: FlowNode[]; edges: FlowEdge[] } {
+  const newNodeId = idAllocator('n', existingNodeIds);
+  const newEdgeId = idAllocator('e', existingEdgeIds);
+  const map = new Map<string, string>();
+  const nodes: FlowNode[] = clip.nodes.map((n: GraphNode) => {
+    const id = newNodeId();
+    map.set(n.id, id);
+    return {
+      id,
+      type: n.type,
+      position: { x: n.position.x + offset.x, y: n.position.y + offset.y },
+      data: structuredClone(n.data),
+      selected: true,
+    };
+  });
+  const edges: FlowEdge[] = [];
+  for (const e of clip.edges) {
+    const source = map.get(e.source);
+    const target = map.get(e.target);
+    if (!source || !target) continue;
+    edges.push({
+      id: newEdgeId(),
+      source,
+      target,
+      sourceHandle: e.sourceHandle ?? null,
+      targetHandle: e.targetHandle ?? null,
+      type: edgeViewType(e),
+    });
+  }
+  return { nodes, edges };
+}

@@ -1,0 +1,43 @@
+import '@xyflow/react/dist/style.css';
+import './styles.css';
+import { StrictMode } from 'react';
+import { createRoot } from 'react-dom/client';
+import { openStatusStream } from './api/statusStream';
+import { App } from './App';
+import { applyTheme, useApp } from './store/app';
+import { isDirty, useEditor } from './store/editor';
+import { setNavigationGuard, startRouter } from './store/router';
+import { startValidation } from './store/validation';
+
+applyTheme(useApp.getState().theme);
+startRouter();
+startValidation();
+void useApp.getState().loadConfig();
+
+// Live run statuses for history lists; only once the API answers.
+let stopStatus: (() => void) | null = null;
+useApp.subscribe((s) => {
+  if (s.server === 'ok' && !stopStatus) stopStatus = openStatusStream((m) => useApp.getState().noteRunStatus(m));
+});
+
+setNavigationGuard((to) => {
+  const ed = useEditor.getState();
+  if (!isDirty(ed) || ed.kind === 'yaml') return true;
+  // Staying on the same workflow (e.g. new → its saved id) is not leaving.
+  if (to.name === 'editor' && to.id !== null && to.id === ed.workflowId) return true;
+  return confirm('You have unsaved changes to this workflow. Leave without saving?');
+});
+
+window.addEventListener('beforeunload', (e) => {
+  const ed = useEditor.getState();
+  if (isDirty(ed) && ed.kind !== 'yaml') {
+    e.preventDefault();
+    e.returnValue = '';
+  }
+});
+
+createRoot(document.getElementById('root')!).render(
+  <StrictMode>
+    <App />
+  </StrictMode>,
+);

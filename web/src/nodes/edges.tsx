@@ -1,0 +1,56 @@
+import { BaseEdge, getBezierPath, type EdgeProps } from '@xyflow/react';
+import { memo } from 'react';
+import { useEdgeProblems } from './mode';
+
+function useEdgeClass(id: string, base: string, selected: boolean | undefined) {
+  const problems = useEdgeProblems(id);
+  const errs = problems.some((p) => p.severity === 'error');
+  return {
+    className: `${base}${selected ? ' is-selected' : ''}${problems.length ? (errs ? ' has-error' : ' has-warning') : ''}`,
+    title: problems.map((p) => p.message).join('\n'),
+    marker: errs ? 'url(#sy-arrow-error)' : base.includes('subagent') ? 'url(#sy-arrow-sub)' : 'url(#sy-arrow)',
+  };
+}
+
+/** Execution edge: solid. */
+export const ExecEdge = memo(function ExecEdge(p: EdgeProps) {
+  const [path] = getBezierPath(p);
+  const c = useEdgeClass(p.id, 'sy-edge sy-edge--exec', p.selected);
+  return (
+    <g data-testid={`edge-${p.id}`}>
+      {c.title && <title>{c.title}</title>}
+      <BaseEdge id={p.id} path={path} className={c.className} markerEnd={c.marker} interactionWidth={16} />
+    </g>
+  );
+});
+
+/** Subagent (tool) edge: dashed, its own colour. */
+export const SubagentEdge = memo(function SubagentEdge(p: EdgeProps) {
+  const [path] = getBezierPath(p);
+  const c = useEdgeClass(p.id, 'sy-edge sy-edge--subagent', p.selected);
+  return (
+    <g data-testid={`edge-${p.id}`} data-edge-kind="subagent">
+      {c.title && <title>{c.title}</title>}
+      <BaseEdge id={p.id} path={path} className={c.className} markerEnd={c.marker} interactionWidth={16} />
+    </g>
+  );
+});
+
+/** Arrow markers referenced by the edges (any inline SVG in the page can hold them). */
+export function EdgeMarkers() {
+  return (
+    <svg width="0" height="0" style={{ position: 'absolute' }} aria-hidden="true">
+      <defs>
+        {[
+          ['sy-arrow', 'var(--edge)'],
+          ['sy-arrow-sub', 'var(--edge-sub)'],
+          ['sy-arrow-error', 'var(--danger)'],
+        ].map(([id, color]) => (
+          <marker key={id} id={id} viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
+            <path d="M0,0 L10,5 L0,10 z" style={{ fill: color }} />
+          </marker>
+        ))}
+      </defs>
+    </svg>
+  );
+}

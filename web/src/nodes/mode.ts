@@ -1,0 +1,42 @@
+import { createContext, useContext } from 'react';
+import type { Problem, PendingApproval } from '../api/types';
+import type { NodeRunStatus } from '../run/reducer';
+import { useRun } from '../store/run';
+import { useValidation } from '../store/validation';
+
+export type CanvasMode = 'edit' | 'run';
+export const CanvasModeContext = createContext<CanvasMode>('edit');
+
+export function useCanvasMode(): CanvasMode {
+  return useContext(CanvasModeContext);
+}
+
+const NONE: Problem[] = [];
+
+/** Problems naming this node; each node subscribes only to its own entry. */
+export function useNodeProblems(id: string): Problem[] {
+  const mode = useCanvasMode();
+  return useValidation((s) => (mode === 'edit' ? s.byNode[id] : undefined)) ?? NONE;
+}
+
+export function useEdgeProblems(id: string): Problem[] {
+  const mode = useCanvasMode();
+  return useValidation((s) => (mode === 'edit' ? s.byEdge[id] : undefined)) ?? NONE;
+}
+
+/** Run status of this node; re-renders only when its own status changes. */
+export function useNodeStatus(id: string): NodeRunStatus | null {
+  const mode = useCanvasMode();
+  return useRun((s) => (mode === 'run' ? (s.log.nodes[id]?.status ?? 'idle') : null));
+}
+
+export function usePendingApproval(id: string): PendingApproval | undefined {
+  const mode = useCanvasMode();
+  return useRun((s) => {
+    if (mode !== 'run') return undefined;
+    const st = s.log.nodes[id]?.status;
+    // Once the stream shows the node moved on, the fetched list is stale.
+    if (st === 'completed' || st === 'failed' || st === 'skipped' || st === 'stopped') return undefined;
+    return s.run?.pendingApprovals?.find((p) => p.nodeId === id);
+  });
+}

@@ -1,0 +1,155 @@
+import { useUpdateNodeInternals, type NodeProps } from '@xyflow/react';
+import { memo, useEffect, useMemo, useRef, useState } from 'react';
+import { sourceHandles } from '../graph/handles';
+import { agentData, conditionsOf, str, type FlowNode } from '../graph/types';
+import { useApp } from '../store/app';
+import { useRun } from '../store/run';
+import { NodeShell } from './NodeShell';
+import { usePendingApproval } from './mode';
+
+/**
+ * Tells React Flow to re-measure handles when a node's handle set changes
+ * after mount. Not on mount: React Flow measures new nodes itself, and a
+ * call per node would cost a store update each when a big graph opens.
+ */
+function useHandlesChanged(id: string, signature: unknown) {
+  const update = useUpdateNodeInternals();
+  const first = useRef(signature);
+  useEffect(() => {
+    if (first.current === signature) return;
+    first.current = signature;
+    update(id);
+  }, [id, signature, update]);
+}
+
+function clip(s: string, n: number): string {
+  return s.length > n ? `${s.slice(0, n - 1)}…` : s;
+}
+
+export const StartNode = memo(function StartNode({ id, data, selected }: NodeProps<FlowNode>) {
+  const input = str(data.initialInput);
+  const outputs = useMemo(() => sourceHandles({ type: 'start', data }), [data]);
+  return (
+    <NodeShell id={id} type="start" title="Start" selected={!!selected} input={false} outputs={outputs}>
+      <div className="sy-node__line sy-muted">{input ? clip(input, 80) : 'No initial input'}</div>
+    </NodeShell>
+  );
+});
+
+export const AgentNode = memo(function AgentNode({ id, data, selected }: NodeProps<FlowNode>) {
+  const a = agentData(data);
+  const defaultModel = useApp((s) => s.config?.defaultModel ?? '');
+  const outputs = useMemo(() => sourceHandles({ type: 'agent', data }), [data]);
+  const subOn = a.tools?.subagents === true;
+  useHandlesChanged(id, subOn);
+  const model = a.model || (defaultModel ? `${defaultModel} (default)` : 'default model');
+  return (
+    <NodeShell id={id} type="agent" title={a.agentName || id} selected={!!selected} input outputs={outputs}>
+      <div className="sy-node__line">
+        <span className="sy-chip">{model}</span>
+        {a.reasoningEffort && <span className="sy-chip">{a.reasoningEffort}</span>}
+        {a.tools?.web_search && <span className="sy-chip sy-chip--tool">web</span>}
+        {subOn && <span className="sy-chip sy-chip--sub">subagents</span>}
+      </div>
+      {a.userPrompt && <div className="sy-node__line sy-muted sy-node__prompt">{clip(a.userPrompt, 90)}</div>}
+    </NodeShell>
+  );
+});
+
+export const IfNode = memo(function IfNode({ id, data, selected }: NodeProps<FlowNode>) {
+  const conds = conditionsOf(data);
+  const outputs = useMemo(() => sourceHandles({ type: 'if', data }), [data]);
+  useHandlesChanged(id, conds.length);
+  return (
+    <NodeShell id={id} type="if" title={`If · ${conds.length} condition${conds.length === 1 ? '' : 's'}`} selected={!!selected} input outputs={outputs}>
+      {conds.length === 0 && <div className="sy-node__line sy-muted">No conditions</div>}
+    </NodeShell>
+  );
+});
+
+function ApprovalForm({ nodeId }: { nodeId: string }) {
+  const pending = usePendingApproval(nodeId);
+  const busy = useRun((s) => !!s.busy[nodeId]);
+  const decide = useRun((s) => s.decide);
+  const toast = useApp((s) => s.toast);
+  const [note, setNote] = useState('');
+  if (!pending) return null;
+  const go = (d: 'approve' | 'reject') =>
+    decide(nodeId, d, note).then(
+      () => setNote(''),
+      (e: unknown) => toast(`Could not ${d}: ${(e as Error).message}`, 'error'),
+    );
+  return (
+    <div className="sy-approval nodrag nopan nowheel" data-testid={`node-approval-form-${nodeId}`}>
+      {pending.input && (
+        <pre className="sy-approval__input" aria-label="Output to approve">
+          {pending.input}
+        </pre>
+      )}
+      <label className="sy-approval__note">
+        <input
+          value={note}
+          onChange={(e) => setNote(e.target.value)}
+          placeholder="Note (optional)"
+          data-testid={`node-approval-note-${nodeId}`}
+          aria-label={`Approval note for ${nodeId} (on canvas)`}
+        />
+      </label>
+      <div className="sy-approval__buttons">
+        <button
+          className="btn btn--approve"
+          disabled={busy}
+          onClick={() => void go('approve')}
+          data-testid={`node-approve-${nodeId}`}
+          aria-label={`Approve ${nodeId} (on canvas)`}
+        >
+          Approve
+        </button>
+        <button
+          className="btn btn--reject"
+          disabled={busy}
+          onClick={() => void go('reject')}
+          data-testid={`node-reject-${nodeId}`}
+          aria-label={`Reject ${nodeId} (on canvas)`}
+        >
+          Reject
+        </button>
+      </div>
+    </div>
+  );
+}
+
+export const ApprovalNode = memo(function ApprovalNode({ id, data, selected }: NodeProps<FlowNode>) {
+  const outputs = useMemo(() => sourceHandles({ type: 'approval', data }), [data]);
+  const pending = usePendingApproval(id);
+  const prompt = str(data.prompt);
+  return (
+    <NodeShell
+      id={id}
+      type="approval"
+      title="Approval"
+      selected={!!selected}
+      input
+      outputs={outputs}
+      extraClass={pending ? 'is-pending' : ''}
+    >
+      <div className="sy-node__line sy-node__prompt">{prompt ? clip(prompt, 120) : <span className="sy-muted">No prompt</span>}</div>
+      <ApprovalForm nodeId={id} />
+    </NodeShell>
+  );
+});
+
+export const YamlNode = memo(function YamlNode({ id, data, selected }: NodeProps<FlowNode>) {
+  const outputs = useMemo(() => sourceHandles({ type: 'yaml', data }), [data]);
+  return (
+    <NodeShell
+      id={id}
+      type="yaml"
+      badge={str(data.kind) || 'step'}
+      title={str(data.label) || id}
+      selected={!!selected}
+      input
+      outputs={outputs}
+    />
+  );
+});

@@ -1,0 +1,18 @@
+import type { EdgeTypes, NodeTypes } from '@xyflow/react';
+import { ExecEdge, SubagentEdge } from './edges';
+import { AgentNode, ApprovalNode, IfNode, StartNode, YamlNode } from './nodes';
+
+// Module-level constants: React Flow re-mounts every node if these objects
+// change identity between renders.
+export const nodeTypes: NodeTypes = {
+  start: StartNode,
+  agent: AgentNode,
+  if: IfNode,
+  approval: ApprovalNode,
+  yaml: YamlNode,
+};
+
+export const edgeTypes: EdgeTypes = {
+  exec: ExecEdge,
+  subagent: SubagentEdge,
+};

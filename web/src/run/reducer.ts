@@ -1,0 +1,365 @@
+import type { RunEvent, SubagentCallInfo } from '../api/types';
+import { isTerminal } from '../api/types';
+
+export type NodeRunStatus = 'idle' | 'running' | 'completed' | 'failed' | 'skipped' | 'waiting' | 'stopped';
+
+export type NodeRunState = {
+  status: NodeRunStatus;
+  /** The prompt the node sent (start_prompt). */
+  prompt: string;
+  /** Model text: llm_delta chunks appended live, replaced by llm_response. */
+  text: string;
+  /** step_end data.output, when given. */
+  output: string | null;
+  errors: string[];
+  warnings: string[];
+  checks: string[];
+  /** Subagent calls into this node that have not ended. */
+  activeCalls: number;
+  startedAt: string | null;
+  endedAt: string | null;
+};
+
+export type LogLine = {
+  /** Seq of the event that opened the line; stable React key. */
+  seq: number;
+  /** Seq of the newest event merged into this line. */
+  lastSeq: number;
+  nodeId: string;
+  type: string;
+  content: string;
+  timestamp: string;
+  /** Nesting depth for subagent activity (0 = top level). */
+  depth: number;
+  streaming: boolean;
+  status?: string;
+};
+
+export type SubagentCall = {
+  callId: string;
+  parentCallId: string | null;
+  parentNodeId: string;
+  subagentNodeId: string;
+  name: string;
+  depth: number;
+  status: 'running' | 'completed' | 'failed';
+  message: string;
+  result: string;
+  startSeq: number;
+};
+
+export type RunLog = {
+  lastSeq: number;
+  runStatus: string | null;
+  nodes: Readonly<Record<string, NodeRunState>>;
+  lines: readonly LogLine[];
+  calls: Readonly<Record<string, SubagentCall>>;
+  callOrder: readonly string[];
+  /** nodeId → index in lines of its open streaming line. */
+  openStream: Readonly<Record<string, number>>;
+  /** nodeId → depth of the subagent call it is serving. */
+  callDepth: Readonly<Record<string, number>>;
+};
+
+export const SYSTEM_NODE = 'system';
+
+export function emptyRunLog(): RunLog {
+  return { lastSeq: 0, runStatus: null, nodes: {}, lines: [], calls: {}, callOrder: [], openStream: {}, callDepth: {} };
+}
+
+export function emptyNodeState(): NodeRunState {
+  return {
+    status: 'idle',
+    prompt: '',
+    text: '',
+    output: null,
+    errors: [],
+    warnings: [],
+    checks: [],
+    activeCalls: 0,
+    startedAt: null,
+    endedAt: null,
+  };
+}
+
+const IDLE = Object.freeze(emptyNodeState());
+export function idleState(): NodeRunState {
+  return IDLE;
+}
+
+export function parseCallInfo(content: string): SubagentCallInfo | null {
+  try {
+    const v = JSON.parse(content) as Partial<SubagentCallInfo>;
+    if (typeof v !== 'object' || v === null || typeof v.callId !== 'string') return null;
+    return {
+      parentNodeId: String(v.parentNodeId ?? ''),
+      subagentNodeId: String(v.subagentNodeId ?? ''),
+      subagentName: typeof v.subagentName === 'string' ? v.subagentName : undefined,
+      callId: v.callId,
+      parentCallId: typeof v.parentCallId === 'string' && v.parentCallId !== '' ? v.parentCallId : undefined,
+      depth: typeof v.depth === 'number' ? v.depth : 1,
+      message: typeof v.message === 'string' ? v.message : undefined,
+    };
+  } catch {
+    return null;
+  }
+}
+
+function stepStatus(data: RunEvent['data']): NodeRunStatus {
+  const s = data?.status;
+  return s === 'failed' ? 'failed' : s === 'skipped' ? 'skipped' : 'completed';
+}
+
+function dataString(data: RunEvent['data'], key: string): string | null {
+  const v = data?.[key];
+  if (v === undefined || v === null) return null;
+  return typeof v === 'string' ? v : JSON.stringify(v);
+}
+
+/**
+ * Applies a batch of events. Events at or below lastSeq are dropped, so
+ * replays after a reconnect never duplicate lines. Only node states and log
+ * lines that change get new objects: canvas nodes subscribe per node id and
+ * re-render only when their own state changes.
+ */
+export function applyEvents(prev: RunLog, batch: readonly RunEvent[]): RunLog {
+  const events = batch.filter((e) => typeof e.seq === 'number' && e.seq > prev.lastSeq);
+  if (events.length === 0) return prev;
+  events.sort((a, b) => a.seq - b.seq);
+
+  let lastSeq = prev.lastSeq;
+  let runStatus = prev.runStatus;
+  const nodes: Record<string, NodeRunState> = { ...prev.nodes };
+  const lines: LogLine[] = prev.lines.slice();
+  const calls: Record<string, SubagentCall> = { ...prev.calls };
+  const callOrder = prev.callOrder.slice();
+  const openStream: Record<string, number> = { ...prev.openStream };
+  const callDepth: Record<string, number> = { ...prev.callDepth };
+  const fresh = new Set<string>(); // node states already copied in this batch
+
+  const node = (id: string): NodeRunState => {
+    let s = nodes[id];
+    if (!s) {
+      s = emptyNodeState();
+      nodes[id] = s;
+      fresh.add(id);
+    } else if (!fresh.has(id)) {
+      s = { ...s, errors: s.errors.slice(), warnings: s.warnings.slice(), checks: s.checks.slice() };
+      nodes[id] = s;
+      fresh.add(id);
+    }
+    return s;
+  };
+  const push = (e: RunEvent, extra: Partial<LogLine> = {}) => {
+    lines.push({
+      seq: e.seq,
+      lastSeq: e.seq,
+      nodeId: e.nodeId,
+      type: e.type,
+      content: e.content ?? '',
+      timestamp: e.timestamp,
+      depth: callDepth[e.nodeId] ?? 0,
+      streaming: false,
+      ...extra,
+    });
+  };
+
+  for (const e of events) {
+    if (e.seq <= lastSeq) continue; // duplicate inside one batch
+    lastSeq = e.seq;
+    const isNode = e.nodeId !== SYSTEM_NODE && e.nodeId !== '';
+
+    if (e.type === 'llm_delta') {
+      if (isNode) {
+        const s = node(e.nodeId);
+        s.text += e.content ?? '';
+        if (s.status === 'idle') s.status = 'running';
+      }
+      const open = openStream[e.nodeId];
+      const line = open !== undefined ? lines[open] : undefined;
+      if (line) {
+        lines[open!] = { ...line, content: line.content + (e.content ?? ''), lastSeq: e.seq };
+      } else {
+        push(e, { streaming: true });
+        openStream[e.nodeId] = lines.length - 1;
+      }
+      continue;
+    }
+
+    // Any other event from a node ends its open stream.
+    const open = openStream[e.nodeId];
+    if (open !== undefined) {
+      delete openStream[e.nodeId];
+      const line = lines[open];
+      if (e.type === 'llm_response' && line) {
+        lines[open] = { ...line, type: 'llm_response', content: e.content ?? line.content, lastSeq: e.seq, streaming: false };
+        if (isNode) node(e.nodeId).text = e.content ?? '';
+        continue;
+      }
+      if (line) lines[open] = { ...line, streaming: false };
+    }
+
+    switch (e.type) {
+      case 'step_start':
+        if (isNode) {
+          const s = node(e.nodeId);
+          s.status = 'running';
+          s.text = '';
+          s.output = null;
+          s.startedAt = e.timestamp;
+          s.endedAt = null;
+        }
+        push(e);
+        break;
+      case 'start_prompt':
+        if (isNode) node(e.nodeId).prompt = e.content ?? '';
+        push(e);
+        break;
+      case 'llm_response':
+        if (isNode) node(e.nodeId).text = e.content ?? '';
+        push(e);
+        break;
+      case 'llm_error':
+      case 'error':
+        if (isNode) node(e.nodeId).errors.push(e.content ?? '');
+        push(e);
+        break;
+      case 'warning':
+        if (isNode) node(e.nodeId).warnings.push(e.content ?? '');
+        push(e);
+        break;
+      case 'logic_check':
+        if (isNode) node(e.nodeId).checks.push(e.content ?? '');
+        push(e);
+        break;
+      case 'wait_input':
+        if (isNode) node(e.nodeId).status = 'waiting';
+        push(e);
+        break;
+      case 'input_received':
+        if (isNode) node(e.nodeId).status = 'running';
+        push(e);
+        break;
+      case 'step_end': {
+        const st = stepStatus(e.data);
+        if (isNode) {
+          const s = node(e.nodeId);
+          s.status = st;
+          s.endedAt = e.timestamp;
+          const out = dataString(e.data, 'output');
+          if (out !== null) s.output = out;
+          const err = dataString(e.data, 'error');
+          if (err !== null && st === 'failed' && !s.errors.includes(err)) s.errors.push(err);
+        }
+        push(e, { status: st });
+        break;
+      }
+      case 'run_status': {
+        runStatus = e.content;
+        if (isTerminal(e.content)) {
+          for (const [id, idx] of Object.entries(openStream)) {
+            const line = lines[idx];
+            if (line) lines[idx] = { ...line, streaming: false };
+            delete openStream[id];
+          }
+          // Nodes still marked active when the run ends did not finish.
+          for (const [id, s] of Object.entries(nodes)) {
+            if (s.status === 'running' || s.status === 'waiting') {
+              node(id).status = e.content === 'failed' ? 'failed' : 'stopped';
+            }
+          }
+        }
+        push(e, { status: e.content });
+        break;
+      }
+      case 'subagent_call_start':
+      case 'subagent_call_end':
+      case 'subagent_call_error': {
+        const info = parseCallInfo(e.content);
+        if (!info) {
+          push(e);
+          break;
+        }
+        const depth = Math.max(1, info.depth);
+        if (e.type === 'subagent_call_start') {
+          if (!calls[info.callId]) callOrder.push(info.callId);
+          calls[info.callId] = {
+            callId: info.callId,
+            parentCallId: info.parentCallId ?? null,
+            parentNodeId: info.parentNodeId,
+            subagentNodeId: info.subagentNodeId,
+            name: info.subagentName ?? info.subagentNodeId,
+            depth,
+            status: 'running',
+            message: info.message ?? '',
+            result: '',
+            startSeq: e.seq,
+          };
+          if (info.subagentNodeId) {
+            const s = node(info.subagentNodeId);
+            s.activeCalls += 1;
+            s.status = 'running';
+            if (s.startedAt === null) s.startedAt = e.timestamp;
+            callDepth[info.subagentNodeId] = depth;
+          }
+        } else {
+          const failed = e.type === 'subagent_call_error';
+          // The subagent's own text stream ends with its call.
+          const sub = openStream[info.subagentNodeId];
+          if (sub !== undefined) {
+            const line = lines[sub];
+            if (line) lines[sub] = { ...line, streaming: false };
+            delete openStream[info.subagentNodeId];
+          }
+          const c = calls[info.callId];
+          calls[info.callId] = {
+            ...(c ?? {
+              callId: info.callId,
+              parentCallId: info.parentCallId ?? null,
+              parentNodeId: info.parentNodeId,
+              subagentNodeId: info.subagentNodeId,
+              name: info.subagentName ?? info.subagentNodeId,
+              depth,
+              message: '',
+              startSeq: e.seq,
+            }),
+            status: failed ? 'failed' : 'completed',
+            result: info.message ?? '',
+          };
+          if (!c) callOrder.push(info.callId);
+          if (info.subagentNodeId) {
+            const s = node(info.subagentNodeId);
+            s.activeCalls = Math.max(0, s.activeCalls - 1);
+            if (failed) {
+              s.status = 'failed';
+              if (info.message) s.errors.push(info.message);
+            } else if (s.activeCalls === 0 && s.status !== 'failed') {
+              s.status = 'completed';
+            }
+            if (info.message && !failed) s.output = info.message;
+            s.endedAt = e.timestamp;
+            if (s.activeCalls === 0) delete callDepth[info.subagentNodeId];
+          }
+        }
+        push(e, { depth, status: e.type.slice('subagent_call_'.length) });
+        break;
+      }
+      default:
+        push(e);
+    }
+  }
+
+  return { lastSeq, runStatus, nodes, lines, calls, callOrder, openStream, callDepth };
+}
+
+/** Calls made directly by `nodeId` (not by its subagents), in call order. */
+export function topLevelCalls(log: RunLog, nodeId: string): SubagentCall[] {
+  return log.callOrder
+    .map((id) => log.calls[id]!)
+    .filter((c) => c.parentNodeId === nodeId && (c.parentCallId === null || !log.calls[c.parentCallId]));
+}
+
+/** Calls nested directly under a call. */
+export function childCalls(log: RunLog, callId: string): SubagentCall[] {
+  return log.callOrder.map((id) => log.calls[id]!).filter((c) => c.parentCallId === callId);
+}

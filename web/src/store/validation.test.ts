@@ -1,0 +1,81 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { setApiBase } from '../api/client';
+import type { Graph } from '../graph/types';
+import { resetEditorModuleState, useEditor } from './editor';
+import { indexProblems, runBlocker, startValidation, useValidation } from './validation';
+
+let server: Server;
+const bodies: Graph[] = [];
+
+beforeAll(async () => {
+  // A loopback /api/validate that flags every agent without a user prompt.
+  server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      const { graph } = JSON.parse(body) as { graph: Graph };
+      bodies.push(graph);
+      const problems = graph.nodes
+        .filter((n) => n.type === 'agent' && !n.data.userPrompt)
+        .map((n) => ({ code: 'empty_prompt', severity: 'error', message: `agent ${n.id} has no prompt`, nodeId: n.id }));
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ valid: problems.length === 0, problems }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  setApiBase(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+});
+afterAll(async () => {
+  setApiBase('');
+  await new Promise<void>((r) => server.close(() => r()));
+});
+
+describe('validation', () => {
+  it('validates after edits (debounced) and indexes problems by node', async () => {
+    resetEditorModuleState();
+    useEditor.getState().newWorkflow();
+    const stop = startValidation();
+    try {
+      await vi.waitFor(() => expect(useValidation.getState().status).toBe('done'), { timeout: 15000 });
+      expect(useValidation.getState().errors).toBe(0);
+      const before = bodies.length;
+      const a = useEditor.getState().addNode('agent', { x: 0, y: 0 });
+      // Several quick edits collapse into one request.
+      for (const v of ['', 'x', '']) useEditor.getState().updateNodeData(a, { userPrompt: v }, 'userPrompt');
+      await vi.waitFor(() => expect(useValidation.getState().byNode[a]?.[0]?.code).toBe('empty_prompt'), { timeout: 15000 });
+      expect(bodies.length - before).toBe(1);
+      expect(runBlocker(useValidation.getState(), true)).toBe('Fix 1 error to run');
+      useEditor.getState().updateNodeData(a, { userPrompt: 'hi' }, 'userPrompt');
+      await vi.waitFor(() => expect(useValidation.getState().errors).toBe(0), { timeout: 15000 });
+      expect(runBlocker(useValidation.getState(), true)).toBeNull();
+      // What was sent is exactly the stored shape.
+      expect(Object.keys(bodies.at(-1)!.nodes[0]!).sort()).toEqual(['data', 'id', 'position', 'type']);
+    } finally {
+      stop();
+    }
+  });
+});
+
+describe('indexProblems and runBlocker', () => {
+  it('counts severities and groups by node and edge', () => {
+    const idx = indexProblems([
+      { code: 'a', severity: 'error', message: 'x', nodeId: 'n1' },
+      { code: 'b', severity: 'warning', message: 'y', nodeId: 'n1' },
+      { code: 'c', severity: 'error', message: 'z', edgeId: 'e1' },
+      { code: 'd', severity: 'warning', message: 'w' },
+    ]);
+    expect(idx.errors).toBe(2);
+    expect(idx.warnings).toBe(2);
+    expect(idx.byNode.n1).toHaveLength(2);
+    expect(idx.byEdge.e1).toHaveLength(1);
+  });
+  it('explains why Run is disabled', () => {
+    expect(runBlocker({ status: 'done', errors: 0 }, false)).toBe('Server unreachable');
+    expect(runBlocker({ status: 'pending', errors: 0 }, true)).toContain('Checking');
+    expect(runBlocker({ status: 'unavailable', errors: 0 }, true)).toContain('unavailable');
+    expect(runBlocker({ status: 'done', errors: 3 }, true)).toBe('Fix 3 errors to run');
+    expect(runBlocker({ status: 'done', errors: 0 }, true)).toBeNull();
+  });
+});
