@@ -50,11 +50,12 @@ type Engine struct {
 	llmSem chan struct{}
 	execs  map[string]Executor
 
-	mu     sync.Mutex
-	live   map[string]*runner
-	closed bool
-	wg     sync.WaitGroup
-	stop   chan struct{}
+	mu      sync.Mutex
+	live    map[string]*runner
+	loading map[string]chan struct{} // runs being loaded from the store
+	closed  bool
+	wg      sync.WaitGroup
+	stop    chan struct{}
 }
 
 // StartOptions are the per-run inputs.
@@ -94,13 +95,14 @@ func New(cfg Config) (*Engine, error) {
 		st = NewMemStore()
 	}
 	e := &Engine{
-		cfg:    cfg,
-		store:  st,
-		log:    cfg.Logger,
-		llmSem: make(chan struct{}, cfg.MaxLLMCalls),
-		execs:  defaultExecutors(),
-		live:   make(map[string]*runner),
-		stop:   make(chan struct{}),
+		cfg:     cfg,
+		store:   st,
+		log:     cfg.Logger,
+		llmSem:  make(chan struct{}, cfg.MaxLLMCalls),
+		execs:   defaultExecutors(),
+		live:    make(map[string]*runner),
+		loading: make(map[string]chan struct{}),
+		stop:    make(chan struct{}),
 	}
 	for k, x := range cfg.Executors {
 		e.execs[k] = x
@@ -195,15 +197,22 @@ func (e *Engine) start(ctx context.Context, p *plan, kind string, def json.RawMe
 		Status: StatusPending, Input: opt.Input, WorkDir: opt.WorkDir,
 		PendingApprovals: []PendingApproval{}, CreatedAt: now, UpdatedAt: now,
 	}
-	if err := e.store.CreateRun(ctx, run, nil); err != nil {
+	r := newRunner(e, p, run, nil, 0, nil)
+	for _, i := range p.roots {
+		r.enqueue(i, opt.Input, "")
+	}
+	// The queued roots are stored with the run, so a process that dies
+	// before the first checkpoint leaves a run the next one can start.
+	initial := make([]*NodeState, 0, len(p.roots))
+	for _, i := range p.roots {
+		cp := *r.nodes[i]
+		initial = append(initial, &cp)
+	}
+	if err := e.store.CreateRun(ctx, run, initial); err != nil {
 		return nil, fmt.Errorf("create run: %w", err)
 	}
 	if err := e.store.AcquireRun(ctx, run.ID, e.cfg.Owner, "", now, now.Add(e.cfg.LeaseTTL)); err != nil {
 		return nil, fmt.Errorf("own new run: %w", err)
-	}
-	r := newRunner(e, p, run, nil, 0)
-	for _, i := range p.roots {
-		r.enqueue(i, opt.Input, "")
 	}
 	snap := r.header()
 	if err := e.launch(r); err != nil {
@@ -303,22 +312,23 @@ func (e *Engine) Cancel(ctx context.Context, runID string) (*Run, error) {
 }
 
 // deliver hands a request to the run's loop, loading the run from the
-// store (and taking its lease) when no loop is live in this process.
+// store (and taking its lease) when no loop is live in this process. Only
+// one goroutine loads a given run at a time; the others wait and then post
+// to the loop it started.
 func (e *Engine) deliver(ctx context.Context, runID string, req request) (*Run, error) {
 	req.reply = make(chan reply, 1)
-	for attempt := 0; ; attempt++ {
+	for {
 		e.mu.Lock()
 		if e.closed {
 			e.mu.Unlock()
 			return nil, errors.New("engine is closed")
 		}
-		r := e.live[runID]
-		if r != nil && r.post(req) {
+		if r := e.live[runID]; r != nil {
+			if r.post(req) {
+				e.mu.Unlock()
+				break
+			}
 			e.mu.Unlock()
-			break
-		}
-		e.mu.Unlock()
-		if r != nil {
 			// The loop is on its way out; wait for it, then load afresh.
 			select {
 			case <-r.exited:
@@ -327,19 +337,31 @@ func (e *Engine) deliver(ctx context.Context, runID string, req request) (*Run, 
 			}
 			continue
 		}
-		r, err := e.load(ctx, runID, req.kind)
-		if err != nil {
-			return nil, err
-		}
-		if r == nil {
-			continue // raced with another loader in this process
-		}
-		r.post(req)
-		if err := e.launch(r); err != nil {
-			_ = e.store.ReleaseRun(context.WithoutCancel(ctx), runID, e.cfg.Owner)
-			if attempt < 3 && errors.Is(err, ErrConflict) {
-				continue
+		if wait, busy := e.loading[runID]; busy {
+			e.mu.Unlock()
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				return nil, ctx.Err()
 			}
+			continue
+		}
+		done := make(chan struct{})
+		e.loading[runID] = done
+		e.mu.Unlock()
+		r, err := e.load(ctx, runID, req.kind)
+		if err == nil {
+			r.post(req)
+			err = e.launch(r)
+			if err != nil {
+				_ = e.store.ReleaseRun(context.WithoutCancel(ctx), runID, e.cfg.Owner)
+			}
+		}
+		e.mu.Lock()
+		delete(e.loading, runID)
+		close(done)
+		e.mu.Unlock()
+		if err != nil {
 			return nil, err
 		}
 		break
@@ -368,7 +390,7 @@ func (e *Engine) load(ctx context.Context, runID string, kind reqKind) (*runner,
 		}
 	case reqContinue:
 		if run.Status == StatusPaused {
-			return nil, fmt.Errorf("run %s is paused: answer its approval instead: %w", runID, ErrConflict)
+			return nil, fmt.Errorf("run %s is paused: answer its approval instead: %w", runID, ErrNotWaiting)
 		}
 	}
 	now := time.Now()
@@ -385,7 +407,14 @@ func (e *Engine) load(ctx context.Context, runID string, kind reqKind) (*runner,
 		_ = e.store.ReleaseRun(context.WithoutCancel(ctx), runID, e.cfg.Owner)
 		return nil, err
 	}
-	return newRunner(e, p, run, nodes, lastSeq), nil
+	// The event log may be ahead of the node states (a completion reported
+	// just before a crash): it is read so nothing reported is redone.
+	evs, err := e.store.Events(ctx, runID, 0, 0)
+	if err != nil {
+		_ = e.store.ReleaseRun(context.WithoutCancel(ctx), runID, e.cfg.Owner)
+		return nil, err
+	}
+	return newRunner(e, p, run, nodes, lastSeq, readLog(evs)), nil
 }
 
 // planFor rebuilds the plan from a run's definition snapshot.
@@ -418,7 +447,7 @@ func (e *Engine) Recover(ctx context.Context, resume bool) ([]string, error) {
 	var took []string
 	for _, id := range ids {
 		if resume {
-			if _, err := e.Continue(ctx, id); err != nil {
+			if _, err := e.deliver(ctx, id, request{kind: reqRecover}); err != nil {
 				e.log.Warn("recover run", "run", id, "err", err)
 				continue
 			}
@@ -433,7 +462,7 @@ func (e *Engine) Recover(ctx context.Context, resume bool) ([]string, error) {
 
 func (e *Engine) markInterrupted(ctx context.Context, runID string) error {
 	now := time.Now()
-	if err := e.store.AcquireRun(ctx, runID, e.cfg.Owner, StatusRunning, now, now.Add(e.cfg.LeaseTTL)); err != nil {
+	if err := e.store.AcquireRun(ctx, runID, e.cfg.Owner, "", now, now.Add(e.cfg.LeaseTTL)); err != nil {
 		return err
 	}
 	defer func() { _ = e.store.ReleaseRun(context.WithoutCancel(ctx), runID, e.cfg.Owner) }()
@@ -441,9 +470,13 @@ func (e *Engine) markInterrupted(ctx context.Context, runID string) error {
 	if err != nil {
 		return err
 	}
+	if run.Status != StatusRunning && run.Status != StatusPending {
+		return nil // paused with a claimed decision: left for the next resume
+	}
 	run.Status = StatusInterrupted
 	run.UpdatedAt = now.UTC()
+	run.Owner = e.cfg.Owner
 	e.store.Emit(&Event{Seq: lastSeq + 1, RunID: runID, NodeID: SystemNodeID, Type: EvRunStatus,
-		Content: string(StatusInterrupted), Timestamp: now.UTC()})
+		Content: string(StatusInterrupted), Timestamp: now.UTC(), Owner: e.cfg.Owner})
 	return e.store.Checkpoint(ctx, run, nil)
 }

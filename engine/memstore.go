@@ -48,6 +48,10 @@ func copyNode(n *NodeState) *NodeState {
 	if len(c.Wait) == 0 {
 		c.Wait = nil
 	}
+	c.Decision = append(json.RawMessage(nil), n.Decision...)
+	if len(c.Decision) == 0 {
+		c.Decision = nil
+	}
 	if len(c.Fired) == 0 {
 		c.Fired = nil
 	}
@@ -61,9 +65,18 @@ func (m *MemStore) Emit(ev *Event) {
 	if len(c.Data) == 0 {
 		c.Data = nil
 	}
+	c.Owner = ""
 	m.mu.Lock()
-	m.events[ev.RunID] = append(m.events[ev.RunID], c)
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	mr, ok := m.runs[ev.RunID]
+	if !ok || (ev.Owner != "" && mr.owner != ev.Owner) {
+		return // unknown run, or fenced: the emitter lost the run
+	}
+	evs := m.events[ev.RunID]
+	if len(evs) > 0 && evs[len(evs)-1].Seq >= c.Seq {
+		return // duplicate seq
+	}
+	m.events[ev.RunID] = append(evs, c)
 }
 
 // CreateRun implements Store.
@@ -74,6 +87,7 @@ func (m *MemStore) CreateRun(_ context.Context, r *Run, nodes []*NodeState) erro
 		return fmt.Errorf("run %s: %w: exists", r.ID, ErrConflict)
 	}
 	mr := &memRun{run: copyRun(r), nodes: map[string]*NodeState{}}
+	mr.run.Owner = ""
 	for _, n := range nodes {
 		mr.nodes[n.NodeID] = copyNode(n)
 	}
@@ -89,7 +103,11 @@ func (m *MemStore) Checkpoint(_ context.Context, r *Run, nodes []*NodeState) err
 	if !ok {
 		return fmt.Errorf("run %s: %w", r.ID, ErrNotFound)
 	}
+	if r.Owner != "" && mr.owner != r.Owner {
+		return fmt.Errorf("run %s is held by %q: %w", r.ID, mr.owner, ErrConflict)
+	}
 	mr.run = copyRun(r)
+	mr.run.Owner = ""
 	for _, n := range nodes {
 		mr.nodes[n.NodeID] = copyNode(n)
 	}
@@ -199,7 +217,7 @@ func (m *MemStore) AcquireRun(_ context.Context, id, owner string, expect RunSta
 }
 
 // ClaimWaitingNode implements Store.
-func (m *MemStore) ClaimWaitingNode(_ context.Context, runID, nodeID, owner string) error {
+func (m *MemStore) ClaimWaitingNode(_ context.Context, runID, nodeID, owner string, decision []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	mr, ok := m.runs[runID]
@@ -217,6 +235,7 @@ func (m *MemStore) ClaimWaitingNode(_ context.Context, runID, nodeID, owner stri
 		return fmt.Errorf("node %s is not waiting: %w", nodeID, ErrConflict)
 	}
 	n.Status = NodeRunning
+	n.Decision = append(json.RawMessage(nil), decision...)
 	return nil
 }
 
@@ -254,8 +273,19 @@ func (m *MemStore) ListOrphaned(_ context.Context, now time.Time) ([]string, err
 	defer m.mu.RUnlock()
 	var ids []string
 	for id, mr := range m.runs {
-		if mr.run.Status == StatusRunning && (mr.owner == "" || mr.leaseUntil.Before(now)) {
+		if mr.owner != "" && !mr.leaseUntil.Before(now) {
+			continue
+		}
+		switch mr.run.Status {
+		case StatusPending, StatusRunning:
 			ids = append(ids, id)
+		case StatusPaused:
+			for _, n := range mr.nodes {
+				if n.Status == NodeRunning {
+					ids = append(ids, id)
+					break
+				}
+			}
 		}
 	}
 	sort.Strings(ids)

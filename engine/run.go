@@ -17,6 +17,7 @@ const (
 	reqContinue
 	reqCancel
 	reqShutdown
+	reqRecover // take over an orphaned run, whatever its status
 )
 
 // request is something asked of a run's loop from outside it.
@@ -68,9 +69,13 @@ type runner struct {
 	anyFailed    bool
 	ending       RunStatus // failed or cancelled once decided; loop drains then ends
 	endReason    string
-	stopping     bool // engine shutdown: drain, persist nothing more, keep run resumable
-	hdrDirty     bool // the header changed since the last checkpoint
-	kicked       bool // something completed this iteration: go round again
+	stopping     bool  // engine shutdown: drain, persist nothing more, keep run resumable
+	hdrDirty     bool  // the header changed since the last checkpoint
+	kicked       bool  // something completed this iteration: go round again
+	lost         bool  // another process took the run over: write nothing more
+	redecide     []int // claimed decisions a crash left unapplied
+	replay       []logged
+	applied      map[string]Decision // decisions re-applied after a crash, by node
 	inlineDone   []nodeDone
 	cancels      map[int]context.CancelFunc
 	ctx          context.Context
@@ -84,7 +89,52 @@ type runner struct {
 	exited  chan struct{}
 }
 
-func newRunner(e *Engine, p *plan, run *Run, states []*NodeState, lastSeq int64) *runner {
+// logged is a node completion found in the event log but not in the node
+// states: the process died between the two writes. The log wins.
+type logged struct {
+	idx int
+	res Result
+}
+
+// stepRecord is what the event log says about a node's latest visit.
+type stepRecord struct {
+	started   int // visit of the last step_start
+	completed map[int]stepEnd
+}
+
+type stepEnd struct {
+	Status    NodeStatus `json:"status"`
+	Output    string     `json:"output"`
+	Handle    string     `json:"handle"`
+	Visit     int        `json:"visit"`
+	Decided   bool       `json:"decided"`
+	Rejection string     `json:"rejection"`
+}
+
+// readLog summarizes step_start/step_end events per node.
+func readLog(evs []Event) map[string]*stepRecord {
+	out := map[string]*stepRecord{}
+	for _, ev := range evs {
+		if ev.Type != EvStepStart && ev.Type != EvStepEnd {
+			continue
+		}
+		rec := out[ev.NodeID]
+		if rec == nil {
+			rec = &stepRecord{completed: map[int]stepEnd{}}
+			out[ev.NodeID] = rec
+		}
+		var d stepEnd
+		_ = json.Unmarshal(ev.Data, &d)
+		if ev.Type == EvStepStart {
+			rec.started = d.Visit
+		} else if d.Status == NodeCompleted && d.Visit > 0 {
+			rec.completed[d.Visit] = d
+		}
+	}
+	return out
+}
+
+func newRunner(e *Engine, p *plan, run *Run, states []*NodeState, lastSeq int64, log map[string]*stepRecord) *runner {
 	n := len(p.nodes)
 	r := &runner{
 		e: e, plan: p, run: run, seq: lastSeq,
@@ -100,6 +150,7 @@ func newRunner(e *Engine, p *plan, run *Run, states []*NodeState, lastSeq int64)
 		exited:       make(chan struct{}),
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
+	run.Owner = e.cfg.Owner
 	for i, pn := range p.nodes {
 		r.nodes[i] = &NodeState{NodeID: pn.id}
 	}
@@ -131,9 +182,23 @@ func newRunner(e *Engine, p *plan, run *Run, states []*NodeState, lastSeq int64)
 		case NodePending:
 			r.pending = append(r.pending, i)
 			r.inPending[i] = true
-		case NodeQueued, NodeRunning:
+		case NodeRunning, NodeQueued:
+			rec := log[ns.NodeID]
+			if rec != nil {
+				if d, ok := rec.completed[ns.Visits]; ok {
+					// Completed and reported, but not checkpointed: keep it.
+					r.replay = append(r.replay, logged{idx: i, res: Result{Output: d.Output, Handle: d.Handle,
+						Decided: d.Decided, Rejection: d.Rejection}})
+					continue
+				}
+			}
+			if ns.Status == NodeRunning && len(ns.Decision) > 0 {
+				// A human decision was claimed but not applied: apply it.
+				r.redecide = append(r.redecide, i)
+				continue
+			}
 			// In flight when the owner stopped: run again, marked as a retry.
-			r.restartRetry[i] = ns.Status == NodeRunning || ns.Attempts > 0
+			r.restartRetry[i] = ns.Status == NodeRunning || ns.Attempts > 0 || (rec != nil && rec.started == ns.Visits)
 			ns.Status = NodeQueued
 			r.queue = append(r.queue, i)
 		case NodeWaiting:
@@ -195,7 +260,7 @@ func (r *runner) emit(nodeID, typ, content string, data any) {
 	r.emitMu.Lock()
 	r.seq++
 	ev := &Event{Seq: r.seq, RunID: r.run.ID, NodeID: nodeID, Type: typ, Content: content,
-		Timestamp: time.Now().UTC(), Data: raw}
+		Timestamp: time.Now().UTC(), Data: raw, Owner: r.e.cfg.Owner}
 	r.e.store.Emit(ev)
 	for _, s := range r.e.cfg.Sinks {
 		s.Emit(ev)
@@ -369,6 +434,36 @@ func (r *runner) status() RunStatus {
 
 // begin moves a fresh or recovered run to running (or keeps it paused).
 func (r *runner) begin() {
+	for _, l := range r.replay {
+		now := time.Now().UTC()
+		ns := r.nodes[l.idx]
+		r.stateMu.Lock()
+		ns.Status = NodeCompleted
+		ns.Output = l.res.Output
+		ns.Handle = l.res.Handle
+		ns.Decision = nil
+		ns.Wait = nil
+		ns.FinishedAt = &now
+		r.stateMu.Unlock()
+		r.markDirty(l.idx)
+		r.fire(l.idx, l.res)
+	}
+	r.replay = nil
+	for _, i := range r.redecide {
+		if _, ok := r.e.execs[r.plan.nodes[i].typ].(Resumer); ok {
+			var d Decision
+			_ = json.Unmarshal(r.nodes[i].Decision, &d)
+			if r.applied == nil {
+				r.applied = map[string]Decision{}
+			}
+			r.applied[r.nodes[i].NodeID] = d
+			r.applyDecision(i)
+		}
+	}
+	r.redecide = nil
+	if r.running > 0 {
+		return
+	}
 	if len(r.waiting) > 0 && len(r.queue) == 0 {
 		r.syncHeader()
 		if r.status() != StatusPaused {
@@ -393,11 +488,27 @@ func (r *runner) persist() error {
 	return err
 }
 
-// failStore ends a run whose state can no longer be written.
+// failStore ends a run whose state can no longer be written. A lost lease
+// is different: another process drives the run now, so this one stops
+// without writing anything more.
 func (r *runner) failStore(err error) {
+	if errors.Is(err, ErrConflict) {
+		r.loseLease(err)
+		return
+	}
 	r.e.log.Error("persist run state", "run", r.run.ID, "err", err)
 	r.emit(SystemNodeID, EvError, "cannot persist run state: "+err.Error(), nil)
 	r.end(StatusFailed, "cannot persist run state: "+err.Error())
+}
+
+func (r *runner) loseLease(err error) {
+	if r.lost {
+		return
+	}
+	r.e.log.Warn("run taken over by another process; stopping here", "run", r.run.ID, "err", err)
+	r.lost = true
+	r.stopping = true
+	r.cancel()
 }
 
 // settle decides what a loop with nothing running does next; true means
@@ -451,6 +562,10 @@ func (r *runner) finish(s RunStatus, reason string) {
 	r.setStatus(s)
 	r.hdrDirty = true
 	if err := r.persist(); err != nil {
+		if errors.Is(err, ErrConflict) {
+			r.loseLease(err)
+			return
+		}
 		r.e.log.Error("persist final run state", "run", r.run.ID, "err", err)
 	}
 }
@@ -471,8 +586,10 @@ func (r *runner) tryExit() bool {
 		delete(e.live, r.run.ID)
 	}
 	e.mu.Unlock()
-	if err := e.store.ReleaseRun(context.Background(), r.run.ID, e.cfg.Owner); err != nil {
-		e.log.Warn("release run", "run", r.run.ID, "err", err)
+	if !r.lost {
+		if err := e.store.ReleaseRun(context.Background(), r.run.ID, e.cfg.Owner); err != nil {
+			e.log.Warn("release run", "run", r.run.ID, "err", err)
+		}
 	}
 	close(r.exited)
 	return true
@@ -507,7 +624,7 @@ func (r *runner) handle(req request) {
 			r.finish(r.ending, r.endReason)
 		}
 		req.reply <- reply{run: r.header()}
-	case reqContinue:
+	case reqContinue, reqRecover:
 		if s := r.status(); s == StatusInterrupted || s == StatusPending {
 			r.setStatus(StatusRunning)
 			r.hdrDirty = true
@@ -531,24 +648,43 @@ func (r *runner) decide(nodeID string, d Decision) (*Run, error) {
 		nodeID = r.nodes[r.waiting[0]].NodeID
 	}
 	i, ok := r.plan.index[nodeID]
+	if ok && r.nodes[i].Status != NodeWaiting {
+		if prev, was := r.applied[nodeID]; was && prev.Decision == d.Decision {
+			// The same answer, retried after a crash that kept the first one.
+			return r.header(), nil
+		}
+	}
 	if !ok || r.nodes[i].Status != NodeWaiting {
 		return nil, fmt.Errorf("node %q of run %s: %w", nodeID, r.run.ID, ErrNotWaiting)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := r.e.store.ClaimWaitingNode(ctx, r.run.ID, nodeID, r.e.cfg.Owner); err != nil {
-		return nil, fmt.Errorf("node %q of run %s: %w", nodeID, r.run.ID, err)
-	}
-	ex, ok := r.e.execs[r.plan.nodes[i].typ].(Resumer)
-	if !ok {
+	if _, ok := r.e.execs[r.plan.nodes[i].typ].(Resumer); !ok {
 		return nil, fmt.Errorf("node %q cannot be resumed", nodeID)
 	}
-	ns := r.nodes[i]
-	var w waitRecord
-	_ = json.Unmarshal(ns.Wait, &w)
+	dec, _ := json.Marshal(d)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The claim is the compare-and-swap that makes exactly one answer win,
+	// and it stores the answer: a crash right after cannot lose it.
+	if err := r.e.store.ClaimWaitingNode(ctx, r.run.ID, nodeID, r.e.cfg.Owner, dec); err != nil {
+		return nil, fmt.Errorf("node %q of run %s: %w", nodeID, r.run.ID, err)
+	}
 	r.removeWaiting(i)
 	r.stateMu.Lock()
-	ns.Status = NodeRunning
+	r.nodes[i].Status = NodeRunning
+	r.nodes[i].Decision = dec
+	r.stateMu.Unlock()
+	r.applyDecision(i)
+	return r.header(), nil
+}
+
+// applyDecision resumes a node whose decision has been claimed.
+func (r *runner) applyDecision(i int) {
+	ns := r.nodes[i]
+	var d Decision
+	_ = json.Unmarshal(ns.Decision, &d)
+	var w waitRecord
+	_ = json.Unmarshal(ns.Wait, &w)
+	r.stateMu.Lock()
 	ns.Wait = nil
 	r.stateMu.Unlock()
 	r.markDirty(i)
@@ -557,12 +693,12 @@ func (r *runner) decide(nodeID string, d Decision) (*Run, error) {
 	}
 	r.syncHeader()
 	r.hdrDirty = true
+	ex := r.e.execs[r.plan.nodes[i].typ].(Resumer)
 	x := r.exec(i)
 	x.WaitState = w.State
 	r.running++
 	r.launch(i, x, func(ctx context.Context) (Result, error) { return ex.Resume(ctx, x, d) })
 	r.applyInline()
-	return r.header(), nil
 }
 
 func (r *runner) removeWaiting(i int) {
@@ -731,6 +867,11 @@ func (r *runner) complete(d nodeDone) {
 		return
 	}
 	res := d.res
+	if len(ns.Decision) > 0 {
+		r.stateMu.Lock()
+		ns.Decision = nil // applied: its result is what the checkpoint keeps
+		r.stateMu.Unlock()
+	}
 	if res.Wait != nil {
 		prompt := res.Wait.Prompt
 		rec, _ := json.Marshal(waitRecord{Prompt: prompt, Since: now, State: res.Wait.State})
@@ -755,9 +896,14 @@ func (r *runner) complete(d nodeDone) {
 	ns.FinishedAt = &now
 	r.stateMu.Unlock()
 	r.markDirty(i)
-	data := map[string]any{"status": NodeCompleted, "output": res.Output, "durationMs": d.elapsed.Milliseconds()}
+	data := map[string]any{"status": NodeCompleted, "output": res.Output, "visit": ns.Visits,
+		"durationMs": d.elapsed.Milliseconds()}
 	if res.Handle != "" {
 		data["handle"] = res.Handle
+	}
+	if res.Decided {
+		data["decided"] = true
+		data["rejection"] = res.Rejection
 	}
 	r.emit(pn.id, EvStepEnd, "completed", data)
 	if res.CancelRun != "" {
@@ -783,6 +929,7 @@ func (r *runner) fire(i int, res Result) {
 			if !r.fired[ei] {
 				r.fired[ei] = true
 				r.firedCount[ed.dst]++
+				r.markDirty(ed.dst) // its persisted inputs changed
 			}
 			// The rejection note travels with the activation: a decision
 			// node sets it, every other node passes on its own.

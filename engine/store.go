@@ -29,7 +29,9 @@ type Store interface {
 	CreateRun(ctx context.Context, r *Run, nodes []*NodeState) error
 	// Checkpoint durably writes the run header and the given node states
 	// (upsert by node id), strictly after every event of this run already
-	// passed to Emit. It returns once they are committed.
+	// passed to Emit. It returns once they are committed. When r.Owner is
+	// set and another owner holds the run, nothing is written and the error
+	// is ErrConflict.
 	Checkpoint(ctx context.Context, r *Run, nodes []*NodeState) error
 	// GetRun returns a run header; ErrNotFound if unknown.
 	GetRun(ctx context.Context, runID string) (*Run, error)
@@ -49,13 +51,15 @@ type Store interface {
 	// two resumes or two recovering processes race safely.
 	AcquireRun(ctx context.Context, runID, owner string, expect RunStatus, now, leaseUntil time.Time) error
 	// ClaimWaitingNode atomically moves a node from waiting to running for
-	// owner (who must hold the run); ErrConflict if it was not waiting.
-	ClaimWaitingNode(ctx context.Context, runID, nodeID, owner string) error
+	// owner (who must hold the run) and stores decision with it;
+	// ErrConflict if it was not waiting.
+	ClaimWaitingNode(ctx context.Context, runID, nodeID, owner string, decision []byte) error
 	// RenewLeases extends every lease owner holds.
 	RenewLeases(ctx context.Context, owner string, leaseUntil time.Time) error
 	// ReleaseRun clears the owner of a run that owner holds.
 	ReleaseRun(ctx context.Context, runID, owner string) error
-	// ListOrphaned lists ids of runs in status running whose lease expired
-	// before now or that have no owner: runs a dead process was driving.
+	// ListOrphaned lists ids of runs a dead process was driving: no owner
+	// or a lease that expired before now, and status pending or running, or
+	// paused with a node still running (in flight, or a claimed decision).
 	ListOrphaned(ctx context.Context, now time.Time) ([]string, error)
 }

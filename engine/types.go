@@ -95,6 +95,10 @@ type Event struct {
 	Content   string          `json:"content"`
 	Timestamp time.Time       `json:"timestamp"`
 	Data      json.RawMessage `json:"data,omitempty"`
+	// Owner is the lease owner that emitted the event: a store writes it only
+	// while that owner still holds the run, so a stalled process whose run
+	// was taken over cannot write into its log. "" skips the check.
+	Owner string `json:"-"`
 }
 
 // PendingApproval is a node waiting for a human decision.
@@ -118,9 +122,13 @@ type Run struct {
 	PendingApprovals []PendingApproval `json:"pendingApprovals"`
 	Error            string            `json:"error,omitempty"`
 	WorkDir          string            `json:"workDir,omitempty"`
-	CreatedAt        time.Time         `json:"createdAt"`
-	UpdatedAt        time.Time         `json:"updatedAt"`
-	FinishedAt       *time.Time        `json:"finishedAt,omitempty"`
+	// Owner fences writes: a Checkpoint of a header with Owner set succeeds
+	// only while that owner holds the run (ErrConflict otherwise: the lease
+	// was lost and another process drives the run now).
+	Owner      string     `json:"-"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	UpdatedAt  time.Time  `json:"updatedAt"`
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
 }
 
 // NodeState is one node's persisted state within a run. Input is the input
@@ -139,7 +147,10 @@ type NodeState struct {
 	Fired    []string   `json:"fired,omitempty"`
 	// Rejection is the approval rejection note in effect for this visit
 	// ($REJECTION_REASON); it flows along the edges the node activates.
-	Rejection  string          `json:"rejection,omitempty"`
+	Rejection string `json:"rejection,omitempty"`
+	// Decision is a human decision claimed for this waiting node, stored with
+	// the claim so that a crash before it is applied does not lose it.
+	Decision   json.RawMessage `json:"decision,omitempty"`
 	Wait       json.RawMessage `json:"wait,omitempty"`
 	StartedAt  *time.Time      `json:"startedAt,omitempty"`
 	FinishedAt *time.Time      `json:"finishedAt,omitempty"`
@@ -155,6 +166,8 @@ var (
 	ErrNoLLM           = errors.New("no LLM configured: set OPENAI_API_KEY or OPENAI_BASE_URL")
 	ErrInvalidWorkflow = errors.New("invalid workflow")
 	ErrTerminal        = errors.New("run has already ended")
+	// ErrLeaseLost: this process no longer holds the run's lease.
+	ErrLeaseLost = errors.New("run lease lost to another process")
 )
 
 // InvalidError carries the problems of a workflow that failed validation.

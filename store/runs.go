@@ -125,14 +125,22 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 	err = s.w.do(ctx, hdr, func(t *wtx) error {
 		res, err := t.stmt(s.w.updRun).ExecContext(t.ctx, string(hdr.Status), hdr.Input,
 			hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
-			toMicros(hdr.UpdatedAt), optMicros(hdr.FinishedAt), hdr.ID)
+			toMicros(hdr.UpdatedAt), optMicros(hdr.FinishedAt), hdr.ID, hdr.Owner, hdr.Owner)
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n == 0 {
-			return rejected{engine.ErrNotFound}
+			var holder string
+			err := t.tx.QueryRowContext(t.ctx, `SELECT owner FROM runs WHERE id = ?`, hdr.ID).Scan(&holder)
+			if errors.Is(err, sql.ErrNoRows) {
+				return rejected{engine.ErrNotFound}
+			}
+			if err != nil {
+				return err
+			}
+			return rejected{fmt.Errorf("run is held by %q, not %q: %w", holder, hdr.Owner, engine.ErrConflict)}
 		}
 		return upsertNodes(t, t.stmt(s.w.upsNode), nargs)
 	})
@@ -180,14 +188,15 @@ WHERE id = ?3 AND (owner = '' OR owner = ?1 OR lease_until < ?4) AND (?5 = '' OR
 // ClaimWaitingNode implements engine.Store: the node goes from waiting to
 // running only if owner holds the run. Everything else about the node is
 // left as is (its Wait state included) for the executor to resume from.
-func (s *Store) ClaimWaitingNode(ctx context.Context, runID, nodeID, owner string) error {
+func (s *Store) ClaimWaitingNode(ctx context.Context, runID, nodeID, owner string, decision []byte) error {
 	if owner == "" {
 		return fmt.Errorf("store: claim node %s of run %s: owner is required", nodeID, runID)
 	}
+	dec := nullText(bytes.Clone(decision))
 	err := s.w.do(ctx, nil, func(t *wtx) error {
-		n, err := t.exec(`UPDATE node_states SET status = 'running'
+		n, err := t.exec(`UPDATE node_states SET status = 'running', decision = ?4
 WHERE run_id = ?1 AND node_id = ?2 AND status = 'waiting'
-AND EXISTS (SELECT 1 FROM runs WHERE id = ?1 AND owner = ?3)`, runID, nodeID, owner)
+AND EXISTS (SELECT 1 FROM runs WHERE id = ?1 AND owner = ?3)`, runID, nodeID, owner, dec)
 		if err != nil {
 			return err
 		}
@@ -345,7 +354,7 @@ func (s *Store) loadRun(ctx context.Context, runID string) (*engine.Run, []*engi
 		return nil, nil, 0, err
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT node_id, status, input, output, handle, error, visits,
-attempts, fired, wait, started_at, finished_at FROM node_states WHERE run_id = ? ORDER BY rowid`, runID)
+attempts, fired, wait, started_at, finished_at, rejection, decision FROM node_states WHERE run_id = ? ORDER BY rowid`, runID)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -356,10 +365,11 @@ attempts, fired, wait, started_at, finished_at FROM node_states WHERE run_id = ?
 			n                 engine.NodeState
 			status            string
 			fired, wait       sql.NullString
+			decision          sql.NullString
 			started, finished sql.NullInt64
 		)
 		if err := rows.Scan(&n.NodeID, &status, &n.Input, &n.Output, &n.Handle, &n.Error, &n.Visits,
-			&n.Attempts, &fired, &wait, &started, &finished); err != nil {
+			&n.Attempts, &fired, &wait, &started, &finished, &n.Rejection, &decision); err != nil {
 			return nil, nil, 0, err
 		}
 		n.Status = engine.NodeStatus(status)
@@ -370,6 +380,9 @@ attempts, fired, wait, started_at, finished_at FROM node_states WHERE run_id = ?
 		}
 		if wait.Valid {
 			n.Wait = json.RawMessage(wait.String)
+		}
+		if decision.Valid {
+			n.Decision = json.RawMessage(decision.String)
 		}
 		n.StartedAt = optTime(started)
 		n.FinishedAt = optTime(finished)
@@ -476,9 +489,11 @@ WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, after, limit)
 
 // ListOrphaned implements engine.Store, oldest run first.
 func (s *Store) ListOrphaned(ctx context.Context, now time.Time) ([]string, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT id FROM runs
-WHERE status = ? AND (owner = '' OR lease_until < ?) ORDER BY created_at, id`,
-		string(engine.StatusRunning), toMicros(now))
+	rows, err := s.rdb.QueryContext(ctx, `SELECT id FROM runs r
+WHERE (r.owner = '' OR r.lease_until < ?1)
+AND (r.status IN ('pending', 'running') OR (r.status = 'paused' AND EXISTS
+  (SELECT 1 FROM node_states n WHERE n.run_id = r.id AND n.status = 'running')))
+ORDER BY r.created_at, r.id`, toMicros(now))
 	if err != nil {
 		return nil, fmt.Errorf("store: list orphaned runs: %w", err)
 	}
@@ -546,7 +561,7 @@ func nodeArgs(runID string, nodes []*engine.NodeState) ([][]any, error) {
 		}
 		out = append(out, []any{runID, n.NodeID, string(n.Status), n.Input, n.Output, n.Handle,
 			n.Error, n.Visits, n.Attempts, fired, nullText(n.Wait),
-			optMicros(n.StartedAt), optMicros(n.FinishedAt)})
+			optMicros(n.StartedAt), optMicros(n.FinishedAt), n.Rejection, nullText(n.Decision)})
 	}
 	return out, nil
 }

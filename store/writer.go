@@ -115,21 +115,24 @@ const (
 	// the driver a name lookup per bind, and this runs once per event.
 	// WHERE EXISTS turns an event of an unknown run into a skipped row
 	// instead of a foreign key error that would fail the whole batch.
+	// The owner test fences a process whose lease was taken over: its late
+	// events are skipped instead of landing in another owner's log.
 	sqlInsertEvent = `INSERT INTO run_events (run_id, seq, node_id, type, content, ts, data)
-SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM runs WHERE id = ?)
+SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND (? = '' OR owner = ?))
 ON CONFLICT (run_id, seq) DO NOTHING`
 
 	sqlUpdateRun = `UPDATE runs SET status = ?, input = ?, waiting_for_input = ?, current_node_id = ?,
 pending_approvals = ?, error = ?, work_dir = ?, updated_at = ?, finished_at = ?
-WHERE id = ?`
+WHERE id = ? AND (? = '' OR owner = ?)`
 
 	sqlUpsertNode = `INSERT INTO node_states (run_id, node_id, status, input, output, handle, error,
-visits, attempts, fired, wait, started_at, finished_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+visits, attempts, fired, wait, started_at, finished_at, rejection, decision)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (run_id, node_id) DO UPDATE SET status = excluded.status, input = excluded.input,
 output = excluded.output, handle = excluded.handle, error = excluded.error, visits = excluded.visits,
 attempts = excluded.attempts, fired = excluded.fired, wait = excluded.wait,
-started_at = excluded.started_at, finished_at = excluded.finished_at`
+started_at = excluded.started_at, finished_at = excluded.finished_at,
+rejection = excluded.rejection, decision = excluded.decision`
 )
 
 func newWriter(ctx context.Context, s *Store, queueSize int, tries int, delay time.Duration) (*writer, error) {
@@ -304,7 +307,7 @@ loop:
 		case opEvent:
 			e := &o.ev
 			res, err := ins.ExecContext(ctx, e.RunID, e.Seq, e.NodeID, e.Type, e.Content,
-				toMicros(e.Timestamp), nullText(e.Data), e.RunID)
+				toMicros(e.Timestamp), nullText(e.Data), e.RunID, e.Owner, e.Owner)
 			if err != nil {
 				fatal = fmt.Errorf("append event %s#%d: %w", e.RunID, e.Seq, err)
 				break loop

@@ -57,6 +57,8 @@ func Run(t *testing.T, open func(t *testing.T) engine.Store) {
 		{"ReleaseRun", testRelease},
 		{"RenewLeases", testRenew},
 		{"ListOrphaned", testOrphaned},
+		{"WritesAreFencedByOwner", testFencing},
+		{"ClaimStoresDecision", testClaimDecision},
 		{"UnknownIDsAreNotFound", testNotFound},
 	}
 	for _, tc := range tests {
@@ -750,7 +752,7 @@ func testClaimRace(t *testing.T, s engine.Store) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			errs[i] = s.ClaimWaitingNode(ctx, r.ID, "gate", "proc-1")
+			errs[i] = s.ClaimWaitingNode(ctx, r.ID, "gate", "proc-1", []byte(`{"decision":"approve"}`))
 		})
 	}
 	close(start)
@@ -780,15 +782,15 @@ func testClaimRace(t *testing.T, s engine.Store) {
 func testClaimRules(t *testing.T, s engine.Store) {
 	ctx := ctxT(t)
 	r := waitingRun(t, s, "run-rules", "proc-1")
-	mustIs(t, s.ClaimWaitingNode(ctx, r.ID, "gate", "proc-2"), engine.ErrConflict, "claim by a process not holding the run")
+	mustIs(t, s.ClaimWaitingNode(ctx, r.ID, "gate", "proc-2", nil), engine.ErrConflict, "claim by a process not holding the run")
 	if st := nodeByID(t, s, r.ID, "gate").Status; st != engine.NodeWaiting {
 		t.Errorf("after a refused claim the node is %q, want waiting", st)
 	}
-	mustIs(t, s.ClaimWaitingNode(ctx, r.ID, "done", "proc-1"), engine.ErrConflict, "claim of a completed node")
-	mustIs(t, s.ClaimWaitingNode(ctx, r.ID, "no-such-node", "proc-1"), engine.ErrNotFound, "claim of an unknown node")
-	mustIs(t, s.ClaimWaitingNode(ctx, "no-such-run", "gate", "proc-1"), engine.ErrNotFound, "claim in an unknown run")
-	must(t, s.ClaimWaitingNode(ctx, r.ID, "gate", "proc-1"), "claim by the holder")
-	mustIs(t, s.ClaimWaitingNode(ctx, r.ID, "gate", "proc-1"), engine.ErrConflict, "second claim")
+	mustIs(t, s.ClaimWaitingNode(ctx, r.ID, "done", "proc-1", nil), engine.ErrConflict, "claim of a completed node")
+	mustIs(t, s.ClaimWaitingNode(ctx, r.ID, "no-such-node", "proc-1", nil), engine.ErrNotFound, "claim of an unknown node")
+	mustIs(t, s.ClaimWaitingNode(ctx, "no-such-run", "gate", "proc-1", nil), engine.ErrNotFound, "claim in an unknown run")
+	must(t, s.ClaimWaitingNode(ctx, r.ID, "gate", "proc-1", []byte(`{"decision":"approve"}`)), "claim by the holder")
+	mustIs(t, s.ClaimWaitingNode(ctx, r.ID, "gate", "proc-1", []byte(`{"decision":"approve"}`)), engine.ErrConflict, "second claim")
 }
 
 func testRelease(t *testing.T, s engine.Store) {
@@ -845,6 +847,8 @@ func testOrphaned(t *testing.T, s engine.Store) {
 		{"o-completed", engine.StatusCompleted, "", time.Time{}},
 		{"o-interrupted", engine.StatusInterrupted, "", time.Time{}},
 		{"o-running-released", engine.StatusRunning, "gone", now.Add(time.Minute)},
+		{"o-pending-unowned", engine.StatusPending, "", time.Time{}},
+		{"o-pending-live", engine.StatusPending, "alive", now.Add(time.Minute)},
 	}
 	for i, st := range setup {
 		create(t, s, newRun(st.id, st.status, t0.Add(time.Duration(i)*time.Second)))
@@ -856,7 +860,7 @@ func testOrphaned(t *testing.T, s engine.Store) {
 	got, err := s.ListOrphaned(ctx, now)
 	must(t, err, "ListOrphaned")
 	sort.Strings(got)
-	want := []string{"o-running-expired", "o-running-released", "o-running-unowned"}
+	want := []string{"o-pending-unowned", "o-running-expired", "o-running-released", "o-running-unowned"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("ListOrphaned = %v, want %v", got, want)
 	}
@@ -873,7 +877,7 @@ func testNotFound(t *testing.T, s engine.Store) {
 	mustIs(t, err, engine.ErrNotFound, "Events")
 	mustIs(t, s.Checkpoint(ctx, newRun(id, engine.StatusRunning, t0), nil), engine.ErrNotFound, "Checkpoint")
 	mustIs(t, s.AcquireRun(ctx, id, "A", "", t0, t0.Add(time.Minute)), engine.ErrNotFound, "AcquireRun")
-	mustIs(t, s.ClaimWaitingNode(ctx, id, "n", "A"), engine.ErrNotFound, "ClaimWaitingNode")
+	mustIs(t, s.ClaimWaitingNode(ctx, id, "n", "A", nil), engine.ErrNotFound, "ClaimWaitingNode")
 	mustIs(t, s.ReleaseRun(ctx, id, "A"), engine.ErrNotFound, "ReleaseRun")
 	runs, err := s.ListRuns(ctx, engine.RunFilter{})
 	must(t, err, "ListRuns on an empty store")
@@ -884,5 +888,49 @@ func testNotFound(t *testing.T, s engine.Store) {
 	must(t, err, "ListOrphaned on an empty store")
 	if len(orphans) != 0 {
 		t.Errorf("ListOrphaned on an empty store: %v", orphans)
+	}
+}
+
+// testFencing: a header checkpoint or an event from an owner that no longer
+// holds the run writes nothing.
+func testFencing(t *testing.T, s engine.Store) {
+	ctx := ctxT(t)
+	r := newRun("run-fence", engine.StatusRunning, t0)
+	create(t, s, r)
+	must(t, s.AcquireRun(ctx, r.ID, "A", "", t0, t0.Add(time.Second)), "AcquireRun A")
+	s.Emit(&engine.Event{RunID: r.ID, Seq: 1, NodeID: "n", Type: "step_start", Timestamp: t0, Owner: "A"})
+	// A stalls; its lease expires and B takes over.
+	must(t, s.AcquireRun(ctx, r.ID, "B", "", t0.Add(time.Minute), t0.Add(time.Hour)), "AcquireRun B")
+	s.Emit(&engine.Event{RunID: r.ID, Seq: 2, NodeID: "n", Type: "from-A", Timestamp: t0, Owner: "A"})
+	s.Emit(&engine.Event{RunID: r.ID, Seq: 2, NodeID: "n", Type: "from-B", Timestamp: t0, Owner: "B"})
+	hdrA := *r
+	hdrA.Owner = "A"
+	hdrA.Status = engine.StatusFailed
+	mustIs(t, s.Checkpoint(ctx, &hdrA, []*engine.NodeState{{NodeID: "n", Status: engine.NodeFailed}}), engine.ErrConflict,
+		"checkpoint by the owner that lost the run")
+	hdrB := *r
+	hdrB.Owner = "B"
+	must(t, s.Checkpoint(ctx, &hdrB, []*engine.NodeState{{NodeID: "n", Status: engine.NodeCompleted}}), "checkpoint by the holder")
+	got, nodes, last, err := s.LoadRun(ctx, r.ID)
+	must(t, err, "LoadRun")
+	if got.Status != engine.StatusRunning || len(nodes) != 1 || nodes[0].Status != engine.NodeCompleted || last != 2 {
+		t.Fatalf("after fencing: status %s nodes %+v last %d", got.Status, nodes, last)
+	}
+	evs, err := s.Events(ctx, r.ID, 0, 0)
+	must(t, err, "Events")
+	if len(evs) != 2 || evs[1].Type != "from-B" {
+		t.Fatalf("events %+v: the fenced owner's event was written", evs)
+	}
+}
+
+// testClaimDecision: the decision stored with a claim comes back on load.
+func testClaimDecision(t *testing.T, s engine.Store) {
+	ctx := ctxT(t)
+	r := waitingRun(t, s, "run-decision", "proc-1")
+	dec := []byte(`{"decision":"reject","note":"again"}`)
+	must(t, s.ClaimWaitingNode(ctx, r.ID, "gate", "proc-1", dec), "claim")
+	n := nodeByID(t, s, r.ID, "gate")
+	if n.Status != engine.NodeRunning || string(n.Decision) != string(dec) {
+		t.Fatalf("claimed node %+v", n)
 	}
 }
