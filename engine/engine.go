@@ -407,6 +407,9 @@ func (e *Engine) load(ctx context.Context, runID string, kind reqKind) (*runner,
 		_ = e.store.ReleaseRun(context.WithoutCancel(ctx), runID, e.cfg.Owner)
 		return nil, err
 	}
+	if hook := planLoadHooks[run.Kind]; hook != nil {
+		hook(p, run, nodes) // e.g. YAML always_run nodes run again on resume
+	}
 	// The event log may be ahead of the node states (a completion reported
 	// just before a crash): it is read so nothing reported is redone.
 	evs, err := e.store.Events(ctx, runID, 0, 0)

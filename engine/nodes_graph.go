@@ -38,6 +38,7 @@ const maxAgentTurns = 20
 type startExec struct{}
 
 func (startExec) inline() {}
+func (startExec) pure()   {}
 
 func (startExec) Execute(_ context.Context, x *Exec) (Result, error) {
 	if in := x.RunInput(); in != "" {
@@ -50,6 +51,7 @@ func (startExec) Execute(_ context.Context, x *Exec) (Result, error) {
 type ifExec struct{}
 
 func (ifExec) inline() {}
+func (ifExec) pure()   {}
 
 func (ifExec) Execute(_ context.Context, x *Exec) (Result, error) {
 	n := x.Spec().(graph.Node)

@@ -69,11 +69,13 @@ type runner struct {
 	anyFailed    bool
 	ending       RunStatus // failed or cancelled once decided; loop drains then ends
 	endReason    string
-	stopping     bool  // engine shutdown: drain, persist nothing more, keep run resumable
-	hdrDirty     bool  // the header changed since the last checkpoint
-	kicked       bool  // something completed this iteration: go round again
-	lost         bool  // another process took the run over: write nothing more
-	redecide     []int // claimed decisions a crash left unapplied
+	stopping     bool        // engine shutdown: drain, persist nothing more, keep run resumable
+	hdrDirty     bool        // the header changed since the last checkpoint
+	kicked       bool        // something completed this iteration: go round again
+	lost         bool        // another process took the run over: write nothing more
+	impureDone   bool        // a non-pure node settled since the last checkpoint
+	flushT       *time.Timer // armed after a dispatch: commit in-flight state if still running
+	redecide     []int       // claimed decisions a crash left unapplied
 	replay       []logged
 	applied      map[string]Decision // decisions re-applied after a crash, by node
 	inlineDone   []nodeDone
@@ -98,7 +100,8 @@ type logged struct {
 
 // stepRecord is what the event log says about a node's latest visit.
 type stepRecord struct {
-	started   int // visit of the last step_start
+	started   int         // visit of the last step_start
+	starts    map[int]int // step_starts per visit: the attempts made
 	completed map[int]stepEnd
 }
 
@@ -120,13 +123,14 @@ func readLog(evs []Event) map[string]*stepRecord {
 		}
 		rec := out[ev.NodeID]
 		if rec == nil {
-			rec = &stepRecord{completed: map[int]stepEnd{}}
+			rec = &stepRecord{starts: map[int]int{}, completed: map[int]stepEnd{}}
 			out[ev.NodeID] = rec
 		}
 		var d stepEnd
 		_ = json.Unmarshal(ev.Data, &d)
 		if ev.Type == EvStepStart {
 			rec.started = d.Visit
+			rec.starts[d.Visit]++
 		} else if d.Status == NodeCompleted && d.Visit > 0 {
 			rec.completed[d.Visit] = d
 		}
@@ -196,6 +200,9 @@ func newRunner(e *Engine, p *plan, run *Run, states []*NodeState, lastSeq int64,
 				// A human decision was claimed but not applied: apply it.
 				r.redecide = append(r.redecide, i)
 				continue
+			}
+			if rec != nil && rec.starts[ns.Visits] > ns.Attempts {
+				ns.Attempts = rec.starts[ns.Visits] // attempts the log saw but no checkpoint did
 			}
 			// In flight when the owner stopped: run again, marked as a retry.
 			r.restartRetry[i] = ns.Status == NodeRunning || ns.Attempts > 0 || (rec != nil && rec.started == ns.Visits)
@@ -396,11 +403,27 @@ func (r *runner) loop() {
 			}
 		} else {
 			r.evaluate()
+			// Pure nodes (start, if) are deterministic functions of their
+			// input, so a chain of them may share one checkpoint: after a
+			// crash they are computed again. Anything else that completed is
+			// made durable first, and nothing impure starts before the pure
+			// results are durable too.
+			if r.impureDone {
+				if err := r.persist(); err != nil {
+					r.failStore(err)
+				}
+			}
+			for r.ending == "" && r.status() == StatusRunning && r.dispatchWhere(isPure) {
+				r.evaluate()
+			}
 			if err := r.persist(); err != nil {
 				r.failStore(err)
 			}
 			if r.ending == "" && r.status() == StatusRunning {
 				r.dispatch()
+			}
+			if r.running > 0 && len(r.dirty) > 0 && r.flushT == nil {
+				r.flushT = time.NewTimer(inFlightPersistDelay)
 			}
 			if r.running == 0 && r.settle() && r.tryExit() {
 				return
@@ -410,7 +433,18 @@ func (r *runner) loop() {
 			r.kicked = false
 			continue
 		}
+		var flushC <-chan time.Time
+		if r.flushT != nil {
+			flushC = r.flushT.C
+		}
 		select {
+		case <-flushC:
+			r.flushT = nil
+			if !r.stopping {
+				if err := r.persist(); err != nil {
+					r.failStore(err)
+				}
+			}
 		case d := <-r.done:
 			r.complete(d)
 			for more := true; more; { // batch whatever else finished: one checkpoint
@@ -421,6 +455,12 @@ func (r *runner) loop() {
 					more = false
 				}
 			}
+			// The loop top handles these completions; kicked is only for
+			// inline completions after dispatch. (Going round again would
+			// commit the state of nodes just dispatched: an extra commit per
+			// step that recovery does not need, as the event log shows
+			// which nodes were in flight.)
+			r.kicked = false
 		case <-r.wake:
 		}
 	}
@@ -482,9 +522,19 @@ func (r *runner) begin() {
 
 // persist writes a checkpoint when anything changed. Every node completion
 // is durable before the nodes it activates start.
+// inFlightPersistDelay: a node still running this long after it started
+// has its running state committed, so other processes see it in flight.
+// Quicker nodes commit it together with their result.
+const inFlightPersistDelay = 20 * time.Millisecond
+
 func (r *runner) persist() error {
+	if r.flushT != nil {
+		r.flushT.Stop()
+		r.flushT = nil
+	}
 	err := r.checkpoint()
 	r.hdrDirty = false
+	r.impureDone = false
 	return err
 }
 
@@ -748,11 +798,29 @@ func (r *runner) enqueue(i int, input, rejection string) {
 	r.markDirty(i)
 }
 
+// pure marks executors without side effects whose result depends only on
+// their input.
+type pure interface{ pure() }
+
+func isPure(x Executor) bool { _, ok := x.(pure); return ok }
+
 // dispatch starts queued nodes up to the per-run cap.
-func (r *runner) dispatch() {
-	for len(r.queue) > 0 && r.running < r.e.cfg.MaxParallel && r.ending == "" && r.status() == StatusRunning {
-		i := r.queue[0]
-		r.queue = r.queue[1:]
+func (r *runner) dispatch() { r.dispatchWhere(nil) }
+
+// dispatchWhere starts the queued nodes whose executor passes keep (all
+// when nil), up to the per-run cap; it reports whether it started any.
+func (r *runner) dispatchWhere(keep func(Executor) bool) bool {
+	started := false
+	for k := 0; k < len(r.queue) && r.running < r.e.cfg.MaxParallel && r.ending == "" && r.status() == StatusRunning; {
+		i := r.queue[k]
+		if keep != nil {
+			if x, ok := r.e.execs[r.plan.nodes[i].typ]; !ok || !keep(x) {
+				k++
+				continue
+			}
+		}
+		r.queue = append(r.queue[:k], r.queue[k+1:]...)
+		started = true
 		pn := r.plan.nodes[i]
 		ex, ok := r.e.execs[pn.typ]
 		ns := r.nodes[i]
@@ -780,6 +848,7 @@ func (r *runner) dispatch() {
 		r.launch(i, x, func(ctx context.Context) (Result, error) { return ex.Execute(ctx, x) })
 	}
 	r.applyInline()
+	return started
 }
 
 func (r *runner) applyInline() {
@@ -824,6 +893,9 @@ func safeCall(ctx context.Context, fn func(ctx context.Context) (Result, error))
 // complete applies a node's result.
 func (r *runner) complete(d nodeDone) {
 	r.kicked = true
+	if x, ok := r.e.execs[r.plan.nodes[d.idx].typ]; !ok || !isPure(x) {
+		r.impureDone = true
+	}
 	r.running--
 	if c, ok := r.cancels[d.idx]; ok {
 		c()

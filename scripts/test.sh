@@ -13,6 +13,12 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
+# YAML script nodes with runtime bun run for real in the tests.
+if ! command -v bun >/dev/null 2>&1; then
+  echo "== installing bun (npm)"
+  npm install -g bun >/dev/null 2>&1 || echo "bun could not be installed: its tests will skip"
+fi
+
 echo "== go test -race"
 go test -race -count=1 -timeout 20m ./...
 

@@ -273,21 +273,64 @@ func (w *writer) loop() {
 			}
 			batch = append(batch, o)
 		}
-	drain:
-		for len(batch) < w.cap {
-			select {
-			case o, ok := <-w.ch:
-				if !ok {
-					break drain
+		closed := w.drain(&batch)
+		// A batch of events alone lingers briefly for more work: the events
+		// a step emits as it starts then share the commit of the checkpoint
+		// that follows, instead of paying for a commit of their own (WAL
+		// frame writes dominate the cost of a commit). Checkpoints and
+		// claims never wait.
+		if !closed && eventsOnly(batch) && len(batch) < w.cap {
+			t := time.NewTimer(lingerEvents)
+		wait:
+			for len(batch) < w.cap {
+				select {
+				case o, ok := <-w.ch:
+					if !ok {
+						closed = true
+						break wait
+					}
+					batch = append(batch, o)
+					if o.kind != opEvent {
+						w.drain(&batch)
+						break wait
+					}
+				case <-t.C:
+					break wait
 				}
-				batch = append(batch, o)
-			default:
-				break drain
 			}
+			t.Stop()
 		}
 		w.runBatch(batch)
 		clear(batch) // drop references to event data and closures
 	}
+}
+
+// lingerEvents is how long an events-only batch waits for more work.
+const lingerEvents = time.Millisecond
+
+// drain appends whatever is queued without waiting; true if the queue closed.
+func (w *writer) drain(batch *[]op) bool {
+	for len(*batch) < w.cap {
+		select {
+		case o, ok := <-w.ch:
+			if !ok {
+				return true
+			}
+			*batch = append(*batch, o)
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+func eventsOnly(batch []op) bool {
+	for i := range batch {
+		if batch[i].kind != opEvent {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *writer) runBatch(batch []op) {

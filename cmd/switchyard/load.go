@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/switchyard/switchyard/internal/fakeopenai"
@@ -66,7 +67,13 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer fake.Close()
 	base := *server
 	if base == "" {
-		srv, err := startServer(ctx, fake.URL(), stderr)
+		var extra []string
+		if scenario == "fanout" {
+			// One run's branches all at once: lift the per-run and LLM caps.
+			n := strconv.Itoa(*width + 8)
+			extra = []string{"--max-parallel", n, "--max-llm-calls", n}
+		}
+		srv, err := startServer(ctx, fake.URL(), stderr, extra...)
 		if err != nil {
 			fmt.Fprintln(stderr, "switchyard load: start server:", err)
 			return exitFailed
@@ -132,7 +139,7 @@ var listenRE = regexp.MustCompile(`listening.*?(127\.0\.0\.1:\d+)`)
 
 // startServer runs this binary's serve command on a free loopback port with
 // a fresh database, its LLM pointed at the fake.
-func startServer(ctx context.Context, llmURL string, stderr io.Writer) (*childServer, error) {
+func startServer(ctx context.Context, llmURL string, stderr io.Writer, extra ...string) (*childServer, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -141,7 +148,8 @@ func startServer(ctx context.Context, llmURL string, stderr io.Writer) (*childSe
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, "serve", "--addr", "127.0.0.1:0", "--data", dir, "--workflows", dir+"/workflows")
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dir, "--workflows", dir + "/workflows"}, extra...)
+	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+llmURL, "OPENAI_API_KEY=load", "SWITCHYARD_TOKEN=", "SWITCHYARD_LOG_LEVEL=warn")
 	out, err := cmd.StderrPipe()
 	if err != nil {

@@ -36,6 +36,7 @@ var commands = map[string]command{
 	"runs":      {"list runs", cmdRuns},
 	"show":      {"print one run (and its event log)", cmdShow},
 	"cancel":    {"cancel a run", cmdCancel},
+	"serve":     {"serve the web UI and API", cmdServe},
 	"load":      {"measure a server under load (runs, fanout, watchers, approvals)", cmdLoad},
 }
 

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -83,6 +84,8 @@ func openEnv(ctx context.Context, dataDir string, events io.Writer, stderr io.Wr
 		ArtifactsRoot: filepath.Join(filepath.Dir(st.Path()), "artifacts"),
 		Logger:        logger,
 		LeaseTTL:      leaseTTLFromEnv(),
+		MaxParallel:   envInt("SWITCHYARD_MAX_PARALLEL", 0),
+		MaxLLMCalls:   envInt("SWITCHYARD_MAX_LLM_CALLS", 0),
 	}
 	if lc, ok := engine.LLMConfigFromEnv(); ok {
 		llm, err := engine.NewLLM(lc)
@@ -118,6 +121,14 @@ func leaseTTLFromEnv() time.Duration {
 		return 0
 	}
 	return d
+}
+
+// envInt reads a positive integer from the environment, else def.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
 }
 
 func (c *cliEnv) close() {

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeYAML(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "wf.yaml")
+	if err := os.WriteFile(p, []byte("name: t\ndescription: cli test\nnodes:\n"+body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func decodeResult(t *testing.T, stdout string) runResult {
+	t.Helper()
+	var res runResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("result is not JSON: %v\n%s", err, stdout)
+	}
+	return res
+}
+
+func TestRunYAMLCompletes(t *testing.T) {
+	file := writeYAML(t, `
+  - id: a
+    bash: printf '%s' "$ARGUMENTS"
+  - id: b
+    depends_on: [a]
+    bash: printf 'got %s in %s' $a.output "$(basename "$PWD")"
+`)
+	cwd := t.TempDir()
+	code, stdout, stderr := run(t, "run", file, "--input", "it's here", "--cwd", cwd, "--data", t.TempDir())
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	res := decodeResult(t, stdout)
+	if want := "got it's here in " + filepath.Base(cwd); res.Status != "completed" || res.Outputs["b"] != want {
+		t.Fatalf("result %+v, want b = %q", res, want)
+	}
+}
+
+func TestRunYAMLEvents(t *testing.T) {
+	file := writeYAML(t, "  - id: a\n    bash: echo hi\n")
+	code, stdout, stderr := run(t, "run", file, "--events", "--cwd", t.TempDir(), "--data", t.TempDir())
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stdout, `"type":"output"`) || !strings.Contains(stdout, `"type":"step_end"`) {
+		t.Fatalf("no event lines:\n%s", stdout)
+	}
+}
+
+func TestRunYAMLExitCodes(t *testing.T) {
+	cases := []struct {
+		name, body string
+		code       int
+		status     string
+		errSub     string
+	}{
+		{"failed node", "  - id: a\n    bash: exit 2\n", exitFailed, "failed", "exit status 2"},
+		{"cancel node", "  - id: a\n    cancel: \"stopped: $ARGUMENTS\"\n", exitCancelled, "cancelled", "stopped: why"},
+		{"unsupported provider is a run-time failure", "  - id: a\n    provider: claude\n    prompt: hi\n", exitFailed, "failed", `provider "claude" is not supported`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1") // an LLM is configured, but never reached
+			code, stdout, stderr := run(t, "run", writeYAML(t, tc.body), "--input", "why", "--cwd", t.TempDir(), "--data", t.TempDir())
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, tc.code, stdout, stderr)
+			}
+			res := decodeResult(t, stdout)
+			if string(res.Status) != tc.status || !strings.Contains(res.Error, tc.errSub) {
+				t.Fatalf("result %+v", res)
+			}
+		})
+	}
+}
+
+func TestRunYAMLInvalid(t *testing.T) {
+	file := writeYAML(t, `
+  - id: a
+    bash: echo a
+    allowed_tools: [Read]
+  - id: b
+    depends_on: [ghost]
+    bash: echo b
+`)
+	code, stdout, stderr := run(t, "run", file, "--data", t.TempDir())
+	if code != exitUsage {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "wf.yaml:7:") || !strings.Contains(stderr, "ghost") || !strings.Contains(stderr, "error:") {
+		t.Errorf("error does not name file, line and dependency:\n%s", stderr)
+	}
+	if !strings.Contains(stderr, "warning:") || !strings.Contains(stderr, "allowed_tools") {
+		t.Errorf("warnings not printed:\n%s", stderr)
+	}
+}
+
+func TestRunYAMLApprovalResume(t *testing.T) {
+	file := writeYAML(t, `
+  - id: prep
+    bash: echo prepared
+  - id: gate
+    depends_on: [prep]
+    approval:
+      message: "Ship $prep.output?"
+      capture_response: true
+  - id: after
+    depends_on: [gate]
+    bash: printf '%s/%s' $prep.output $gate.output
+`)
+	data, cwd := t.TempDir(), t.TempDir()
+	code, stdout, stderr := run(t, "run", file, "--cwd", cwd, "--data", data)
+	if code != exitPaused {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	res := decodeResult(t, stdout)
+	if len(res.PendingApprovals) != 1 || res.PendingApprovals[0].Prompt != "Ship prepared?" {
+		t.Fatalf("pending %+v", res.PendingApprovals)
+	}
+	// A new process (engine and store) answers the gate.
+	code, stdout, stderr = run(t, "resume", res.RunID, "--decision", "approve", "--note", "yes please", "--data", data)
+	if code != exitOK {
+		t.Fatalf("resume exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if res := decodeResult(t, stdout); res.Outputs["after"] != "prepared/yes please" {
+		t.Fatalf("after resume: %+v", res)
+	}
+}
+
+func TestRunYAMLE2EDeterministic(t *testing.T) {
+	fx := filepath.Join("..", "..", "..", "shared", "fixtures", "archon")
+	if _, err := os.Stat(fx); err != nil {
+		t.Skipf("shared fixtures not found at %s (../shared is absent)", fx)
+	}
+	if _, err := exec.LookPath("bun"); err != nil {
+		t.Skip("bun is not on PATH: install it with `npm install -g bun`")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not on PATH (the uv stand-in needs it)")
+	}
+	// uv cannot be installed here: put the engine's stand-in first on PATH.
+	bin := t.TempDir()
+	uv, err := os.ReadFile(filepath.Join("..", "..", "engine", "testdata", "yaml", "bin", "uv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "uv"), uv, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	scripts, _ := filepath.Abs(filepath.Join(fx, "scripts"))
+	t.Setenv("SWITCHYARD_SCRIPTS_DIR", scripts)
+	file := filepath.Join(fx, "workflows", "test-workflows", "e2e-deterministic.yaml")
+	code, stdout, stderr := run(t, "run", file, "--cwd", t.TempDir(), "--data", t.TempDir())
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	res := decodeResult(t, stdout)
+	if res.Status != "completed" || !strings.Contains(res.Outputs["verify-all"], "PASS") {
+		t.Fatalf("result %+v", res)
+	}
+}

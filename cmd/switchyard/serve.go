@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchyard/switchyard"
+	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/server"
+	"github.com/switchyard/switchyard/store"
+)
+
+// workflowSourceFor is set by the YAML workflow support: it lists the
+// YAML workflows of dir beside the drawn ones (nil: none).
+var workflowSourceFor func(dir string, logger *slog.Logger) (server.WorkflowSource, error)
+
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8080", "listen address; other than loopback it needs a token")
+	data := dataFlag(fs)
+	token := fs.String("token", "", "require this token on API requests (default $SWITCHYARD_TOKEN)")
+	noRecover := fs.Bool("no-recover", false, "leave runs a dead process was driving interrupted instead of continuing them")
+	workflows := fs.String("workflows", filepath.Join(".switchyard", "workflows"), "folder of YAML workflows listed beside drawn ones")
+	maxBody := fs.String("max-body", "10MiB", "largest request body (bytes, or with KiB/MiB/GiB)")
+	logFormat := fs.String("log-format", "text", "log format: text or json")
+	logLevel := fs.String("log-level", envOr("SWITCHYARD_LOG_LEVEL", "info"), "log level: debug, info, warn or error (default $SWITCHYARD_LOG_LEVEL or info)")
+	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
+	maxParallel := fs.Int("max-parallel", envInt("SWITCHYARD_MAX_PARALLEL", 16), "nodes of one run executing at once (default $SWITCHYARD_MAX_PARALLEL or 16)")
+	maxLLM := fs.Int("max-llm-calls", envInt("SWITCHYARD_MAX_LLM_CALLS", 64), "concurrent LLM calls across all runs (default $SWITCHYARD_MAX_LLM_CALLS or 64)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: switchyard serve [--addr 127.0.0.1:8080] [--data DIR] [--token T] [--no-recover] [--workflows DIR]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "switchyard serve: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return exitUsage
+	}
+	if *token == "" {
+		*token = os.Getenv("SWITCHYARD_TOKEN")
+	}
+	host, _, err := net.SplitHostPort(*addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "switchyard serve: --addr %q: %v\n", *addr, err)
+		return exitUsage
+	}
+	if !server.IsLoopbackHost(host) && *token == "" {
+		fmt.Fprintf(stderr, "switchyard serve: refusing to listen on %s without a token: anyone who can reach it could run workflows.\n"+
+			"Set --token or SWITCHYARD_TOKEN, or listen on loopback (--addr 127.0.0.1:8080).\n", *addr)
+		return exitUsage
+	}
+	limit, err := parseSize(*maxBody)
+	if err != nil {
+		fmt.Fprintf(stderr, "switchyard serve: --max-body: %v\n", err)
+		return exitUsage
+	}
+	logger, err := newLogger(stderr, *logFormat, *logLevel)
+	if err != nil {
+		fmt.Fprintf(stderr, "switchyard serve: %v\n", err)
+		return exitUsage
+	}
+	// The listening and stopped lines are printed whatever the level:
+	// scripts (and `switchyard load`) read the bound address from them.
+	announce, _ := newLogger(stderr, *logFormat, "debug")
+	if err := serve(ctx, serveOptions{addr: *addr, data: *data, token: *token, recover: !*noRecover,
+		workflows: *workflows, maxBody: limit, grace: *grace, announce: announce,
+		maxParallel: *maxParallel, maxLLM: *maxLLM}, logger); err != nil {
+		logger.Error("serve", "err", err)
+		fmt.Fprintln(stderr, "switchyard serve:", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+type serveOptions struct {
+	addr, data, token, workflows string
+	recover                      bool
+	maxBody                      int64
+	grace                        time.Duration
+	maxParallel, maxLLM          int
+	announce                     *slog.Logger // start and stop lines, at any log level
+}
+
+func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
+	st, err := store.Open(ctx, dbPath(o.data), store.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	metrics := server.NewMetrics()
+	cfg := engine.Config{
+		Store:         st,
+		ArtifactsRoot: filepath.Join(filepath.Dir(st.Path()), "artifacts"),
+		Logger:        logger,
+		LeaseTTL:      leaseTTLFromEnv(),
+		Sinks:         []engine.Sink{metrics},
+		MaxParallel:   o.maxParallel,
+		MaxLLMCalls:   o.maxLLM,
+	}
+	if lc, ok := engine.LLMConfigFromEnv(); ok {
+		llm, err := engine.NewLLM(lc)
+		if err != nil {
+			return err
+		}
+		cfg.LLM = llm
+	} else {
+		logger.Warn("no LLM configured: agent nodes will fail; set OPENAI_API_KEY or OPENAI_BASE_URL")
+	}
+	e, err := engine.New(cfg)
+	if err != nil {
+		return err
+	}
+	// Closing the engine keeps running runs resumable: the next process
+	// recovers them.
+	defer e.Close()
+
+	var src server.WorkflowSource
+	if workflowSourceFor != nil {
+		if src, err = workflowSourceFor(o.workflows, logger); err != nil {
+			return fmt.Errorf("workflows folder %s: %w", o.workflows, err)
+		}
+	}
+	ui, ok := switchyard.UI()
+	if !ok {
+		logger.Info("built without the web UI (-tags noui): serving the API only")
+	}
+	srv, err := server.New(server.Config{
+		Engine: e, Store: st, UI: ui, Addr: o.addr, Token: o.token, MaxBody: o.maxBody, Logger: logger,
+		Metrics: metrics, Workflows: src, WorkflowsDir: o.workflows,
+	})
+	if err != nil {
+		return err
+	}
+	took, err := e.Recover(ctx, o.recover)
+	if err != nil {
+		return fmt.Errorf("recover runs: %w", err)
+	}
+	if len(took) > 0 {
+		verb := "continued"
+		if !o.recover {
+			verb = "marked interrupted"
+		}
+		logger.Info("recovered runs", "count", len(took), "action", verb)
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return err
+	}
+	bound := ln.Addr().String()
+	o.announce.Info("listening", "addr", bound, "url", "http://"+bound, "auth", o.token != "", "db", st.Path())
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down: finishing in-flight requests", "timeout", o.grace)
+	sctx, cancel := context.WithTimeout(context.Background(), o.grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		logger.Warn("shutdown", "err", err)
+	}
+	if err := <-served; err != nil {
+		logger.Warn("serve", "err", err)
+	}
+	e.Close()
+	o.announce.Info("stopped")
+	return nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// parseSize reads a byte count: "1048576", "512KiB", "10MiB", "1GiB"
+// (KB/MB/GB are read as the binary units too).
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+		if len(t) > len(u.suffix) && strings.EqualFold(t[len(t)-len(u.suffix):], u.suffix) {
+			t, mult = strings.TrimSpace(t[:len(t)-len(u.suffix)]), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n <= 0 || n > (1<<40)/mult {
+		return 0, fmt.Errorf("%q is not a size (e.g. 10MiB)", s)
+	}
+	return n * mult, nil
+}

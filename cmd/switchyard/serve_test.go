@@ -1,0 +1,298 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/switchyard/switchyard/internal/fakeopenai"
+)
+
+// serveAddrRE finds the bound address in the start-up log line.
+var serveAddrRE = regexp.MustCompile(`msg=listening addr=(\S+)`)
+
+// serverProc is a `switchyard serve` child process.
+type serverProc struct {
+	cmd    *exec.Cmd
+	url    string
+	mu     sync.Mutex
+	stderr bytes.Buffer
+	exited chan struct{}
+	code   int
+}
+
+func (p *serverProc) log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
+}
+
+// startServe runs serve with args and waits for its listening line.
+func startServe(t *testing.T, env []string, args ...string) *serverProc {
+	t.Helper()
+	p := &serverProc{cmd: exec.Command(binary, append([]string{"serve"}, args...)...), exited: make(chan struct{})}
+	p.cmd.Env = append(os.Environ(), "OPENAI_API_KEY=", "OPENAI_BASE_URL=", "SWITCHYARD_TOKEN=")
+	p.cmd.Env = append(p.cmd.Env, env...)
+	out, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.stderr.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+			if m := serveAddrRE.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case found <- "http://" + m[1]:
+				default:
+				}
+			}
+		}
+		_ = p.cmd.Wait()
+		p.code = p.cmd.ProcessState.ExitCode()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+	select {
+	case p.url = <-found:
+	case <-p.exited:
+		t.Fatalf("serve exited (%d) before listening:\n%s", p.code, p.log())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not report its address:\n%s", p.log())
+	}
+	return p
+}
+
+// stop sends SIGINT and returns the exit code.
+func (p *serverProc) stop(t *testing.T) int {
+	t.Helper()
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not stop on SIGINT:\n%s", p.log())
+	}
+	return p.code
+}
+
+func (p *serverProc) get(t *testing.T, path, token string) (int, http.Header, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", p.url+path, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res.StatusCode, res.Header, body
+}
+
+func (p *serverProc) post(t *testing.T, path string, body any) (int, []byte) {
+	t.Helper()
+	raw, _ := json.Marshal(body)
+	res, err := http.Post(p.url+path, "application/json", bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer res.Body.Close()
+	out, _ := io.ReadAll(res.Body)
+	return res.StatusCode, out
+}
+
+func TestServeHealthUIAndSignal(t *testing.T) {
+	p := startServe(t, nil, "--addr", "127.0.0.1:0", "--data", t.TempDir())
+	status, _, body := p.get(t, "/api/health", "")
+	if status != http.StatusOK || !strings.Contains(string(body), `"status":"ok"`) {
+		t.Fatalf("health: %d %s", status, body)
+	}
+	status, _, body = p.get(t, "/api/config", "")
+	if status != http.StatusOK || !strings.Contains(string(body), `"llmConfigured":false`) {
+		t.Fatalf("config: %d %s", status, body)
+	}
+	// The embedded UI, with single-page routing.
+	for _, path := range []string{"/", "/runs/some-run"} {
+		status, hdr, body := p.get(t, path, "")
+		if status != http.StatusOK || !strings.Contains(hdr.Get("Content-Type"), "text/html") ||
+			hdr.Get("Cache-Control") != "no-cache" || !strings.Contains(strings.ToLower(string(body)), "<!doctype html") {
+			t.Fatalf("UI %s: %d %v %.200s", path, status, hdr, body)
+		}
+	}
+	if !strings.Contains(p.log(), "no LLM configured") {
+		t.Errorf("no warning about the missing LLM:\n%s", p.log())
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit code %d after SIGINT:\n%s", code, p.log())
+	}
+	if !strings.Contains(p.log(), "msg=stopped") {
+		t.Errorf("no clean stop logged:\n%s", p.log())
+	}
+}
+
+func TestServeRefusesNonLoopbackWithoutToken(t *testing.T) {
+	cases := [][]string{
+		{"--addr", "0.0.0.0:0"},
+		{"--addr", ":0"},
+	}
+	for _, args := range cases {
+		cmd := exec.Command(binary, append([]string{"serve", "--data", t.TempDir()}, args...)...)
+		cmd.Env = append(os.Environ(), "SWITCHYARD_TOKEN=")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitUsage {
+			t.Fatalf("%v: %v, want exit 2", args, err)
+		}
+		if !strings.Contains(stderr.String(), "refusing to listen") || !strings.Contains(stderr.String(), "SWITCHYARD_TOKEN") {
+			t.Fatalf("%v: message %q does not say why", args, stderr.String())
+		}
+	}
+	// Usage errors are exit 2 too.
+	for _, args := range [][]string{{"--addr", "nonsense"}, {"--max-body", "lots"}, {"extra-arg"}, {"--log-format", "xml"}} {
+		err := exec.Command(binary, append([]string{"serve"}, args...)...).Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitUsage {
+			t.Errorf("%v: %v, want exit 2", args, err)
+		}
+	}
+}
+
+func TestServeNonLoopbackWithToken(t *testing.T) {
+	p := startServe(t, []string{"SWITCHYARD_TOKEN=tk-1"}, "--addr", "0.0.0.0:0", "--data", t.TempDir())
+	p.url = strings.Replace(p.url, "0.0.0.0", "127.0.0.1", 1)
+	p.url = strings.Replace(p.url, "[::]", "127.0.0.1", 1)
+	if status, _, _ := p.get(t, "/api/config", ""); status != http.StatusUnauthorized {
+		t.Fatalf("without token: %d", status)
+	}
+	if status, _, body := p.get(t, "/api/config", "tk-1"); status != http.StatusOK {
+		t.Fatalf("with token: %d %s", status, body)
+	}
+	if status, _, _ := p.get(t, "/", ""); status != http.StatusOK {
+		t.Fatalf("UI shell: %d", status)
+	}
+	p.stop(t)
+}
+
+// TestServeRecovery: a server killed mid-run leaves the run to the next
+// one: --no-recover marks it interrupted; a normal start continues it.
+func TestServeRecovery(t *testing.T) {
+	fake := fakeopenai.StartT(t, fakeopenai.WithLatency(time.Minute))
+	data := t.TempDir()
+	env := []string{"OPENAI_BASE_URL=" + fake.URL(), "OPENAI_API_KEY=k", "SWITCHYARD_LEASE_TTL=1s"}
+
+	p := startServe(t, env, "--addr", "127.0.0.1:0", "--data", data)
+	graph := map[string]any{"nodes": []map[string]any{
+		{"id": "s", "type": "start", "position": map[string]any{"x": 0, "y": 0}, "data": map[string]any{"initialInput": "hi"}},
+		{"id": "a", "type": "agent", "position": map[string]any{"x": 1, "y": 0}, "data": map[string]any{"agentName": "A"}},
+	}, "edges": []map[string]any{{"id": "e1", "source": "s", "target": "a", "sourceHandle": "output"}}}
+	status, body := p.post(t, "/api/runs", map[string]any{"graph": graph})
+	if status != http.StatusCreated {
+		t.Fatalf("start run: %d %s", status, body)
+	}
+	var run struct {
+		RunID  string `json:"runId"`
+		Status string `json:"status"`
+	}
+	_ = json.Unmarshal(body, &run)
+	deadline := time.Now().Add(30 * time.Second)
+	for fake.InFlight() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL) // a crash
+	<-p.exited
+	time.Sleep(1200 * time.Millisecond) // let the dead server's lease expire
+
+	p2 := startServe(t, env, "--addr", "127.0.0.1:0", "--data", data, "--no-recover")
+	_, _, body = p2.get(t, "/api/runs/"+run.RunID, "")
+	_ = json.Unmarshal(body, &run)
+	if run.Status != "interrupted" {
+		t.Fatalf("with --no-recover the run is %q, want interrupted: %s", run.Status, body)
+	}
+	p2.stop(t)
+
+	fake.SetHandler(func(req *fakeopenai.Request) fakeopenai.Reply {
+		r := fakeopenai.DefaultReply(req)
+		r.Latency = -1
+		return r
+	})
+	p3 := startServe(t, env, "--addr", "127.0.0.1:0", "--data", data)
+	status, body = p3.post(t, "/api/runs/"+run.RunID+"/continue", map[string]any{})
+	if status != http.StatusOK {
+		t.Fatalf("continue: %d %s", status, body)
+	}
+	for time.Now().Before(deadline.Add(30 * time.Second)) {
+		_, _, body = p3.get(t, "/api/runs/"+run.RunID, "")
+		_ = json.Unmarshal(body, &run)
+		if run.Status == "completed" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if run.Status != "completed" {
+		t.Fatalf("continued run is %q: %s", run.Status, body)
+	}
+	p3.stop(t)
+}
+
+func TestParseSize(t *testing.T) {
+	cases := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"1048576", 1 << 20, true},
+		{"10MiB", 10 << 20, true},
+		{"512KiB", 512 << 10, true},
+		{"1GiB", 1 << 30, true},
+		{"2mb", 2 << 20, true},
+		{"0", 0, false},
+		{"-5", 0, false},
+		{"lots", 0, false},
+		{"MiB", 0, false},
+	}
+	for _, c := range cases {
+		got, err := parseSize(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("parseSize(%q) = %d, %v", c.in, got, err)
+		}
+	}
+}
+
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"10MiB", "1", "0", "-1", "1GiB", "9223372036854775807", "1e9", "MiB", " 5 KiB "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := parseSize(s)
+		if err == nil && (n <= 0 || n > 1<<40) {
+			t.Fatalf("parseSize(%q) = %d", s, n)
+		}
+	})
+}

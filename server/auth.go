@@ -1,0 +1,190 @@
+package server
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+)
+
+// SessionCookie is the cookie POST /login sets.
+const SessionCookie = "switchyard_session"
+
+// sessionValue derives the session cookie from the token, so the cookie
+// never holds the token itself and changing the token ends all sessions.
+func sessionValue(token string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("switchyard session v1"))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// equalSecret compares in constant time (hashing first, so the length
+// of the secret does not leak either).
+func equalSecret(a, b string) bool {
+	ha, hb := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
+	return subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
+}
+
+// authenticated reports whether r carries the token (bearer) or a valid
+// session cookie. Without a configured token everyone is.
+func (s *Server) authenticated(r *http.Request) bool {
+	if s.cfg.Token == "" {
+		return true
+	}
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, tok, ok := strings.Cut(h, " ")
+		if ok && strings.EqualFold(scheme, "Bearer") && equalSecret(strings.TrimSpace(tok), s.cfg.Token) {
+			return true
+		}
+	}
+	if ck, err := r.Cookie(SessionCookie); err == nil && equalSecret(ck.Value, s.session) {
+		return true
+	}
+	return false
+}
+
+// needsAuth lists what the token protects: the API, websockets and
+// metrics. The UI shell stays public so the sign-in page can load.
+func needsAuth(path string) bool {
+	switch path {
+	case "/api/health", "/api/auth", "/login", "/logout":
+		return false
+	}
+	return strings.HasPrefix(path, "/api/") || path == "/metrics"
+}
+
+func (s *Server) requireAuth(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.cfg.Token != "" && needsAuth(c.Request().URL.Path) && !s.authenticated(c.Request()) {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="switchyard"`)
+			return newErr(http.StatusUnauthorized, CodeUnauthorized,
+				"authentication required: send Authorization: Bearer <token> or sign in")
+		}
+		return next(c)
+	}
+}
+
+// checkHost refuses requests for a Host that is not this server while it
+// listens on loopback only: a DNS-rebinding page would otherwise reach the
+// API under its own name. A server exposed on the network has a token.
+func (s *Server) checkHost(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.loopback {
+			h := hostOnly(c.Request().Host)
+			if !s.hosts[h] {
+				return newErr(http.StatusForbidden, CodeForbidden,
+					"host %q is not this server's name (use localhost or 127.0.0.1)", truncate(c.Request().Host, 100))
+			}
+		}
+		return next(c)
+	}
+}
+
+// hostOnly lowercases a Host header and strips the port and brackets.
+func hostOnly(h string) string {
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		h = host
+	}
+	return strings.ToLower(strings.Trim(h, "[]"))
+}
+
+// checkOrigin accepts state-changing requests and websocket upgrades only
+// from the server's own origin; requests without Origin (non-browser
+// clients) pass.
+func (s *Server) checkOrigin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if (isStateChanging(r.Method) || isUpgrade(r)) && !sameOrigin(r) {
+			return newErr(http.StatusForbidden, CodeForbidden,
+				"cross-origin request refused: Origin %q is not this server", truncate(r.Header.Get("Origin"), 100))
+		}
+		return next(c)
+	}
+}
+
+func isStateChanging(m string) bool {
+	switch m {
+	case http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch:
+		return true
+	}
+	return false
+}
+
+func isUpgrade(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+// sameOrigin reports whether the Origin header is absent or equals the
+// request's own scheme://host.
+func sameOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if !strings.EqualFold(u.Scheme, scheme) {
+		return false
+	}
+	return stripDefaultPort(strings.ToLower(u.Host), scheme) == stripDefaultPort(strings.ToLower(r.Host), scheme)
+}
+
+func stripDefaultPort(host, scheme string) string {
+	if scheme == "http" {
+		return strings.TrimSuffix(host, ":80")
+	}
+	return strings.TrimSuffix(host, ":443")
+}
+
+type loginRequest struct {
+	Token string `json:"token"`
+}
+
+// login checks the token and sets the session cookie (HttpOnly,
+// SameSite=Strict).
+func (s *Server) login(c echo.Context) error {
+	var req loginRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	if s.cfg.Token == "" {
+		return c.JSON(http.StatusOK, authJSON{AuthRequired: false, Authenticated: true})
+	}
+	if !equalSecret(req.Token, s.cfg.Token) {
+		return newErr(http.StatusUnauthorized, CodeUnauthorized, "that token was not accepted")
+	}
+	c.SetCookie(&http.Cookie{
+		Name: SessionCookie, Value: s.session, Path: "/", MaxAge: 30 * 24 * 3600,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.Request().TLS != nil,
+	})
+	return c.JSON(http.StatusOK, authJSON{AuthRequired: true, Authenticated: true})
+}
+
+func (s *Server) logout(c echo.Context) error {
+	c.SetCookie(&http.Cookie{
+		Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.Request().TLS != nil,
+	})
+	return c.NoContent(http.StatusNoContent)
+}
+
+type authJSON struct {
+	AuthRequired  bool `json:"authRequired"`
+	Authenticated bool `json:"authenticated"`
+}
+
+func (s *Server) authStatus(c echo.Context) error {
+	return c.JSON(http.StatusOK, authJSON{AuthRequired: s.cfg.Token != "", Authenticated: s.authenticated(c.Request())})
+}

@@ -1,0 +1,359 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/graph"
+)
+
+// The compatibility API answers AgentFlow-style clients: POST /api/run
+// runs a graph until it pauses or ends and answers with the whole state;
+// the -stream variants send the log as Server-Sent Events.
+
+// compatLog is one log line.
+type compatLog struct {
+	Timestamp time.Time `json:"timestamp"`
+	NodeID    string    `json:"nodeId"`
+	Type      string    `json:"type"`
+	Content   string    `json:"content"`
+}
+
+// compatState is a run's outputs and node statuses by node id.
+type compatState struct {
+	Outputs      map[string]string `json:"outputs"`
+	NodeStatuses map[string]string `json:"nodeStatuses"`
+}
+
+// compatResult is the answer of /api/run, /api/resume and GET /api/run/{id}.
+type compatResult struct {
+	RunID            string                   `json:"runId"`
+	Status           engine.RunStatus         `json:"status"`
+	Logs             []compatLog              `json:"logs"`
+	State            compatState              `json:"state"`
+	WaitingForInput  bool                     `json:"waitingForInput"`
+	CurrentNodeID    *string                  `json:"currentNodeId"`
+	PendingApprovals []engine.PendingApproval `json:"pendingApprovals"`
+	Error            string                   `json:"error,omitempty"`
+	Workflow         json.RawMessage          `json:"workflow"`
+}
+
+type compatRunRequest struct {
+	Graph json.RawMessage `json:"graph"`
+	Input *string         `json:"input"`
+}
+
+type compatResumeRequest struct {
+	RunID string `json:"runId"`
+	Input struct {
+		Decision string `json:"decision"`
+		Note     string `json:"note"`
+	} `json:"input"`
+}
+
+func toLog(ev *engine.Event) compatLog {
+	return compatLog{Timestamp: ev.Timestamp, NodeID: ev.NodeID, Type: ev.Type, Content: ev.Content}
+}
+
+// compatResultOf reads a run's state and whole log.
+func (s *Server) compatResultOf(ctx context.Context, runID string) (*compatResult, error) {
+	r, nodes, err := s.e.Snapshot(ctx, runID)
+	if err != nil {
+		return nil, runErr(runID, err)
+	}
+	evs, err := s.st.Events(ctx, runID, 0, 0)
+	if err != nil {
+		return nil, runErr(runID, err)
+	}
+	res := &compatResult{RunID: r.ID, Status: r.Status, Logs: make([]compatLog, 0, len(evs)),
+		State:           compatState{Outputs: map[string]string{}, NodeStatuses: map[string]string{}},
+		WaitingForInput: r.WaitingForInput, PendingApprovals: r.PendingApprovals, Error: r.Error,
+		Workflow: r.Definition}
+	if res.PendingApprovals == nil {
+		res.PendingApprovals = []engine.PendingApproval{}
+	}
+	if r.CurrentNodeID != "" {
+		id := r.CurrentNodeID
+		res.CurrentNodeID = &id
+	}
+	if r.Kind != engine.KindGraph || len(res.Workflow) == 0 {
+		res.Workflow = json.RawMessage("null")
+	}
+	for i := range evs {
+		res.Logs = append(res.Logs, toLog(&evs[i]))
+	}
+	for _, n := range nodes {
+		res.State.NodeStatuses[n.NodeID] = nodeStatus(n.Status)
+		if n.Status == engine.NodeCompleted {
+			res.State.Outputs[n.NodeID] = n.Output
+		}
+	}
+	return res, nil
+}
+
+// compatStart decodes, checks and starts a graph: 400 for an invalid
+// graph, 503 when it has agent nodes and no LLM is configured.
+func (s *Server) compatStart(c echo.Context) (*engine.Run, error) {
+	var req compatRunRequest
+	if err := decodeBody(c, &req); err != nil {
+		return nil, err
+	}
+	g, _, err := decodeGraph(req.Graph)
+	if err != nil {
+		return nil, err
+	}
+	if probs := graph.Validate(g); graph.HasErrors(probs) {
+		return nil, &apiError{Status: http.StatusBadRequest, Code: CodeInvalidGraph,
+			Message: "the graph has errors: " + firstError(probs), Problems: probs}
+	}
+	if !s.llmOK && hasAgent(g) {
+		return nil, newErr(http.StatusServiceUnavailable, CodeNoLLM,
+			"the graph has agent nodes but no LLM is configured: set OPENAI_API_KEY or OPENAI_BASE_URL")
+	}
+	opt := engine.StartOptions{WorkDir: s.workDir()}
+	if req.Input != nil {
+		opt.Input = *req.Input
+	}
+	run, err := s.e.StartGraph(c.Request().Context(), g, opt)
+	if err != nil {
+		return nil, startErr(err)
+	}
+	return run, nil
+}
+
+func hasAgent(g *graph.Graph) bool {
+	for _, n := range g.Nodes {
+		if n.Type == graph.TypeAgent {
+			return true
+		}
+	}
+	return false
+}
+
+// waitAndAnswer waits until the run pauses or ends (or shutdown begins)
+// and answers with its state.
+func (s *Server) waitAndAnswer(c echo.Context, runID string) error {
+	ctx, cancel := s.longCtx(c.Request().Context())
+	defer cancel()
+	if _, err := s.e.Wait(ctx, runID); err != nil && !s.draining() {
+		return err
+	}
+	res, err := s.compatResultOf(context.WithoutCancel(c.Request().Context()), runID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, res)
+}
+
+func (s *Server) compatRun(c echo.Context) error {
+	run, err := s.compatStart(c)
+	if err != nil {
+		return err
+	}
+	return s.waitAndAnswer(c, run.ID)
+}
+
+func (s *Server) compatGetRun(c echo.Context) error {
+	id, err := runIDParam(c, "runId")
+	if err != nil {
+		return err
+	}
+	res, err := s.compatResultOf(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, res)
+}
+
+// beginResume checks a compat resume request and marks the run as being
+// resumed, so a second concurrent resume gets 409 at once.
+func (s *Server) beginResume(c echo.Context) (string, engine.Decision, func(), error) {
+	var req compatResumeRequest
+	if err := decodeBody(c, &req); err != nil {
+		return "", engine.Decision{}, nil, err
+	}
+	if !validRunID(req.RunID) {
+		return "", engine.Decision{}, nil, badRequest("invalid runId %q: expected a uuid", truncate(req.RunID, 80))
+	}
+	if !validDecision(req.Input.Decision) {
+		return "", engine.Decision{}, nil, newErr(http.StatusBadRequest, CodeInvalidDecision,
+			"input.decision must be \"approve\" or \"reject\", not %q", truncate(req.Input.Decision, 40))
+	}
+	s.resumingMu.Lock()
+	if s.resuming[req.RunID] {
+		s.resumingMu.Unlock()
+		return "", engine.Decision{}, nil, newErr(http.StatusConflict, CodeConflict, "run %s is already being resumed", req.RunID)
+	}
+	s.resuming[req.RunID] = true
+	s.resumingMu.Unlock()
+	done := func() {
+		s.resumingMu.Lock()
+		delete(s.resuming, req.RunID)
+		s.resumingMu.Unlock()
+	}
+	return req.RunID, engine.Decision{Decision: req.Input.Decision, Note: req.Input.Note}, done, nil
+}
+
+func (s *Server) compatResume(c echo.Context) error {
+	runID, d, done, err := s.beginResume(c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, err := s.e.Resume(c.Request().Context(), runID, "", d); err != nil {
+		return runErr(runID, err)
+	}
+	return s.waitAndAnswer(c, runID)
+}
+
+// compatRunStream starts a graph and streams its log as Server-Sent Events
+// until it pauses or ends.
+func (s *Server) compatRunStream(c echo.Context) error {
+	run, err := s.compatStart(c)
+	if err != nil {
+		return err
+	}
+	f := s.followRun(run.ID, 0)
+	defer f.stop()
+	return s.streamSSE(c, f)
+}
+
+func (s *Server) compatResumeStream(c echo.Context) error {
+	runID, d, done, err := s.beginResume(c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	ctx := c.Request().Context()
+	// Subscribe before resuming and stream only what follows the pause.
+	f := s.followRun(runID, 0)
+	defer f.stop()
+	_, _, last, err := s.st.LoadRun(ctx, runID)
+	if err != nil {
+		return runErr(runID, err)
+	}
+	f.last = last
+	if _, err := s.e.Resume(ctx, runID, "", d); err != nil {
+		return runErr(runID, err)
+	}
+	return s.streamSSE(c, f)
+}
+
+type sseMessage struct {
+	Type    string        `json:"type"`
+	RunID   string        `json:"runId,omitempty"`
+	Entry   *compatLog    `json:"entry,omitempty"`
+	Result  *compatResult `json:"result,omitempty"`
+	Message string        `json:"message,omitempty"`
+}
+
+// streamSSE sends start, one log message per event and done (or error).
+func (s *Server) streamSSE(c echo.Context, f *follower) error {
+	w := c.Response()
+	h := w.Header()
+	h.Set(echo.HeaderContentType, "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	send := func(m sseMessage) error {
+		raw, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", raw); err != nil {
+			return err
+		}
+		w.Flush()
+		return nil
+	}
+	if err := send(sseMessage{Type: "start", RunID: f.runID}); err != nil {
+		return nil
+	}
+	ctx, cancel := s.longCtx(c.Request().Context())
+	defer cancel()
+	// The run left its loop (paused or ended): all its events are durable.
+	settled := make(chan struct{})
+	go func() {
+		defer close(settled)
+		_, _ = s.e.Wait(ctx, f.runID)
+	}()
+	err := f.run(ctx, false, settled, func(ev *engine.Event, _ *liveEvent) error {
+		l := toLog(ev)
+		return send(sseMessage{Type: "log", Entry: &l})
+	})
+	if err == nil {
+		select { // the terminal event may precede the final checkpoint
+		case <-settled:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil { // Wait gave up: shutdown or the client left
+			err = ctx.Err()
+		}
+	}
+	switch {
+	case errors.Is(err, errTooSlow):
+		_ = send(sseMessage{Type: "error", Message: "client too slow; read the run with GET /api/run/" + f.runID})
+		return nil
+	case err != nil && s.draining():
+		_ = send(sseMessage{Type: "error", Message: "server shutting down; the run stays resumable: GET /api/run/" + f.runID})
+		return nil
+	case err != nil && c.Request().Context().Err() != nil:
+		return nil // client went away
+	case err != nil:
+		s.log.Warn("event stream failed", "run", f.runID, "err", err)
+		_ = send(sseMessage{Type: "error", Message: err.Error()})
+		return nil
+	}
+	res, err := s.compatResultOf(context.WithoutCancel(c.Request().Context()), f.runID)
+	if err != nil {
+		_ = send(sseMessage{Type: "error", Message: err.Error()})
+		return nil
+	}
+	_ = send(sseMessage{Type: "done", Result: res})
+	return nil
+}
+
+// defaultWorkflow is a starter graph: start → writer → approval → publisher,
+// with rejections going back to the writer with the reviewer's note.
+func (s *Server) defaultWorkflow(c echo.Context) error {
+	return c.JSON(http.StatusOK, DefaultWorkflow())
+}
+
+// DefaultWorkflow returns the starter graph offered to new users.
+func DefaultWorkflow() *graph.Graph {
+	node := func(id, typ string, x, y float64, d graph.NodeData) graph.Node {
+		return graph.Node{ID: id, Type: typ, Position: graph.Position{X: x, Y: y}, Data: d}
+	}
+	edge := func(src, handle, dst string) graph.Edge {
+		return graph.Edge{ID: "e-" + src + "-" + handle + "-" + dst, Source: src, Target: dst,
+			SourceHandle: handle, TargetHandle: graph.HandleInput}
+	}
+	return &graph.Graph{
+		Nodes: []graph.Node{
+			node("start", graph.TypeStart, 0, 100, graph.NodeData{InitialInput: "Write a short product announcement for a new coffee grinder."}),
+			node("writer", graph.TypeAgent, 280, 100, graph.NodeData{AgentName: "Writer",
+				SystemPrompt: "You write clear, friendly marketing copy.",
+				UserPrompt:   "{{PREVIOUS_OUTPUT}}\n\nIf there is reviewer feedback, address it: $REJECTION_REASON",
+				Model:        engine.DefaultModel, ReasoningEffort: "low",
+				Tools: &graph.Tools{}}),
+			node("review", graph.TypeApproval, 560, 100, graph.NodeData{Prompt: "Publish this draft?"}),
+			node("publisher", graph.TypeAgent, 840, 40, graph.NodeData{AgentName: "Publisher",
+				SystemPrompt: "You format text for the web.",
+				UserPrompt:   "Format this as a short HTML snippet:\n\n{{PREVIOUS_OUTPUT}}",
+				Model:        engine.DefaultModel, ReasoningEffort: "low", Tools: &graph.Tools{}}),
+		},
+		Edges: []graph.Edge{
+			edge("start", graph.HandleOutput, "writer"),
+			edge("writer", graph.HandleOutput, "review"),
+			edge("review", graph.HandleApprove, "publisher"),
+			edge("review", graph.HandleReject, "writer"),
+		},
+	}
+}

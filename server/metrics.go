@@ -1,0 +1,214 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/switchyard/switchyard/engine"
+)
+
+// Metrics collects Prometheus metrics. It is an engine.Sink: node
+// durations and LLM latency are derived from the events the engine emits,
+// so pass it in engine.Config.Sinks as well as in Config.Metrics.
+type Metrics struct {
+	reg     *prometheus.Registry
+	handler http.Handler
+
+	nodeDuration *prometheus.HistogramVec
+	llmLatency   *prometheus.HistogramVec
+	llmErrors    *prometheus.CounterVec
+	runsFinished *prometheus.CounterVec
+	events       prometheus.Counter
+	wsClients    *prometheus.GaugeVec
+	httpRequests *prometheus.CounterVec
+	httpDuration *prometheus.HistogramVec
+
+	attachOnce sync.Once
+
+	mu   sync.Mutex
+	runs map[string]map[string]*nodeTrack // run id → node id → what is in flight
+}
+
+type nodeTrack struct {
+	typ      string
+	llmStart time.Time
+	model    string
+}
+
+// NewMetrics makes a Metrics with its own registry (plus Go and process
+// collectors).
+func NewMetrics() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry(), runs: map[string]map[string]*nodeTrack{}}
+	m.nodeDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "switchyard_node_duration_seconds", Help: "Time a node took to execute, by node type and outcome.",
+		Buckets: []float64{.001, .005, .025, .1, .5, 1, 2.5, 5, 10, 30, 60, 300, 900},
+	}, []string{"type", "status"})
+	m.llmLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "switchyard_llm_call_duration_seconds",
+		Help:    "Time from an agent's prompt to the model's final answer (tool and subagent turns included), by model.",
+		Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300},
+	}, []string{"model"})
+	m.llmErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchyard_llm_errors_total", Help: "Failed LLM calls: retried attempts and final failures.",
+	}, []string{"kind"})
+	m.runsFinished = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchyard_runs_finished_total", Help: "Runs that ended in this process, by final status.",
+	}, []string{"status"})
+	m.events = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "switchyard_events_total", Help: "Run events emitted by the engine.",
+	})
+	m.wsClients = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "switchyard_websocket_clients", Help: "Connected websocket clients, by stream (run events or run statuses).",
+	}, []string{"stream"})
+	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchyard_http_requests_total", Help: "HTTP requests by method, route and status code.",
+	}, []string{"method", "route", "code"})
+	m.httpDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "switchyard_http_request_duration_seconds", Help: "HTTP request handling time by route.",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"route"})
+	m.reg.MustRegister(m.nodeDuration, m.llmLatency, m.llmErrors, m.runsFinished, m.events, m.wsClients,
+		m.httpRequests, m.httpDuration,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.wsClients.WithLabelValues("run")
+	m.wsClients.WithLabelValues("status")
+	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return m
+}
+
+// Registry is the registry /metrics serves; add your own collectors to it.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// attach registers the collectors that read a server's state.
+func (m *Metrics) attach(s *Server) {
+	m.attachOnce.Do(func() {
+		m.reg.MustRegister(&runsCollector{h: s.hub},
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "switchyard_store_queue_depth", Help: "Operations waiting in the store's event-writer queue.",
+			}, func() float64 { return float64(s.st.Stats().QueueDepth) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "switchyard_store_events_written_total", Help: "Events committed by the store writer.",
+			}, func() float64 { return float64(s.st.Stats().EventsWritten) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "switchyard_store_events_dropped_total", Help: "Events the store gave up on.",
+			}, func() float64 { return float64(s.st.Stats().EventsDropped) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "switchyard_store_write_errors_total", Help: "Store batches that failed to commit.",
+			}, func() float64 { return float64(s.st.Stats().WriteErrors) }),
+		)
+	})
+}
+
+func (m *Metrics) observeRequest(method, route string, status int, d time.Duration) {
+	m.httpRequests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+	m.httpDuration.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// eventData holds the fields of event data the metrics read.
+type eventData struct {
+	Type       string  `json:"type"`
+	Status     string  `json:"status"`
+	DurationMs *int64  `json:"durationMs"`
+	Model      string  `json:"model"`
+	Final      bool    `json:"final"`
+	Attempt    float64 `json:"attempt"`
+}
+
+// Emit implements engine.Sink. It runs on the engine's hot path: it only
+// parses the data of the few event types it measures.
+func (m *Metrics) Emit(ev *engine.Event) {
+	m.events.Inc()
+	switch ev.Type {
+	case engine.EvStepStart, engine.EvStepEnd, engine.EvStartPrompt, engine.EvLLMResponse, engine.EvLLMError:
+	case engine.EvRunStatus:
+		if s := engine.RunStatus(ev.Content); s.Terminal() {
+			m.runsFinished.WithLabelValues(string(s)).Inc()
+			m.mu.Lock()
+			delete(m.runs, ev.RunID)
+			m.mu.Unlock()
+		}
+		return
+	default:
+		return
+	}
+	var d eventData
+	if len(ev.Data) > 0 {
+		_ = json.Unmarshal(ev.Data, &d)
+	}
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	nodes := m.runs[ev.RunID]
+	if nodes == nil {
+		nodes = map[string]*nodeTrack{}
+		m.runs[ev.RunID] = nodes
+	}
+	n := nodes[ev.NodeID]
+	if n == nil {
+		n = &nodeTrack{typ: "unknown"}
+		nodes[ev.NodeID] = n
+	}
+	switch ev.Type {
+	case engine.EvStepStart:
+		if d.Type != "" {
+			n.typ = d.Type
+		}
+	case engine.EvStartPrompt:
+		n.llmStart, n.model = now, d.Model
+	case engine.EvLLMResponse:
+		if !n.llmStart.IsZero() {
+			m.llmLatency.WithLabelValues(modelLabel(n.model)).Observe(now.Sub(n.llmStart).Seconds())
+			n.llmStart = time.Time{}
+		}
+	case engine.EvLLMError:
+		if d.Final {
+			m.llmErrors.WithLabelValues("final").Inc()
+			n.llmStart = time.Time{}
+		} else {
+			m.llmErrors.WithLabelValues("retry").Inc()
+		}
+	case engine.EvStepEnd:
+		if d.DurationMs != nil {
+			status := d.Status
+			if status == "" {
+				status = "unknown"
+			}
+			m.nodeDuration.WithLabelValues(n.typ, status).Observe(float64(*d.DurationMs) / 1000)
+		}
+		delete(nodes, ev.NodeID)
+	}
+}
+
+func modelLabel(m string) string {
+	if m == "" {
+		return "default"
+	}
+	return m
+}
+
+// runsCollector reports the runs that are not over, by status.
+type runsCollector struct{ h *hub }
+
+var runsDesc = prometheus.NewDesc("switchyard_runs", "Runs that are not over, by status.", []string{"status"}, nil)
+
+func (c *runsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- runsDesc }
+
+func (c *runsCollector) Collect(ch chan<- prometheus.Metric) {
+	counts := c.h.countByStatus()
+	for _, s := range []engine.RunStatus{engine.StatusPending, engine.StatusRunning, engine.StatusPaused, engine.StatusInterrupted} {
+		ch <- prometheus.MustNewConstMetric(runsDesc, prometheus.GaugeValue, float64(counts[s]), string(s))
+	}
+}
+
+func (s *Server) metricsHandler(c echo.Context) error {
+	s.metrics.handler.ServeHTTP(c.Response(), c.Request())
+	return nil
+}

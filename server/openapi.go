@@ -1,0 +1,369 @@
+package server
+
+import (
+	"encoding/json"
+)
+
+// The OpenAPI 3.1 document of the API (GET /api/openapi.json). Its schemas
+// are JSON Schema 2020-12; the tests check every echo route against it
+// (and back) and validate real responses against its schemas.
+
+type obj = map[string]any
+
+func ref(name string) obj { return obj{"$ref": "#/components/schemas/" + name} }
+
+func arrayOf(s obj) obj { return obj{"type": "array", "items": s} }
+
+func str() obj { return obj{"type": "string"} }
+
+func nullable(typ string) obj { return obj{"type": []string{typ, "null"}} }
+
+func dateTime() obj { return obj{"type": "string", "format": "date-time"} }
+
+func object(required []string, props obj) obj {
+	o := obj{"type": "object", "properties": props}
+	if len(required) > 0 {
+		o["required"] = required
+	}
+	return o
+}
+
+func jsonContent(schema obj) obj {
+	return obj{"application/json": obj{"schema": schema}}
+}
+
+func resp(desc string, schema obj) obj {
+	return obj{"description": desc, "content": jsonContent(schema)}
+}
+
+func errResp(desc string) obj { return resp(desc, ref("Error")) }
+
+func body(schema obj) obj {
+	return obj{"required": true, "content": jsonContent(schema)}
+}
+
+func pathParam(name, desc string) obj {
+	return obj{"name": name, "in": "path", "required": true, "description": desc, "schema": str()}
+}
+
+func queryParam(name, desc string, schema obj) obj {
+	return obj{"name": name, "in": "query", "required": false, "description": desc, "schema": schema}
+}
+
+type operation struct {
+	id, summary string
+	params      []obj
+	body        obj
+	responses   obj
+}
+
+func (o operation) build() obj {
+	out := obj{"operationId": o.id, "summary": o.summary, "responses": o.responses}
+	if len(o.params) > 0 {
+		out["parameters"] = o.params
+	}
+	if o.body != nil {
+		out["requestBody"] = o.body
+	}
+	return out
+}
+
+var (
+	runIDParamDoc      = pathParam("id", "Run id (a uuid).")
+	workflowIDParamDoc = pathParam("id", "Workflow id.")
+	afterParamDoc      = queryParam("after", "Only events with a greater seq.", obj{"type": "integer", "minimum": 0})
+)
+
+// public marks an operation that needs no token.
+func public(op obj) obj {
+	op["security"] = []obj{}
+	return op
+}
+
+// withErrors adds the error responses every API route may give.
+func withErrors(r obj, codes ...string) obj {
+	descs := map[string]string{
+		"400": "Bad request: malformed JSON (with line and column), invalid ids or parameters.",
+		"401": "Authentication required (a token is configured).",
+		"403": "Cross-origin request or foreign Host header.",
+		"404": "Not found.",
+		"409": "Conflict.",
+		"413": "Request body too large.",
+		"503": "Unavailable (no LLM configured, or shutting down).",
+	}
+	r["401"] = errResp(descs["401"])
+	r["403"] = errResp(descs["403"])
+	for _, c := range codes {
+		r[c] = errResp(descs[c])
+	}
+	return r
+}
+
+func schemas() obj {
+	problem := object([]string{"code", "severity", "message"}, obj{
+		"code": str(), "severity": obj{"enum": []string{"error", "warning"}}, "message": str(),
+		"nodeId": str(), "edgeId": str(),
+	})
+	status := obj{"enum": []string{"pending", "running", "paused", "completed", "failed", "cancelled", "interrupted"}}
+	pending := object([]string{"nodeId", "prompt", "input", "since"}, obj{
+		"nodeId": str(), "prompt": str(), "input": str(), "since": dateTime(),
+	})
+	summaryProps := obj{
+		"runId": str(), "workflowId": str(), "kind": str(), "status": ref("RunStatus"), "input": str(),
+		"waitingForInput": obj{"type": "boolean"}, "currentNodeId": str(),
+		"pendingApprovals": arrayOf(ref("PendingApproval")), "error": str(),
+		"createdAt": dateTime(), "updatedAt": dateTime(), "finishedAt": dateTime(),
+	}
+	summaryReq := []string{"runId", "kind", "status", "input", "waitingForInput", "pendingApprovals", "createdAt", "updatedAt"}
+	detailProps := obj{}
+	for k, v := range summaryProps {
+		detailProps[k] = v
+	}
+	detailProps["outputs"] = obj{"type": "object", "additionalProperties": str()}
+	detailProps["graph"] = ref("Graph")
+	detailProps["source"] = str()
+	detailProps["nodes"] = arrayOf(ref("NodeState"))
+	workflowProps := obj{
+		"id": str(), "name": str(), "description": str(), "kind": obj{"enum": []string{"graph", "yaml"}},
+		"version": obj{"type": "integer"}, "graph": ref("Graph"), "source": str(), "path": str(),
+		"readOnly": obj{"type": "boolean"}, "createdAt": dateTime(), "updatedAt": dateTime(),
+	}
+	workflowReq := []string{"id", "name", "description", "kind", "version", "createdAt", "updatedAt"}
+	savedProps := obj{"problems": arrayOf(ref("Problem"))}
+	for k, v := range workflowProps {
+		savedProps[k] = v
+	}
+	compatLog := object([]string{"timestamp", "nodeId", "type", "content"}, obj{
+		"timestamp": dateTime(), "nodeId": str(), "type": str(), "content": str(),
+	})
+	return obj{
+		"Error": object([]string{"error"}, obj{"error": object([]string{"code", "message"}, obj{
+			"code":    obj{"type": "string", "description": "bad_request, not_found, conflict, invalid_graph, invalid_decision, unauthorized, forbidden, payload_too_large, no_llm, method_not_allowed, unavailable, internal"},
+			"message": str(), "problems": arrayOf(ref("Problem")),
+		})}),
+		"Problem":   problem,
+		"RunStatus": status,
+		"Graph": obj{"type": "object", "description": "A graph in the current (React Flow) shape.",
+			"required": []string{"nodes", "edges"}, "properties": obj{
+				"nodes": obj{"type": []string{"array", "null"}, "items": object([]string{"id", "type", "position", "data"}, obj{
+					"id": str(), "type": str(), "position": object([]string{"x", "y"}, obj{"x": obj{"type": "number"}, "y": obj{"type": "number"}}),
+					"data": obj{"type": "object"},
+				})},
+				"edges": obj{"type": []string{"array", "null"}, "items": object([]string{"id", "source", "target"}, obj{
+					"id": str(), "source": str(), "target": str(), "sourceHandle": str(), "targetHandle": str(),
+				})},
+			}},
+		"GraphInput":    obj{"type": "object", "description": "A graph in the current shape or the legacy one (x/y on nodes, connections, input nodes); it is normalized."},
+		"Workflow":      object(workflowReq, workflowProps),
+		"SavedWorkflow": object(append([]string{"problems"}, workflowReq...), savedProps),
+		"WorkflowVersion": object([]string{"workflowId", "version", "name", "description", "kind", "createdAt"}, obj{
+			"workflowId": str(), "version": obj{"type": "integer"}, "name": str(), "description": str(),
+			"kind": str(), "graph": ref("Graph"), "source": str(), "createdAt": dateTime(),
+		}),
+		"WorkflowWrite": object(nil, obj{
+			"name": str(), "description": str(), "kind": obj{"enum": []string{"graph"}},
+			"graph": ref("GraphInput"), "version": obj{"type": "integer", "description": "PUT: the version you edited (required)."},
+		}),
+		"PendingApproval": pending,
+		"RunSummary":      object(summaryReq, summaryProps),
+		"Run":             object(append([]string{"outputs", "nodes"}, summaryReq...), detailProps),
+		"NodeState": object([]string{"nodeId", "status", "visits", "attempts"}, obj{
+			"nodeId": str(), "status": obj{"enum": []string{"idle", "pending", "queued", "running", "waiting", "completed", "failed", "skipped"}},
+			"input": str(), "output": str(), "handle": str(), "error": str(),
+			"visits": obj{"type": "integer"}, "attempts": obj{"type": "integer"},
+			"startedAt": dateTime(), "finishedAt": dateTime(),
+		}),
+		"Event": object([]string{"seq", "runId", "nodeId", "type", "content", "timestamp"}, obj{
+			"seq": obj{"type": "integer"}, "runId": str(), "nodeId": str(), "type": str(), "content": str(),
+			"timestamp": dateTime(), "data": obj{},
+		}),
+		"StatusMessage": object([]string{"runId", "status", "waitingForInput"}, obj{
+			"runId": str(), "status": ref("RunStatus"), "workflowId": str(), "waitingForInput": obj{"type": "boolean"},
+		}),
+		"CreateRun": object(nil, obj{
+			"workflowId": str(), "graph": ref("GraphInput"), "input": str(),
+		}),
+		"Decision": object([]string{"decision"}, obj{
+			"decision": obj{"type": "string", "description": "approve or reject"}, "note": str(),
+		}),
+		"GraphRequest": object([]string{"graph"}, obj{"graph": ref("GraphInput")}),
+		"ValidateResult": object([]string{"valid", "problems"}, obj{
+			"valid": obj{"type": "boolean"}, "problems": arrayOf(ref("Problem")),
+		}),
+		"NormalizeResult": object([]string{"graph", "problems"}, obj{
+			"graph": ref("Graph"), "problems": arrayOf(ref("Problem")),
+		}),
+		"Config": object([]string{"llmConfigured", "providers", "models", "defaultModel", "reasoningEfforts"}, obj{
+			"llmConfigured": obj{"type": "boolean"}, "providers": arrayOf(str()), "models": arrayOf(str()),
+			"defaultModel": str(), "reasoningEfforts": arrayOf(str()), "authRequired": obj{"type": "boolean"},
+		}),
+		"Auth": object([]string{"authRequired", "authenticated"}, obj{
+			"authRequired": obj{"type": "boolean"}, "authenticated": obj{"type": "boolean"},
+		}),
+		"Health":    object([]string{"status"}, obj{"status": str(), "uptimeSeconds": obj{"type": "integer"}}),
+		"CompatLog": compatLog,
+		"CompatResult": object([]string{"runId", "status", "logs", "state", "waitingForInput", "currentNodeId", "workflow"}, obj{
+			"runId": str(), "status": ref("RunStatus"), "logs": arrayOf(ref("CompatLog")),
+			"state": object([]string{"outputs", "nodeStatuses"}, obj{
+				"outputs":      obj{"type": "object", "additionalProperties": str()},
+				"nodeStatuses": obj{"type": "object", "additionalProperties": str()},
+			}),
+			"waitingForInput": obj{"type": "boolean"}, "currentNodeId": nullable("string"),
+			"pendingApprovals": arrayOf(ref("PendingApproval")), "error": str(),
+			"workflow": obj{"anyOf": []obj{ref("Graph"), {"type": "null"}}},
+		}),
+		"CompatRun": object([]string{"graph"}, obj{"graph": ref("GraphInput"), "input": str()}),
+		"CompatResume": object([]string{"runId", "input"}, obj{
+			"runId": str(), "input": ref("Decision"),
+		}),
+	}
+}
+
+func paths() obj {
+	sse := obj{"description": "Server-Sent Events: data: {\"type\":\"start\",\"runId\"}, then {\"type\":\"log\",\"entry\":CompatLog} per event, then {\"type\":\"done\",\"result\":CompatResult} or {\"type\":\"error\",\"message\"}.",
+		"content": obj{"text/event-stream": obj{"schema": str()}}}
+	wsResp := func(desc string) obj {
+		return obj{"description": desc}
+	}
+	p := obj{
+		"/api/health": obj{"get": public(operation{"health", "Liveness; 503 while shutting down. Needs no token.", nil, nil,
+			obj{"200": resp("OK", ref("Health")), "503": resp("Shutting down", ref("Health")), "403": errResp("Foreign Host header.")}}.build())},
+		"/api/auth": obj{"get": public(operation{"authStatus", "Whether a token is required and whether this request carries it. Needs no token.", nil, nil,
+			obj{"200": resp("Auth state", ref("Auth")), "403": errResp("Foreign Host header.")}}.build())},
+		"/login": obj{"post": public(operation{"login", "Check the token and set the session cookie (HttpOnly, SameSite=Strict).", nil,
+			body(object([]string{"token"}, obj{"token": str()})),
+			obj{"200": resp("Signed in", ref("Auth")), "400": errResp("Malformed body."), "401": errResp("Wrong token."),
+				"403": errResp("Cross-origin request."), "413": errResp("Body too large.")}}.build())},
+		"/logout": obj{"post": public(operation{"logout", "Clear the session cookie.", nil, nil,
+			obj{"204": obj{"description": "Signed out"}, "403": errResp("Cross-origin request.")}}.build())},
+		"/api/config": obj{"get": operation{"config", "What the editor may offer (providers, models, reasoning efforts) and whether an LLM is configured.", nil, nil,
+			withErrors(obj{"200": resp("Config", ref("Config"))})}.build()},
+		"/api/openapi.json": obj{"get": operation{"openapi", "This document.", nil, nil,
+			withErrors(obj{"200": resp("OpenAPI 3.1 document", obj{"type": "object"})})}.build()},
+		"/metrics": obj{"get": operation{"metrics", "Prometheus metrics.", nil, nil,
+			withErrors(obj{"200": obj{"description": "Prometheus text format", "content": obj{"text/plain": obj{"schema": str()}}}})}.build()},
+
+		"/api/workflows": obj{
+			"get": operation{"listWorkflows", "List workflows (without graphs), drawn ones and those of the workflow source.", nil, nil,
+				withErrors(obj{"200": resp("Workflows", arrayOf(ref("Workflow")))})}.build(),
+			"post": operation{"createWorkflow", "Save a new workflow. The graph may be in the legacy shape (it is normalized) and may have errors (they are returned as problems).", nil,
+				body(ref("WorkflowWrite")),
+				withErrors(obj{"201": resp("Saved", ref("SavedWorkflow"))}, "400", "413")}.build(),
+		},
+		"/api/workflows/{id}": obj{
+			"parameters": []obj{workflowIDParamDoc},
+			"get": operation{"getWorkflow", "A workflow with its current graph.", nil, nil,
+				withErrors(obj{"200": resp("Workflow", ref("Workflow"))}, "400", "404")}.build(),
+			"put": operation{"updateWorkflow", "Save the next version. Carries the version edited; a stale version gets 409.", nil,
+				body(ref("WorkflowWrite")),
+				withErrors(obj{"200": resp("Saved", ref("SavedWorkflow"))}, "400", "404", "409", "413")}.build(),
+			"delete": operation{"deleteWorkflow", "Delete a workflow and its versions (its runs are kept).", nil, nil,
+				withErrors(obj{"204": obj{"description": "Deleted"}}, "400", "404")}.build(),
+		},
+		"/api/workflows/{id}/versions": obj{
+			"parameters": []obj{workflowIDParamDoc},
+			"get": operation{"listVersions", "Saved versions, newest first, without graphs.", nil, nil,
+				withErrors(obj{"200": resp("Versions", arrayOf(ref("WorkflowVersion")))}, "400", "404")}.build(),
+		},
+		"/api/workflows/{id}/versions/{version}": obj{
+			"parameters": []obj{workflowIDParamDoc, pathParam("version", "Version number (1, 2, ...).")},
+			"get": operation{"getVersion", "One saved version with its graph.", nil, nil,
+				withErrors(obj{"200": resp("Version", ref("WorkflowVersion"))}, "400", "404")}.build(),
+		},
+		"/api/validate": obj{"post": operation{"validate", "Validate a graph (current or legacy shape).", nil,
+			body(ref("GraphRequest")),
+			withErrors(obj{"200": resp("Result", ref("ValidateResult"))}, "400", "413")}.build()},
+		"/api/normalize": obj{"post": operation{"normalize", "Turn a graph (legacy or current shape) into the current shape.", nil,
+			body(ref("GraphRequest")),
+			withErrors(obj{"200": resp("Result", ref("NormalizeResult"))}, "400", "413")}.build()},
+
+		"/api/runs": obj{
+			"get": operation{"listRuns", "List runs, newest first.", []obj{
+				queryParam("workflowId", "Only runs of this workflow.", str()),
+				queryParam("status", "Only runs with this status.", ref("RunStatus")),
+				queryParam("limit", "At most this many (1-1000, default 50).", obj{"type": "integer", "minimum": 1, "maximum": 1000}),
+				queryParam("before", "Only runs created before this time (RFC 3339; pass the last run's createdAt to page).", dateTime()),
+			}, nil, withErrors(obj{"200": resp("Runs", arrayOf(ref("RunSummary")))}, "400")}.build(),
+			"post": operation{"createRun", "Start a saved workflow (workflowId) or a graph given inline.", nil,
+				body(ref("CreateRun")),
+				withErrors(obj{"201": resp("The started run", ref("Run"))}, "400", "404", "413")}.build(),
+		},
+		"/api/runs/{id}": obj{
+			"parameters": []obj{runIDParamDoc},
+			"get": operation{"getRun", "A run with its outputs, graph and node states.", nil, nil,
+				withErrors(obj{"200": resp("Run", ref("Run"))}, "400", "404")}.build(),
+		},
+		"/api/runs/{id}/events": obj{
+			"parameters": []obj{runIDParamDoc},
+			"get": operation{"runEvents", "The run's stored events in seq order.", []obj{afterParamDoc,
+				queryParam("limit", "At most this many.", obj{"type": "integer", "minimum": 1})}, nil,
+				withErrors(obj{"200": resp("Events", arrayOf(ref("Event")))}, "400", "404")}.build(),
+		},
+		"/api/runs/{id}/ws": obj{
+			"parameters": []obj{runIDParamDoc},
+			"get": operation{"runEventsWS", "Websocket: every stored event with seq > after, then live events, one JSON Event per text message, in seq order without gaps. Closed with 1000 after the terminal event; 4000 \"too slow; reconnect with after=<seq>\" for a client that fell behind; 1001 on shutdown.",
+				[]obj{afterParamDoc}, nil,
+				withErrors(obj{"101": wsResp("Switching to the websocket protocol")}, "400", "404")}.build(),
+		},
+		"/api/runs/{id}/approvals/{nodeId}": obj{
+			"parameters": []obj{runIDParamDoc, pathParam("nodeId", "The waiting node.")},
+			"post": operation{"decide", "Approve or reject a node waiting for a human.", nil, body(ref("Decision")),
+				withErrors(obj{"200": resp("The run", ref("Run"))}, "400", "404", "409", "413")}.build(),
+		},
+		"/api/runs/{id}/cancel": obj{
+			"parameters": []obj{runIDParamDoc},
+			"post": operation{"cancelRun", "Cancel a run.", nil, nil,
+				withErrors(obj{"200": resp("The run", ref("Run"))}, "400", "404", "409")}.build(),
+		},
+		"/api/runs/{id}/continue": obj{
+			"parameters": []obj{runIDParamDoc},
+			"post": operation{"continueRun", "Continue an interrupted run from its last persisted state.", nil, nil,
+				withErrors(obj{"200": resp("The run", ref("Run"))}, "400", "404", "409")}.build(),
+		},
+		"/api/ws": obj{"get": operation{"statusWS", "Websocket: a StatusMessage per run status change, for run lists.", nil, nil,
+			withErrors(obj{"101": wsResp("Switching to the websocket protocol")}, "400")}.build()},
+
+		"/api/run": obj{"post": operation{"compatRun", "Compatibility: run a graph until it pauses or ends, then answer with its state.", nil,
+			body(ref("CompatRun")),
+			withErrors(obj{"200": resp("Result", ref("CompatResult"))}, "400", "413", "503")}.build()},
+		"/api/run-stream": obj{"post": operation{"compatRunStream", "Compatibility: run a graph, streaming its log as Server-Sent Events.", nil,
+			body(ref("CompatRun")),
+			withErrors(obj{"200": sse}, "400", "413", "503")}.build()},
+		"/api/resume": obj{"post": operation{"compatResume", "Compatibility: answer a paused run and wait until it pauses or ends again.", nil,
+			body(ref("CompatResume")),
+			withErrors(obj{"200": resp("Result", ref("CompatResult"))}, "400", "404", "409", "413")}.build()},
+		"/api/resume-stream": obj{"post": operation{"compatResumeStream", "Compatibility: answer a paused run, streaming the log that follows as Server-Sent Events.", nil,
+			body(ref("CompatResume")),
+			withErrors(obj{"200": sse}, "400", "404", "409", "413")}.build()},
+		"/api/run/{runId}": obj{
+			"parameters": []obj{pathParam("runId", "Run id (a uuid).")},
+			"get": operation{"compatGetRun", "Compatibility: a run's state and whole log.", nil, nil,
+				withErrors(obj{"200": resp("Result", ref("CompatResult"))}, "400", "404")}.build(),
+		},
+		"/api/default-workflow": obj{"get": operation{"defaultWorkflow", "A starter graph: start → agent → approval → agent.", nil, nil,
+			withErrors(obj{"200": resp("Graph", ref("Graph"))})}.build()},
+	}
+	return p
+}
+
+func buildOpenAPI() ([]byte, error) {
+	doc := obj{
+		"openapi": "3.1.0",
+		"info": obj{
+			"title":       "Switchyard API",
+			"version":     "1",
+			"description": "Draw, save and run AI-agent workflows. Errors are {\"error\": {\"code\", \"message\", \"problems\"?}}. With a token configured, send Authorization: Bearer <token> or the session cookie from POST /login.",
+		},
+		"jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
+		"components": obj{
+			"schemas": schemas(),
+			"securitySchemes": obj{
+				"bearer":  obj{"type": "http", "scheme": "bearer"},
+				"session": obj{"type": "apiKey", "in": "cookie", "name": SessionCookie},
+			},
+		},
+		"security": []obj{{"bearer": []string{}}, {"session": []string{}}},
+		"paths":    paths(),
+	}
+	return json.Marshal(doc)
+}
