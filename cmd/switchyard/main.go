@@ -37,6 +37,7 @@ var commands = map[string]command{
 	"show":      {"print one run (and its event log)", cmdShow},
 	"cancel":    {"cancel a run", cmdCancel},
 	"serve":     {"serve the web UI and API", cmdServe},
+	"fake-llm":  {"serve a fake OpenAI-compatible endpoint (demos and tests)", cmdFakeLLM},
 	"load":      {"measure a server under load (runs, fanout, watchers, approvals)", cmdLoad},
 }
 
