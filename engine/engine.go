@@ -187,19 +187,28 @@ func (e *Engine) StartGraph(ctx context.Context, g *graph.Graph, opt StartOption
 		return nil, fmt.Errorf("snapshot graph: %w", err)
 	}
 	p := compileGraph(g, e.cfg.MaxVisits)
-	return e.start(ctx, p, KindGraph, def, opt)
+	return e.start(ctx, p, KindGraph, def, opt, func(r *runner, i int) { r.enqueue(i, opt.Input, "") })
 }
 
-func (e *Engine) start(ctx context.Context, p *plan, kind string, def json.RawMessage, opt StartOptions) (*Run, error) {
+// start creates a run of plan p, seeds its root nodes and launches it.
+func (e *Engine) start(ctx context.Context, p *plan, kind string, def json.RawMessage, opt StartOptions,
+	seed func(r *runner, root int)) (*Run, error) {
 	now := time.Now().UTC()
 	run := &Run{
 		ID: uuid.NewString(), WorkflowID: opt.WorkflowID, Kind: kind, Definition: def,
 		Status: StatusPending, Input: opt.Input, WorkDir: opt.WorkDir,
 		PendingApprovals: []PendingApproval{}, CreatedAt: now, UpdatedAt: now,
 	}
+	// $ARTIFACTS_DIR exists before the first node runs (YAML promises it;
+	// drawn graphs create it on first use otherwise).
+	if kind == KindYAML {
+		if err := os.MkdirAll(filepath.Join(e.cfg.ArtifactsRoot, run.ID), 0o755); err != nil {
+			return nil, fmt.Errorf("create artifacts dir: %w", err)
+		}
+	}
 	r := newRunner(e, p, run, nil, 0, nil)
 	for _, i := range p.roots {
-		r.enqueue(i, opt.Input, "")
+		seed(r, i)
 	}
 	// The queued roots are stored with the run, so a process that dies
 	// before the first checkpoint leaves a run the next one can start.

@@ -9,9 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/switchyard/switchyard/graph"
 	"github.com/switchyard/switchyard/graph/yamlflow"
@@ -137,45 +134,9 @@ func (e *Engine) StartYAML(ctx context.Context, file string, source []byte, opt 
 		return nil, fmt.Errorf("snapshot workflow: %w", err)
 	}
 	p := compileYAML(wf, cfg, e.cfg.MaxVisits)
-	return e.startYAML(ctx, p, def, opt)
-}
-
-// startYAML is Engine.start for YAML plans, except that the dependency-free
-// nodes are notified instead of enqueued: they too go through their join
-// policy, so `when:` applies to them like to every other node.
-func (e *Engine) startYAML(ctx context.Context, p *plan, def json.RawMessage, opt StartOptions) (*Run, error) {
-	now := time.Now().UTC()
-	run := &Run{
-		ID: uuid.NewString(), WorkflowID: opt.WorkflowID, Kind: KindYAML, Definition: def,
-		Status: StatusPending, Input: opt.Input, WorkDir: opt.WorkDir,
-		PendingApprovals: []PendingApproval{}, CreatedAt: now, UpdatedAt: now,
-	}
-	// $ARTIFACTS_DIR exists before the first node runs.
-	if err := os.MkdirAll(filepath.Join(e.cfg.ArtifactsRoot, run.ID), 0o755); err != nil {
-		return nil, fmt.Errorf("create artifacts dir: %w", err)
-	}
-	r := newRunner(e, p, run, nil, 0, nil)
-	for _, i := range p.roots {
-		r.notify(i)
-	}
-	// The pending roots are stored with the run, so a process that dies
-	// before the first checkpoint leaves a run the next one can start.
-	initial := make([]*NodeState, 0, len(p.roots))
-	for _, i := range p.roots {
-		cp := *r.nodes[i]
-		initial = append(initial, &cp)
-	}
-	if err := e.store.CreateRun(ctx, run, initial); err != nil {
-		return nil, fmt.Errorf("create run: %w", err)
-	}
-	if err := e.store.AcquireRun(ctx, run.ID, e.cfg.Owner, "", now, now.Add(e.cfg.LeaseTTL)); err != nil {
-		return nil, fmt.Errorf("own new run: %w", err)
-	}
-	snap := r.header()
-	if err := e.launch(r); err != nil {
-		return nil, err
-	}
-	return snap, nil
+	// Dependency-free nodes are notified rather than enqueued: they go
+	// through their join policy too, so `when:` applies to them as well.
+	return e.start(ctx, p, KindYAML, def, opt, (*runner).notify)
 }
 
 func init() {
