@@ -305,50 +305,25 @@ func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " 
 
 func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("resume", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	decision := fs.String("decision", "", "approve or reject the waiting node; omit to continue an interrupted run")
 	note := fs.String("note", "", "feedback for the decision ($REJECTION_REASON on reject)")
 	node := fs.String("node", "", "the waiting node to answer (needed only when several wait)")
 	events := fs.Bool("events", false, "print each new event as one JSON line as it happens")
-	data := dataFlag(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: switchyard resume RUN_ID [--decision approve|reject] [--note TEXT] [--node NODE_ID] [--events] [--data DIR]")
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return exitUsage
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return exitUsage
-	}
-	runID := pos[0]
-	if err := validRunID(runID); err != nil {
-		return runErrExit(stderr, err)
-	}
-	var evw io.Writer
-	if *events {
-		evw = stdout
-	}
-	env, err := openEnv(ctx, *data, evw, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "switchyard:", err)
-		return exitFailed
-	}
-	defer env.close()
-	if *decision == "" {
-		if *note != "" || *node != "" {
-			fmt.Fprintln(stderr, "switchyard: --note and --node need --decision")
-			return exitUsage
-		}
-		if _, err := env.e.Continue(ctx, runID); err != nil {
+	usage := "resume RUN_ID [--decision approve|reject] [--note TEXT] [--node NODE_ID] [--events] [--data DIR]"
+	return onRun(ctx, fs, usage, args, events, stdout, stderr, func(env *cliEnv, id string) int {
+		if *decision == "" {
+			if *note != "" || *node != "" {
+				fmt.Fprintln(stderr, "switchyard: --note and --node need --decision")
+				return exitUsage
+			}
+			if _, err := env.e.Continue(ctx, id); err != nil {
+				return runErrExit(stderr, err)
+			}
+		} else if _, err := env.e.Resume(ctx, id, *node, engine.Decision{Decision: *decision, Note: *note}); err != nil {
 			return runErrExit(stderr, err)
 		}
-	} else if _, err := env.e.Resume(ctx, runID, *node, engine.Decision{Decision: *decision, Note: *note}); err != nil {
-		return runErrExit(stderr, err)
-	}
-	return env.finish(ctx, runID, stdout, stderr)
+		return env.finish(ctx, id, stdout, stderr)
+	})
 }
 
 // validRunID rejects ids that cannot be run ids before any lookup.
@@ -364,31 +339,48 @@ func validRunID(id string) error {
 	return nil
 }
 
-func cmdCancel(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("cancel", flag.ContinueOnError)
+// onRun parses "CMD RUN_ID [flags]", checks the id and opens the store and
+// engine for fn; events, when set, gets events printed as they commit.
+func onRun(ctx context.Context, fs *flag.FlagSet, usage string, args []string, events *bool, stdout, stderr io.Writer,
+	fn func(env *cliEnv, runID string) int) int {
 	fs.SetOutput(stderr)
 	data := dataFlag(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: switchyard "+usage)
+		fs.PrintDefaults()
+	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return exitUsage
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: switchyard cancel RUN_ID [--data DIR]")
+		fs.Usage()
 		return exitUsage
 	}
 	if err := validRunID(pos[0]); err != nil {
 		return runErrExit(stderr, err)
 	}
-	env, err := openEnv(ctx, *data, nil, stderr)
+	var evw io.Writer
+	if events != nil && *events {
+		evw = stdout
+	}
+	env, err := openEnv(ctx, *data, evw, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "switchyard:", err)
 		return exitFailed
 	}
 	defer env.close()
-	if _, err := env.e.Cancel(ctx, pos[0]); err != nil {
-		return runErrExit(stderr, err)
-	}
-	return env.finish(ctx, pos[0], stdout, stderr)
+	return fn(env, pos[0])
+}
+
+func cmdCancel(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("cancel", flag.ContinueOnError)
+	return onRun(ctx, fs, "cancel RUN_ID [--data DIR]", args, nil, stdout, stderr, func(env *cliEnv, id string) int {
+		if _, err := env.e.Cancel(ctx, id); err != nil {
+			return runErrExit(stderr, err)
+		}
+		return env.finish(ctx, id, stdout, stderr)
+	})
 }
 
 func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -445,27 +437,14 @@ func truncate(s string, n int) string {
 
 func cmdShow(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("show", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	events := fs.Bool("events", false, "also print the whole event log as JSON lines")
-	data := dataFlag(fs)
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return exitUsage
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: switchyard show RUN_ID [--events] [--data DIR]")
-		return exitUsage
-	}
-	if err := validRunID(pos[0]); err != nil {
-		return runErrExit(stderr, err)
-	}
-	env, err := openEnv(ctx, *data, nil, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "switchyard:", err)
-		return exitFailed
-	}
-	defer env.close()
-	run, nodes, err := env.e.Snapshot(ctx, pos[0])
+	return onRun(ctx, fs, "show RUN_ID [--events] [--data DIR]", args, nil, stdout, stderr, func(env *cliEnv, id string) int {
+		return show(ctx, env, id, *events, stdout, stderr)
+	})
+}
+
+func show(ctx context.Context, env *cliEnv, runID string, events bool, stdout, stderr io.Writer) int {
+	run, nodes, err := env.e.Snapshot(ctx, runID)
 	if err != nil {
 		return runErrExit(stderr, err)
 	}
@@ -479,7 +458,7 @@ func cmdShow(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		FinishedAt *time.Time          `json:"finishedAt,omitempty"`
 		Nodes      []*engine.NodeState `json:"nodes"`
 	}{res, run.WorkflowID, run.Kind, run.Input, run.CreatedAt, run.FinishedAt, nodes})
-	if *events {
+	if events {
 		evs, err := env.st.Events(ctx, run.ID, 0, 0)
 		if err != nil {
 			fmt.Fprintln(stderr, "switchyard:", err)
