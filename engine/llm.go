@@ -83,9 +83,17 @@ func NewLLM(cfg LLMConfig) (*LLM, error) {
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	hc := cfg.HTTPClient
+	if hc == nil {
+		// Go's default keeps 2 idle connections per host: with many LLM
+		// calls in flight against one endpoint, connections would be
+		// closed and dialed again for nearly every call.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConns = 512
+		tr.MaxIdleConnsPerHost = 512
+		hc = &http.Client{Transport: tr}
 	}
+	opts = append(opts, option.WithHTTPClient(hc))
 	return &LLM{cfg: cfg, client: openai.NewClient(opts...)}, nil
 }
 

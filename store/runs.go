@@ -82,9 +82,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 				return err
 			}
 		}
-		n, err := t.exec(`INSERT INTO runs (id, workflow_id, kind, definition, status, input,
-waiting_for_input, current_node_id, pending_approvals, error, work_dir, created_at, updated_at, finished_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		n, err := t.exec(sqlInsertRun,
 			hdr.ID, wf, hdr.Kind, string(hdr.Definition), string(hdr.Status), hdr.Input,
 			hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
 			toMicros(hdr.CreatedAt), toMicros(hdr.UpdatedAt), optMicros(hdr.FinishedAt))
@@ -101,6 +99,16 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 	}
 	return nil
 }
+
+// Hot run statements, prepared once by the writer.
+const (
+	sqlInsertRun = `INSERT INTO runs (id, workflow_id, kind, definition, status, input,
+waiting_for_input, current_node_id, pending_approvals, error, work_dir, created_at, updated_at, finished_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
+	sqlAcquireRun = `UPDATE runs SET owner = ?1, lease_until = ?2
+WHERE id = ?3 AND (owner = '' OR owner = ?1 OR lease_until < ?4) AND (?5 = '' OR status = ?5)`
+	sqlReleaseRun = `UPDATE runs SET owner = '', lease_until = 0 WHERE id = ? AND (owner = ? OR owner = '')`
+)
 
 // Checkpoint writes the run header and upserts the given node states in the
 // writer's next batch, after every event already emitted, and returns once
@@ -157,8 +165,7 @@ func (s *Store) AcquireRun(ctx context.Context, runID, owner string, expect engi
 		return fmt.Errorf("store: acquire run %s: owner is required", runID)
 	}
 	err := s.w.do(ctx, nil, func(t *wtx) error {
-		n, err := t.exec(`UPDATE runs SET owner = ?1, lease_until = ?2
-WHERE id = ?3 AND (owner = '' OR owner = ?1 OR lease_until < ?4) AND (?5 = '' OR status = ?5)`,
+		n, err := t.exec(sqlAcquireRun,
 			owner, toMicros(leaseUntil), runID, toMicros(now), string(expect))
 		if err != nil {
 			return err
@@ -246,7 +253,7 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, leaseUntil time.T
 // no-op; ErrConflict if another owner holds it, ErrNotFound if unknown.
 func (s *Store) ReleaseRun(ctx context.Context, runID, owner string) error {
 	err := s.w.do(ctx, nil, func(t *wtx) error {
-		n, err := t.exec(`UPDATE runs SET owner = '', lease_until = 0 WHERE id = ? AND (owner = ? OR owner = '')`,
+		n, err := t.exec(sqlReleaseRun,
 			runID, owner)
 		if err != nil {
 			return err

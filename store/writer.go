@@ -58,6 +58,7 @@ func (r rejected) Unwrap() error { return r.err }
 type wtx struct {
 	ctx   context.Context
 	tx    *sql.Tx
+	w     *writer
 	stmts map[*sql.Stmt]*sql.Stmt
 }
 
@@ -71,8 +72,19 @@ func (t *wtx) stmt(ps *sql.Stmt) *sql.Stmt {
 	return s
 }
 
+// exec runs query, as a prepared statement when it is one of the writer's
+// hot queries (parsing SQL on every run start and lease change showed up
+// in profiles).
 func (t *wtx) exec(query string, args ...any) (int64, error) {
-	res, err := t.tx.ExecContext(t.ctx, query, args...)
+	var (
+		res sql.Result
+		err error
+	)
+	if ps, ok := t.w.cache[query]; ok {
+		res, err = t.stmt(ps).ExecContext(t.ctx, args...)
+	} else {
+		res, err = t.tx.ExecContext(t.ctx, query, args...)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -103,6 +115,7 @@ type writer struct {
 
 	// prepared on the writer connection
 	insEvent, updRun, upsNode *sql.Stmt
+	cache                     map[string]*sql.Stmt // writer goroutine only
 
 	batches, eventsWritten, ops, writeErrors atomic.Uint64
 	eventsRetried, eventsDropped, fullWaits  atomic.Uint64
@@ -157,6 +170,11 @@ func newWriter(ctx context.Context, s *Store, queueSize int, tries int, delay ti
 	w.insEvent = prep(sqlInsertEvent)
 	w.updRun = prep(sqlUpdateRun)
 	w.upsNode = prep(sqlUpsertNode)
+	// Prepared before any transaction: the writer pool has one connection.
+	w.cache = map[string]*sql.Stmt{}
+	for _, q := range []string{sqlInsertRun, sqlAcquireRun, sqlReleaseRun} {
+		w.cache[q] = prep(q)
+	}
 	if err != nil {
 		w.closeStmts()
 		return nil, fmt.Errorf("prepare statements: %w", err)
@@ -170,6 +188,9 @@ func (w *writer) closeStmts() error {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
+	}
+	for _, st := range w.cache {
+		errs = append(errs, st.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -340,7 +361,7 @@ func (w *writer) runBatch(batch []op) {
 		w.failBatch(batch, fmt.Errorf("begin: %w", err))
 		return
 	}
-	t := &wtx{ctx: ctx, tx: tx, stmts: make(map[*sql.Stmt]*sql.Stmt, 3)}
+	t := &wtx{ctx: ctx, tx: tx, w: w, stmts: make(map[*sql.Stmt]*sql.Stmt, 3)}
 	ins := t.stmt(w.insEvent)
 	var fatal error
 loop:
