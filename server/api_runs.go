@@ -99,7 +99,9 @@ func (s *Server) runDetail(ctx context.Context, runID string) (*runDetail, error
 		}
 		return nil, engineErr(err)
 	}
-	return toDetail(r, nodes), nil
+	d := toDetail(r, nodes)
+	s.decorateYAMLRun(d, r) // YAML runs: source workflow id and DAG projection (yaml_runs.go)
+	return d, nil
 }
 
 func (s *Server) listRuns(c echo.Context) error {
@@ -128,13 +130,23 @@ func (s *Server) listRuns(c echo.Context) error {
 		}
 		f.Before = t
 	}
-	runs, err := s.st.ListRuns(c.Request().Context(), f)
+	// Runs of a workflow source's workflows (YAML files) are stored without
+	// a workflow id: they are matched on their definition (yaml_runs.go).
+	var runs []*engine.Run
+	var err error
+	if n := s.runNamer(); n != nil && f.WorkflowID != "" && n.OwnsWorkflowID(f.WorkflowID) {
+		runs, err = s.listSourceRuns(c.Request().Context(), n, f)
+	} else {
+		runs, err = s.st.ListRuns(c.Request().Context(), f)
+	}
 	if err != nil {
 		return engineErr(err)
 	}
 	out := make([]runSummary, 0, len(runs))
 	for _, r := range runs {
-		out = append(out, toSummary(r))
+		sum := toSummary(r)
+		sum.WorkflowID = s.sourceWorkflowID(r)
+		out = append(out, sum)
 	}
 	return c.JSON(http.StatusOK, out)
 }

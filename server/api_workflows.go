@@ -52,9 +52,13 @@ type Workflow struct {
 	// Path is the file a workflow from a WorkflowSource comes from.
 	Path string `json:"path,omitempty"`
 	// ReadOnly marks workflows the API cannot save (files).
-	ReadOnly  bool      `json:"readOnly,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	ReadOnly bool `json:"readOnly,omitempty"`
+	// Problems of a source workflow (YAML file): its loader diagnostics,
+	// file:line in the messages. Lists carry only the errors, which keep
+	// it from running.
+	Problems  []graph.Problem `json:"problems,omitempty"`
+	CreatedAt time.Time       `json:"createdAt"`
+	UpdatedAt time.Time       `json:"updatedAt"`
 }
 
 // savedWorkflow is a saved workflow with its graph's problems: saving
@@ -229,6 +233,9 @@ func (s *Server) updateWorkflow(c echo.Context) error {
 	ctx := c.Request().Context()
 	cur, err := s.st.GetWorkflow(ctx, id)
 	if errors.Is(err, engine.ErrNotFound) {
+		if rerr := s.readOnlySourceErr(ctx, id, "saved"); rerr != nil {
+			return rerr
+		}
 		return newErr(http.StatusNotFound, CodeNotFound, "workflow %s not found", id)
 	}
 	if err != nil {
@@ -282,6 +289,9 @@ func (s *Server) deleteWorkflow(c echo.Context) error {
 	}
 	if err := s.st.DeleteWorkflow(c.Request().Context(), id); err != nil {
 		if errors.Is(err, engine.ErrNotFound) {
+			if rerr := s.readOnlySourceErr(c.Request().Context(), id, "deleted"); rerr != nil {
+				return rerr
+			}
 			return newErr(http.StatusNotFound, CodeNotFound, "workflow %s not found", id)
 		}
 		return engineErr(err)

@@ -127,6 +127,8 @@ func schemas() obj {
 		"id": str(), "name": str(), "description": str(), "kind": obj{"enum": []string{"graph", "yaml"}},
 		"version": obj{"type": "integer"}, "graph": ref("Graph"), "source": str(), "path": str(),
 		"readOnly": obj{"type": "boolean"}, "createdAt": dateTime(), "updatedAt": dateTime(),
+		"problems": obj{"type": "array", "items": ref("Problem"),
+			"description": "YAML workflows: loader problems (file:line in messages); lists carry only the errors, which keep the file from running."},
 	}
 	workflowReq := []string{"id", "name", "description", "kind", "version", "createdAt", "updatedAt"}
 	savedProps := obj{"problems": arrayOf(ref("Problem"))}
@@ -143,7 +145,7 @@ func schemas() obj {
 		})}),
 		"Problem":   problem,
 		"RunStatus": status,
-		"Graph": obj{"type": "object", "description": "A graph in the current (React Flow) shape.",
+		"Graph": obj{"type": "object", "description": "A graph in the current (React Flow) shape. YAML workflows and runs give a read-only projection: nodes of type \"yaml\" with data {label, kind (command, prompt, bash, script, loop, approval, cancel), detail, when?, triggerRule?, gate?, alwaysRun?}, laid out in layers, and an edge per depends_on entry.",
 			"required": []string{"nodes", "edges"}, "properties": obj{
 				"nodes": obj{"type": []string{"array", "null"}, "items": object([]string{"id", "type", "position", "data"}, obj{
 					"id": str(), "type": str(), "position": object([]string{"x", "y"}, obj{"x": obj{"type": "number"}, "y": obj{"type": "number"}}),
@@ -252,12 +254,12 @@ func paths() obj {
 		},
 		"/api/workflows/{id}": obj{
 			"parameters": []obj{workflowIDParamDoc},
-			"get": operation{"getWorkflow", "A workflow with its current graph.", nil, nil,
+			"get": operation{"getWorkflow", "A workflow with its current graph. Workflows of the YAML folder (ids \"yaml.<escaped path>\") come with their source, a read-only graph projection and their problems.", nil, nil,
 				withErrors(obj{"200": resp("Workflow", ref("Workflow"))}, "400", "404")}.build(),
-			"put": operation{"updateWorkflow", "Save the next version. Carries the version edited; a stale version gets 409.", nil,
+			"put": operation{"updateWorkflow", "Save the next version. Carries the version edited; a stale version gets 409. YAML workflows are read-only (400).", nil,
 				body(ref("WorkflowWrite")),
 				withErrors(obj{"200": resp("Saved", ref("SavedWorkflow"))}, "400", "404", "409", "413")}.build(),
-			"delete": operation{"deleteWorkflow", "Delete a workflow and its versions (its runs are kept).", nil, nil,
+			"delete": operation{"deleteWorkflow", "Delete a workflow and its versions (its runs are kept). YAML workflows are read-only (400).", nil, nil,
 				withErrors(obj{"204": obj{"description": "Deleted"}}, "400", "404")}.build(),
 		},
 		"/api/workflows/{id}/versions": obj{
@@ -279,12 +281,12 @@ func paths() obj {
 
 		"/api/runs": obj{
 			"get": operation{"listRuns", "List runs, newest first.", []obj{
-				queryParam("workflowId", "Only runs of this workflow.", str()),
+				queryParam("workflowId", "Only runs of this workflow (a drawn workflow's id, or a YAML workflow's: its runs are matched on the file they ran).", str()),
 				queryParam("status", "Only runs with this status.", ref("RunStatus")),
 				queryParam("limit", "At most this many (1-1000, default 50).", obj{"type": "integer", "minimum": 1, "maximum": 1000}),
 				queryParam("before", "Only runs created before this time (RFC 3339; pass the last run's createdAt to page).", dateTime()),
 			}, nil, withErrors(obj{"200": resp("Runs", arrayOf(ref("RunSummary")))}, "400")}.build(),
-			"post": operation{"createRun", "Start a saved workflow (workflowId) or a graph given inline.", nil,
+			"post": operation{"createRun", "Start a saved workflow (workflowId: a drawn workflow, or a YAML workflow of the folder as its file is now) or a graph given inline. 400 with problems for a workflow with errors.", nil,
 				body(ref("CreateRun")),
 				withErrors(obj{"201": resp("The started run", ref("Run"))}, "400", "404", "413")}.build(),
 		},
@@ -307,7 +309,7 @@ func paths() obj {
 		},
 		"/api/runs/{id}/approvals/{nodeId}": obj{
 			"parameters": []obj{runIDParamDoc, pathParam("nodeId", "The waiting node.")},
-			"post": operation{"decide", "Approve or reject a node waiting for a human.", nil, body(ref("Decision")),
+			"post": operation{"decide", "Approve or reject a node waiting for a human: an approval node, a YAML approval node (reject runs its on_reject prompt and asks again) or an interactive YAML loop (approve runs the next iteration with the note as $LOOP_USER_INPUT, reject stops the run).", nil, body(ref("Decision")),
 				withErrors(obj{"200": resp("The run", ref("Run"))}, "400", "404", "409", "413")}.build(),
 		},
 		"/api/runs/{id}/cancel": obj{

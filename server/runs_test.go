@@ -202,8 +202,9 @@ func TestInterruptedRunContinues(t *testing.T) {
 	}
 }
 
-// TestYAMLRunDetail: a YAML run (started by the engine) shows its source,
-// not a graph, and streams like any other run.
+// TestYAMLRunDetail: a YAML run (started by the engine) shows its source
+// and its DAG as a read-only graph projection (yaml_graph.go), and streams
+// like any other run.
 func TestYAMLRunDetail(t *testing.T) {
 	v := newEnv(t, func(o *envOpts) { o.noLLM = true })
 	src := "name: hello\ndescription: says hi\nnodes:\n  - id: a\n    bash: echo hi\n"
@@ -214,7 +215,7 @@ func TestYAMLRunDetail(t *testing.T) {
 	v.wait(run.ID)
 	var raw map[string]any
 	v.must(http.StatusOK, "GET", "/api/runs/"+run.ID, nil, &raw)
-	if raw["kind"] != "yaml" || raw["source"] != src || raw["graph"] != nil || raw["status"] != "completed" {
+	if raw["kind"] != "yaml" || raw["source"] != src || raw["graph"] == nil || raw["status"] != "completed" {
 		t.Fatalf("yaml run %v", raw)
 	}
 	evs, err := readEvents(v.mustDial("/api/runs/"+run.ID+"/ws"), 10*time.Second)

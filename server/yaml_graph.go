@@ -1,0 +1,306 @@
+package server
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/switchyard/switchyard/graph"
+	"github.com/switchyard/switchyard/graph/yamlflow"
+)
+
+// The UI shows a YAML workflow (and a YAML run) as a read-only graph: a
+// projection of the DAG in the shape of drawn graphs, nodes of type "yaml"
+// with a label, their kind and a short detail, laid out in layers (x by
+// topological depth, y by place within the layer), edges from each
+// depends_on entry.
+
+// Layout spacing; the UI's own layered layout uses the same node size.
+const (
+	yamlColumnGap = 330 // node width 240 + gap 90
+	yamlRowGap    = 146 // node height 110 + gap 36
+	yamlDetailLen = 80
+)
+
+// NodeTypeYAML is the node type of a YAML workflow's graph projection.
+const NodeTypeYAML = "yaml"
+
+type yamlGraph struct {
+	Nodes []yamlGraphNode `json:"nodes"`
+	Edges []yamlGraphEdge `json:"edges"`
+}
+
+type yamlGraphNode struct {
+	ID       string         `json:"id"`
+	Type     string         `json:"type"`
+	Position graph.Position `json:"position"`
+	Data     yamlNodeData   `json:"data"`
+}
+
+type yamlNodeData struct {
+	Label string `json:"label"`
+	// Kind is the node kind: command, prompt, bash, script, loop, approval
+	// or cancel.
+	Kind string `json:"kind"`
+	// Detail is a short text: the bash script's first line, the prompt's
+	// first 80 characters, the approval message, ...
+	Detail      string `json:"detail"`
+	When        string `json:"when,omitempty"`
+	TriggerRule string `json:"triggerRule,omitempty"`
+	// Gate marks nodes that wait for a person (approvals, interactive
+	// loops).
+	Gate      bool `json:"gate,omitempty"`
+	AlwaysRun bool `json:"alwaysRun,omitempty"`
+}
+
+type yamlGraphEdge struct {
+	ID           string `json:"id"`
+	Source       string `json:"source"`
+	Target       string `json:"target"`
+	SourceHandle string `json:"sourceHandle"`
+	TargetHandle string `json:"targetHandle"`
+}
+
+// yamlGraphOf projects a workflow, which may be the partial result of a
+// file with errors: nodes without an id or with a taken one are left out,
+// as are dependencies on unknown nodes.
+func yamlGraphOf(wf *yamlflow.Workflow) *yamlGraph {
+	g := &yamlGraph{Nodes: []yamlGraphNode{}, Edges: []yamlGraphEdge{}}
+	if wf == nil {
+		return g
+	}
+	index := map[string]int{} // node id -> position in nodes
+	var nodes []*yamlflow.Node
+	for _, n := range wf.Nodes {
+		if n == nil || n.ID == "" {
+			continue
+		}
+		if _, dup := index[n.ID]; dup {
+			continue
+		}
+		index[n.ID] = len(nodes)
+		nodes = append(nodes, n)
+	}
+	deps := make([][]int, len(nodes)) // known, distinct dependencies
+	for i, n := range nodes {
+		seen := map[int]bool{}
+		for _, d := range n.DependsOn {
+			if j, ok := index[d]; ok && j != i && !seen[j] {
+				seen[j] = true
+				deps[i] = append(deps[i], j)
+				g.Edges = append(g.Edges, yamlGraphEdge{ID: d + "->" + n.ID, Source: d, Target: n.ID,
+					SourceHandle: graph.HandleOutput, TargetHandle: graph.HandleInput})
+			}
+		}
+	}
+	depth := yamlDepths(deps)
+
+	// Layers in file order, then each layer after the first ordered by
+	// the mean row of its dependencies (one barycenter pass: fewer
+	// crossings, still deterministic).
+	var layers [][]int
+	for i := range nodes {
+		for len(layers) <= depth[i] {
+			layers = append(layers, nil)
+		}
+		layers[depth[i]] = append(layers[depth[i]], i)
+	}
+	row := make([]float64, len(nodes))
+	pos := make([]graph.Position, len(nodes))
+	for d, layer := range layers {
+		if d > 0 {
+			key := make(map[int]float64, len(layer))
+			for _, i := range layer {
+				sum, cnt := 0.0, 0
+				for _, j := range deps[i] {
+					if depth[j] < d {
+						sum += row[j]
+						cnt++
+					}
+				}
+				if cnt > 0 {
+					key[i] = sum / float64(cnt)
+				}
+			}
+			sort.SliceStable(layer, func(a, b int) bool { return key[layer[a]] < key[layer[b]] })
+		}
+		// Centre each layer on y = 0.
+		off := float64(len(layer)-1) / 2
+		for k, i := range layer {
+			row[i] = float64(k) - off
+			pos[i] = graph.Position{X: float64(d * yamlColumnGap), Y: row[i] * yamlRowGap}
+		}
+	}
+	for i, n := range nodes {
+		data := yamlNodeData{Label: n.ID, Kind: string(n.Kind), Detail: yamlDetail(n), When: strings.TrimSpace(n.When),
+			AlwaysRun: n.AlwaysRun}
+		if data.Kind == "" {
+			data.Kind = "node"
+		}
+		if len(n.DependsOn) > 0 && n.TriggerRule != "" && n.TriggerRule != yamlflow.TriggerAllSuccess {
+			data.TriggerRule = n.TriggerRule
+		}
+		data.Gate = n.Kind == yamlflow.KindApproval || n.Kind == yamlflow.KindLoop && n.Loop != nil && n.Loop.Interactive
+		g.Nodes = append(g.Nodes, yamlGraphNode{ID: n.ID, Type: NodeTypeYAML, Position: pos[i], Data: data})
+	}
+	return g
+}
+
+// yamlDepths gives each node its longest distance from a node without
+// dependencies. Nodes on a cycle (an error the loader reports) get the
+// depth known when the cycle is met, so bad input still lays out.
+func yamlDepths(deps [][]int) []int {
+	n := len(deps)
+	depth := make([]int, n)
+	state := make([]uint8, n) // 0 new, 1 in progress, 2 done
+	type frame struct{ v, next int }
+	for root := 0; root < n; root++ {
+		if state[root] != 0 {
+			continue
+		}
+		stack := []frame{{root, 0}}
+		state[root] = 1
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			if top.next < len(deps[top.v]) {
+				w := deps[top.v][top.next]
+				top.next++
+				if state[w] == 0 {
+					state[w] = 1
+					stack = append(stack, frame{w, 0})
+				}
+				continue
+			}
+			v := top.v
+			for _, w := range deps[v] {
+				if state[w] == 2 && depth[w]+1 > depth[v] {
+					depth[v] = depth[w] + 1
+				}
+			}
+			state[v] = 2
+			stack = stack[:len(stack)-1]
+		}
+	}
+	return depth
+}
+
+// yamlDetail is the short text a node shows under its id.
+func yamlDetail(n *yamlflow.Node) string {
+	switch n.Kind {
+	case yamlflow.KindCommand:
+		return "command: " + clip(n.Command)
+	case yamlflow.KindPrompt:
+		return clip(oneLineText(n.Prompt))
+	case yamlflow.KindBash:
+		return clip(firstLine(n.Bash))
+	case yamlflow.KindScript:
+		rt := n.Runtime
+		if rt == "" {
+			rt = "script"
+		}
+		if n.ScriptNamed {
+			return clip(rt + ": " + strings.TrimSpace(n.Script))
+		}
+		return clip(rt + ": " + firstLine(n.Script))
+	case yamlflow.KindLoop:
+		if n.Loop == nil {
+			return ""
+		}
+		head := fmt.Sprintf("until %s, max %d", n.Loop.Until, n.Loop.MaxIterations)
+		if n.Loop.Interactive {
+			head += ", interactive"
+		}
+		return clip(head + ": " + oneLineText(n.Loop.Prompt))
+	case yamlflow.KindApproval:
+		if n.Approval == nil {
+			return ""
+		}
+		return clip(oneLineText(n.Approval.Message))
+	case yamlflow.KindCancel:
+		return clip(oneLineText(n.CancelReason))
+	}
+	return ""
+}
+
+// firstLine is the first non-blank line of s, trimmed.
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if t := strings.TrimSpace(l); t != "" {
+			return t
+		}
+	}
+	return ""
+}
+
+// oneLineText collapses all runs of white space to single spaces.
+func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// clip cuts s to yamlDetailLen characters, marking a cut with "…".
+func clip(s string) string {
+	if utf8.RuneCountInString(s) <= yamlDetailLen {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:yamlDetailLen-1]) + "…"
+}
+
+func yamlGraphJSON(wf *yamlflow.Workflow) json.RawMessage {
+	raw, err := json.Marshal(yamlGraphOf(wf))
+	if err != nil {
+		return nil // plain strings and numbers: cannot happen
+	}
+	return raw
+}
+
+// yamlRunGraphs caches the projections of YAML run definitions by source
+// text: a run's definition never changes and GET /api/runs/{id} is polled.
+type yamlRunGraphs struct {
+	mu sync.Mutex
+	m  map[[sha256.Size]byte]json.RawMessage
+}
+
+const yamlRunGraphCache = 256
+
+var runGraphs = &yamlRunGraphs{m: map[[sha256.Size]byte]json.RawMessage{}}
+
+// yamlRunGraph projects the workflow a YAML run's definition snapshot
+// holds; nil if it holds none.
+func yamlRunGraph(def json.RawMessage) json.RawMessage {
+	var snap struct {
+		File   string `json:"file"`
+		Source string `json:"source"`
+	}
+	if json.Unmarshal(def, &snap) != nil {
+		_, snap.Source = splitDefinition("yaml", def) // a bare source string
+	}
+	src := snap.Source
+	if src == "" {
+		return nil
+	}
+	key := sha256.Sum256([]byte(src))
+	runGraphs.mu.Lock()
+	g, ok := runGraphs.m[key]
+	runGraphs.mu.Unlock()
+	if ok {
+		return g
+	}
+	wf, _, _ := yamlflow.Parse(snap.File, []byte(src))
+	if wf == nil {
+		return nil
+	}
+	g = yamlGraphJSON(wf)
+	runGraphs.mu.Lock()
+	if len(runGraphs.m) >= yamlRunGraphCache {
+		for k := range runGraphs.m { // drop any one: good enough for a small cache
+			delete(runGraphs.m, k)
+			break
+		}
+	}
+	runGraphs.m[key] = g
+	runGraphs.mu.Unlock()
+	return g
+}
