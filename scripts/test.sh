@@ -28,4 +28,13 @@ if [ -f web/package.json ] && [ "${SWITCHYARD_SKIP_WEB:-}" != "1" ]; then
   echo "== web: typecheck + unit tests"
   npm run typecheck:web
   npm run test:web
+  echo "== web: browser end-to-end tests (real server, fake LLM, Debian Chromium)"
+  if [ ! -x /usr/bin/chromium ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+      echo "chromium is missing and cannot be installed here (needs root and apt-get)"
+    fi
+  fi
+  npm run test:e2e
 fi

@@ -27,6 +27,8 @@ const SNAP: [number, number] = [16, 16];
 const PRO = { hideAttribution: true };
 /** Above this many nodes, render only what is on screen. */
 const VISIBLE_ONLY_THRESHOLD = 150;
+/** A minimap helps only on graphs bigger than the view; on small ones it covers nodes. */
+const MINIMAP_THRESHOLD = 12;
 
 const MINIMAP_COLORS: Record<string, string> = {
   start: '#3fa46a',
@@ -68,10 +70,12 @@ function useFitOnRequest(fitRequest: number) {
   }, [fitRequest, rf]);
 }
 
-/** Below this zoom node text is unreadable; hiding it saves paint time. */
+/** Below this zoom node details are unreadable; hiding them saves paint time. */
 const FAR_ZOOM = 0.4;
+/** Below this zoom even titles are: nodes paint as plain coloured boxes. */
+const TINY_ZOOM = 0.2;
 function useFarClass(): string {
-  return useStore((s) => s.transform[2] < FAR_ZOOM) ? ' is-far' : '';
+  return useStore((s) => (s.transform[2] < TINY_ZOOM ? ' is-far is-tiny' : s.transform[2] < FAR_ZOOM ? ' is-far' : ''));
 }
 
 function useColorMode() {
@@ -147,7 +151,7 @@ export function EditorCanvas({
         >
           <Background variant={BackgroundVariant.Dots} gap={16} size={1} />
           <Controls showInteractive={false} aria-label="Zoom controls" />
-          <MiniMap pannable zoomable nodeColor={minimapColor} ariaLabel="Minimap" />
+          {nodes.length > MINIMAP_THRESHOLD && <MiniMap pannable zoomable nodeColor={minimapColor} ariaLabel="Minimap" />}
         </ReactFlow>
       </div>
     </CanvasModeContext.Provider>
@@ -192,7 +196,7 @@ export function RunCanvas() {
         >
           <Background variant={BackgroundVariant.Dots} gap={16} size={1} />
           <Controls showInteractive={false} />
-          <MiniMap pannable zoomable nodeColor={minimapColor} ariaLabel="Minimap" />
+          {nodes.length > MINIMAP_THRESHOLD && <MiniMap pannable zoomable nodeColor={minimapColor} ariaLabel="Minimap" />}
         </ReactFlow>
       </div>
     </CanvasModeContext.Provider>

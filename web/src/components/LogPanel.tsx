@@ -55,7 +55,8 @@ const Line = memo(function Line({ line, label }: { line: LogLine; label: string 
       <span className="log-line__type">{TYPE_TEXT[line.type] ?? line.type}</span>
       <span className="log-line__text">
         {line.type === 'step_end' ? line.status : line.type === 'run_status' ? line.content : text}
-        {line.type === 'step_end' && line.content ? ` — ${line.content}` : ''}
+        {line.type === 'step_end' && line.content && line.content !== line.status ? ` — ${line.content}` : ''}
+        {line.note ? ` Note: ${line.note}` : ''}
       </span>
     </li>
   );

@@ -250,6 +250,8 @@ export function RunPage({ id }: { id: string }) {
   const close = useRun((s) => s.close);
   const loadError = useRun((s) => s.loadError);
   const runError = useRun((s) => s.run?.error);
+  // A cancelled run's "error" is the reason it was stopped, not a failure.
+  const cancelled = useRun((s) => effectiveStatus(s) === 'cancelled');
   const hasGraph = useRun((s) => s.nodes.length > 0);
   const hasRun = useRun((s) => s.run !== null);
   useEffect(() => {
@@ -261,7 +263,7 @@ export function RunPage({ id }: { id: string }) {
       <div className="runpage">
         <RunHeader />
         {runError && (
-          <div className="banner banner--error" role="alert" data-testid="run-error">
+          <div className={`banner ${cancelled ? 'banner--warning' : 'banner--error'}`} role="alert" data-testid="run-error">
             {runError}
           </div>
         )}

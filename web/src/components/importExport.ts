@@ -1,5 +1,6 @@
 import { api, ApiError } from '../api/client';
 import { normalizeLegacy } from '../graph/legacy';
+import { arranged, nodesOverlap } from '../graph/layout';
 import { looksLegacy, parseGraph } from '../graph/serialize';
 import type { Graph } from '../graph/types';
 
@@ -24,14 +25,20 @@ export async function importGraphText(text: string): Promise<ImportResult> {
     const notes = (Array.isArray(r.problems) ? r.problems : []).map((p) =>
       typeof p === 'string' ? p : `${p.severity}: ${p.message}`,
     );
-    return { graph: parseGraph(r.graph), notes: ['Converted from the legacy format.', ...notes] };
+    return untangle({ graph: parseGraph(r.graph), notes: ['Converted from the legacy format.', ...notes] });
   } catch (e) {
     if (e instanceof ApiError && e.unreachable) {
       const r = normalizeLegacy(raw);
-      return { graph: r.graph, notes: ['Converted from the legacy format locally (server unreachable).', ...r.problems] };
+      return untangle({ graph: r.graph, notes: ['Converted from the legacy format locally (server unreachable).', ...r.problems] });
     }
     throw e;
   }
+}
+
+/** Legacy positions were made for smaller boxes: re-arrange when nodes would overlap. */
+function untangle(r: ImportResult): ImportResult {
+  if (!nodesOverlap(r.graph.nodes)) return r;
+  return { graph: arranged(r.graph), notes: [...r.notes, 'Nodes overlapped, so they were arranged automatically.'] };
 }
 
 export function downloadJson(filename: string, value: unknown): void {

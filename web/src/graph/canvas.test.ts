@@ -28,6 +28,22 @@ describe('toCanvas', () => {
     expect(nodes[1]!.position.x).toBeLessThan(nodes[2]!.position.x);
   });
 
+  it('reads the step kind of the server projection (type "yaml", data.kind)', () => {
+    const { nodes } = toCanvas({
+      nodes: [
+        { id: 'fetch', type: 'yaml', position: { x: 0, y: 0 }, data: { label: 'fetch', kind: 'bash', detail: 'echo hi' } },
+        { id: 'gate', type: 'yaml', position: { x: 330, y: 0 }, data: { label: 'gate', kind: 'approval', detail: 'Ship it?' } },
+        { id: 'odd', type: 'yaml', position: { x: 660, y: 0 }, data: {} },
+      ],
+      edges: [],
+    });
+    expect(nodes.map((n) => [n.id, n.type, n.data.kind, n.data.detail])).toEqual([
+      ['fetch', 'yaml', 'bash', 'echo hi'],
+      ['gate', 'yaml', 'approval', 'Ship it?'],
+      ['odd', 'yaml', 'node', undefined],
+    ]);
+  });
+
   it('keeps given positions and drops junk', () => {
     const { nodes, edges } = toCanvas({
       nodes: [

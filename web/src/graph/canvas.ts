@@ -38,7 +38,10 @@ export function toCanvas(raw: unknown): { nodes: FlowNode[]; edges: FlowEdge[] }
             : typeof data.name === 'string'
               ? data.name
               : v.id;
-      nodes.push({ id: v.id, type: 'yaml', position, data: { ...data, label, kind: t || 'node' } });
+      // The server projects YAML steps as type "yaml" with the step kind in
+      // data.kind; other producers put the kind in the type itself.
+      const kind = t && t !== 'yaml' ? t : typeof data.kind === 'string' && data.kind ? data.kind : 'node';
+      nodes.push({ id: v.id, type: 'yaml', position, data: { ...data, label, kind } });
     }
   }
   const edges: FlowEdge[] = [];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { freeSpot, layeredLayout, needsLayout } from './layout';
+import { arranged, freeSpot, layeredLayout, needsLayout, nodesOverlap } from './layout';
 
 const n = (id: string) => ({ id, width: 200, height: 100 });
 
@@ -96,5 +96,30 @@ describe('freeSpot', () => {
     expect(Math.abs(q.y - 10)).toBe(134);
     const q2 = freeSpot([...taken, { position: q }], { x: 10, y: 10 });
     expect(q2).not.toEqual(q);
+  });
+});
+
+describe('overlaps / arranged', () => {
+  const at = (id: string, type: string, x: number, y: number) => ({ id, type, position: { x, y } });
+  it('finds nodes whose rendered boxes overlap', () => {
+    // The legacy fixture: agents 240 px apart, but an approval is 250 px wide.
+    expect(nodesOverlap([at('a', 'start', 80, 120), at('b', 'agent', 320, 120), at('c', 'approval', 560, 120), at('d', 'agent', 800, 60)])).toBe(true);
+    expect(nodesOverlap([at('a', 'start', 0, 0), at('b', 'agent', 300, 0), at('c', 'agent', 300, 200)])).toBe(false);
+    expect(nodesOverlap([])).toBe(false);
+  });
+  it('lays a graph out so nothing overlaps', () => {
+    const g = {
+      nodes: [at('a', 'start', 80, 120), at('b', 'agent', 320, 120), at('c', 'approval', 560, 120), at('d', 'agent', 800, 60), at('e', 'agent', 800, 200)],
+      edges: [
+        { source: 'a', target: 'b' },
+        { source: 'b', target: 'c' },
+        { source: 'c', target: 'd' },
+        { source: 'c', target: 'e' },
+      ],
+    };
+    const out = arranged(g);
+    expect(nodesOverlap(out.nodes)).toBe(false);
+    expect(out.nodes.map((n) => n.id)).toEqual(['a', 'b', 'c', 'd', 'e']);
+    expect(out.nodes[0]!.position.x).toBeLessThan(out.nodes[1]!.position.x);
   });
 });

@@ -151,3 +151,33 @@ export function freeSpot(
   }
   return p;
 }
+
+/** Rendered node widths by type (styles.css), for layouts before measuring. */
+const TYPE_WIDTH: Record<string, number> = { start: 190, agent: 230, if: 230, approval: 250, yaml: 200 };
+const EST_HEIGHT = 90;
+
+/**
+ * True when two nodes, at their estimated rendered size, overlap. Legacy
+ * files place nodes on a grid made for smaller boxes.
+ */
+export function nodesOverlap(nodes: readonly { type?: string; position: Point }[]): boolean {
+  const boxes = nodes.map((n) => ({ x: n.position.x, y: n.position.y, w: TYPE_WIDTH[n.type ?? ''] ?? 240 }));
+  boxes.sort((a, b) => a.x - b.x);
+  for (let i = 0; i < boxes.length; i++) {
+    const a = boxes[i]!;
+    for (let j = i + 1; j < boxes.length && boxes[j]!.x < a.x + a.w; j++) {
+      const b = boxes[j]!;
+      if (Math.abs(a.y - b.y) < EST_HEIGHT) return true;
+    }
+  }
+  return false;
+}
+
+/** The graph with every node placed by layeredLayout at its estimated size. */
+export function arranged<G extends { nodes: { id: string; type?: string; position: Point }[]; edges: LayoutInputEdge[] }>(g: G): G {
+  const pos = layeredLayout(
+    g.nodes.map((n) => ({ id: n.id, width: TYPE_WIDTH[n.type ?? ''], height: EST_HEIGHT + 20, y: n.position.y })),
+    g.edges,
+  );
+  return { ...g, nodes: g.nodes.map((n) => ({ ...n, position: pos.get(n.id) ?? n.position })) };
+}

@@ -141,6 +141,7 @@ export const ApprovalNode = memo(function ApprovalNode({ id, data, selected }: N
 
 export const YamlNode = memo(function YamlNode({ id, data, selected }: NodeProps<FlowNode>) {
   const outputs = useMemo(() => sourceHandles({ type: 'yaml', data }), [data]);
+  const detail = str(data.detail);
   return (
     <NodeShell
       id={id}
@@ -150,6 +151,8 @@ export const YamlNode = memo(function YamlNode({ id, data, selected }: NodeProps
       selected={!!selected}
       input
       outputs={outputs}
-    />
+    >
+      {detail && <div className="sy-node__line sy-muted sy-node__prompt">{clip(detail, 90)}</div>}
+    </NodeShell>
   );
 });

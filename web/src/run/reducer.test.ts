@@ -95,6 +95,16 @@ describe('applyEvents', () => {
     expect(after.nodes.ap!.status).toBe('completed');
   });
 
+  it('keeps the note of an approval decision on its log line, once', () => {
+    seq = 0;
+    const log = applyEvents(emptyRunLog(), [
+      ev('a', 'input_received', 'User approved this step.', { decision: 'approve', note: 'ship it' }),
+      ev('b', 'input_received', 'User rejected this step. Feedback: too long', { decision: 'reject', note: 'too long' }),
+      ev('c', 'input_received', 'User approved this step.', { decision: 'approve', note: '' }),
+    ]);
+    expect(log.lines.map((l) => l.note)).toEqual(['ship it', undefined, undefined]);
+  });
+
   it('stops nodes left active when the run ends', () => {
     seq = 0;
     const log = applyEvents(emptyRunLog(), [ev('a', 'step_start'), ev('b', 'wait_input'), ev('system', 'run_status', 'cancelled')]);
@@ -105,6 +115,21 @@ describe('applyEvents', () => {
     expect(streaming.lines[0]!.streaming).toBe(false);
     const failed = applyEvents(emptyRunLog(), [ev('a', 'step_start', '', undefined, 1), ev('system', 'run_status', 'failed', undefined, 2)]);
     expect(failed.nodes.a!.status).toBe('failed');
+  });
+
+  it('shows a node cut short by Cancel as stopped, not failed', () => {
+    seq = 0;
+    // What the engine emits for the node running when the run is cancelled.
+    const log = applyEvents(emptyRunLog(), [
+      ev('a', 'step_start'),
+      ev('system', 'warning', 'run cancelled by user'),
+      ev('a', 'step_end', 'cancelled', { status: 'failed', error: 'cancelled' }),
+      ev('b', 'step_start'),
+      ev('b', 'step_end', 'failed', { status: 'failed', error: 'boom' }),
+      ev('system', 'run_status', 'cancelled'),
+    ]);
+    expect(log.nodes.a).toMatchObject({ status: 'stopped', errors: [] });
+    expect(log.nodes.b).toMatchObject({ status: 'failed', errors: ['boom'] });
   });
 
   it('builds the subagent call tree and nests its log lines', () => {

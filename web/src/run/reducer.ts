@@ -33,6 +33,8 @@ export type LogLine = {
   depth: number;
   streaming: boolean;
   status?: string;
+  /** The person's note on an approval decision (input_received data.note). */
+  note?: string;
 };
 
 export type SubagentCall = {
@@ -105,8 +107,11 @@ export function parseCallInfo(content: string): SubagentCallInfo | null {
   }
 }
 
-function stepStatus(data: RunEvent['data']): NodeRunStatus {
-  const s = data?.status;
+function stepStatus(e: RunEvent): NodeRunStatus {
+  const s = e.data?.status;
+  // A node interrupted by Cancel ends as failed with error "cancelled"; it
+  // did not fail, the run was stopped.
+  if (s === 'failed' && (e.content === 'cancelled' || e.data?.error === 'cancelled')) return 'stopped';
   return s === 'failed' ? 'failed' : s === 'skipped' ? 'skipped' : 'completed';
 }
 
@@ -236,12 +241,16 @@ export function applyEvents(prev: RunLog, batch: readonly RunEvent[]): RunLog {
         if (isNode) node(e.nodeId).status = 'waiting';
         push(e);
         break;
-      case 'input_received':
+      case 'input_received': {
         if (isNode) node(e.nodeId).status = 'running';
-        push(e);
+        // The engine puts a reject note in the text but an approve note
+        // only in data; show it either way, once.
+        const note = dataString(e.data, 'note')?.trim() ?? '';
+        push(e, note && !(e.content ?? '').includes(note) ? { note } : {});
         break;
+      }
       case 'step_end': {
-        const st = stepStatus(e.data);
+        const st = stepStatus(e);
         if (isNode) {
           const s = node(e.nodeId);
           s.status = st;

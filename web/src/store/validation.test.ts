@@ -56,6 +56,28 @@ describe('validation', () => {
       stop();
     }
   });
+
+  it('drops the problems of the previous workflow at once when another opens', async () => {
+    resetEditorModuleState();
+    useEditor.getState().newWorkflow();
+    const stop = startValidation();
+    try {
+      const a = useEditor.getState().addNode('agent', { x: 0, y: 0 });
+      useEditor.getState().updateNodeData(a, { userPrompt: '' }, 'userPrompt');
+      await vi.waitFor(() => expect(useValidation.getState().errors).toBe(1), { timeout: 15000 });
+      // A YAML workflow: nothing to validate, cleared without the debounce.
+      useEditor.setState({ workflowId: 'yaml.x.yaml', kind: 'yaml', rev: 10_001 });
+      expect(useValidation.getState()).toMatchObject({ status: 'idle', errors: 0, byNode: {} });
+      // Another drawn workflow: the old problems go while it is checked.
+      useEditor.setState({ workflowId: null, kind: 'graph', rev: 10_002 });
+      await vi.waitFor(() => expect(useValidation.getState().errors).toBe(1), { timeout: 15000 });
+      useEditor.setState({ workflowId: 'w2', rev: 10_003 });
+      expect(useValidation.getState()).toMatchObject({ status: 'pending', errors: 0, byNode: {} });
+      await vi.waitFor(() => expect(useValidation.getState().status).toBe('done'), { timeout: 15000 });
+    } finally {
+      stop();
+    }
+  });
 });
 
 describe('indexProblems and runBlocker', () => {

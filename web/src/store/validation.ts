@@ -76,9 +76,25 @@ export function startValidation(): () => void {
       useValidation.setState({ status: 'unavailable', rev, problems: [], ...indexProblems([]) });
     }
   };
+  let lastWorkflow: string | null = useEditor.getState().workflowId;
   const schedule = (rev: number, force = false) => {
     if (rev === lastRev && !force) return;
     lastRev = rev;
+    const ed = useEditor.getState();
+    if (ed.kind === 'yaml') {
+      // Nothing to validate here: clear at once, not after the debounce.
+      if (timer) clearTimeout(timer);
+      timer = null;
+      ctrl?.abort();
+      lastWorkflow = ed.workflowId;
+      useValidation.setState({ status: 'idle', rev, problems: [], ...indexProblems([]) });
+      return;
+    }
+    if (ed.workflowId !== lastWorkflow) {
+      // Another workflow: the old problems name nodes that are not this one's.
+      lastWorkflow = ed.workflowId;
+      useValidation.setState({ problems: [], ...indexProblems([]) });
+    }
     useValidation.setState({ status: 'pending' });
     if (timer) clearTimeout(timer);
     timer = setTimeout(() => {

@@ -1,0 +1,81 @@
+// Token mode: the server runs with --token; the UI asks for it, refuses a
+// wrong one, and works (API and websockets) once signed in.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { launchBrowser, newPage, screenshot } from './lib/browser.mjs';
+import { startStack } from './lib/stack.mjs';
+import {
+  addNodeByClick,
+  assertNoPageErrors,
+  clickRun,
+  connect,
+  logLines,
+  TEST_TIMEOUT,
+  textMatches,
+  tid,
+  waitNodeStatus,
+  waitRunnable,
+  waitRunStatus,
+} from './lib/ui.mjs';
+
+const TOKEN = 'e2e-secret-token';
+let stack;
+let browser;
+
+before(async () => {
+  stack = await startStack({ name: 'auth', latency: '300ms', token: TOKEN });
+  browser = await launchBrowser();
+});
+after(async () => {
+  await browser?.close();
+  await stack?.stop();
+});
+
+test('with --token the UI shows the sign-in page and works once signed in', { timeout: TEST_TIMEOUT }, async () => {
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'light' });
+  try {
+    // Without a session the API answers 401.
+    const res = await fetch(`${stack.baseURL}/api/workflows`);
+    assert.equal(res.status, 401);
+
+    await page.goto('/');
+    await page.locator(tid('signin')).waitFor();
+    assert.equal(await page.locator(tid('signin-submit')).isDisabled(), true, 'no empty token');
+    await screenshot(page, 'signin-light');
+
+    await page.locator(tid('signin-token')).fill('not-the-token');
+    await page.locator(tid('signin-submit')).click();
+    await textMatches(page.locator(`${tid('signin')} [role="alert"]`), /not accepted/i, 'the refusal');
+    assert.equal(await page.locator(tid('canvas')).count(), 0, 'still signed out');
+
+    await page.locator(tid('signin-token')).fill(TOKEN);
+    await page.locator(tid('signin-submit')).click();
+    await page.locator(tid('canvas')).waitFor();
+    await textMatches(page.locator(tid('server-status')), /Connected/, 'server status');
+    const cookies = await context.cookies();
+    const session = cookies.find((c) => c.name === 'switchyard_session');
+    assert.ok(session?.httpOnly, 'an HttpOnly session cookie was set');
+    assert.ok(!JSON.stringify(cookies).includes(TOKEN), 'the cookie does not hold the token');
+
+    // Draw, save and run: the API and the run's websocket take the session.
+    const agent = await addNodeByClick(page, 'agent');
+    await connect(page, 'n1', 'output', agent);
+    await page.locator(tid('run-input')).fill('hello');
+    await waitRunnable(page);
+    const runId = await clickRun(page);
+    await waitRunStatus(page, 'completed');
+    await waitNodeStatus(page, agent, 'completed');
+    await textMatches(page.locator(tid('stream-state')), /complete/, 'stream state');
+    const lines = await logLines(page);
+    assert.ok(lines.some((l) => l.type === 'llm_response' && l.text === 'echo: hello'), 'the reply streamed in');
+    assert.equal((await stack.api.getRun(runId)).status, 'completed');
+
+    // Still signed in after a reload.
+    await page.reload();
+    await page.locator(tid('run-canvas')).waitFor();
+    assert.equal(await page.locator(tid('signin')).count(), 0);
+    assertNoPageErrors(errors);
+  } finally {
+    await context.close();
+  }
+});

@@ -1,0 +1,101 @@
+// Headless Chromium through playwright-core's library API (the Debian
+// chromium package; no browser downloads).
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+import { RESULTS_DIR } from './stack.mjs';
+
+export const CHROMIUM = process.env.SWITCHYARD_E2E_CHROMIUM || '/usr/bin/chromium';
+
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+  '--disable-sync',
+  '--disable-quic',
+];
+
+export function chromiumAvailable() {
+  return existsSync(CHROMIUM);
+}
+
+export async function launchBrowser() {
+  return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+}
+
+/**
+ * Records every data-run-status value a canvas node shows, so a test can
+ * assert "was running, then completed" without racing a short state.
+ */
+function recordRunStatuses() {
+  const seen = {};
+  window.__runStatusSeen = seen;
+  const note = (el) => {
+    const id = el.getAttribute('data-testid')?.replace(/^node-/, '');
+    const st = el.getAttribute('data-run-status');
+    if (!id || !st) return;
+    const list = (seen[id] ??= []);
+    if (list[list.length - 1] !== st) list.push(st);
+  };
+  const start = () => {
+    new MutationObserver((muts) => {
+      for (const m of muts) {
+        if (m.type === 'attributes') note(m.target);
+        for (const n of m.addedNodes ?? []) {
+          if (n.nodeType !== 1) continue;
+          if (n.hasAttribute('data-run-status')) note(n);
+          for (const c of n.querySelectorAll('[data-run-status]')) note(c);
+        }
+      }
+    }).observe(document.documentElement, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-run-status'] });
+  };
+  if (document.documentElement) start();
+  else document.addEventListener('DOMContentLoaded', start);
+}
+
+/**
+ * A fresh context (own cookies and storage) and page. Uncaught page errors
+ * are collected in `errors`; tests assert there are none.
+ * @param {import('playwright-core').Browser} browser
+ * @param {{theme?: 'light'|'dark', baseURL: string}} o
+ */
+export async function newPage(browser, o) {
+  const context = await browser.newContext({
+    viewport: { width: 1440, height: 900 },
+    baseURL: o.baseURL,
+    acceptDownloads: true,
+    colorScheme: o.theme === 'dark' ? 'dark' : 'light',
+  });
+  context.setDefaultTimeout(15_000);
+  if (o.theme) {
+    await context.addInitScript((t) => {
+      try {
+        localStorage.setItem('switchyard.theme', t);
+      } catch {
+        /* ignore */
+      }
+    }, o.theme);
+  }
+  await context.addInitScript(recordRunStatuses);
+  const page = await context.newPage();
+  const errors = [];
+  const consoleErrors = [];
+  page.on('pageerror', (e) => errors.push(e));
+  page.on('console', (m) => {
+    if (m.type() === 'error') consoleErrors.push(m.text());
+  });
+  // Cancel asks for confirmation; tests always confirm.
+  page.on('dialog', (d) => void d.accept());
+  return { context, page, errors, consoleErrors };
+}
+
+/** Saves a PNG of the page under web/test-results/. */
+export async function screenshot(page, name) {
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const path = join(RESULTS_DIR, `${name}.png`);
+  await page.screenshot({ path, fullPage: false });
+  return path;
+}
