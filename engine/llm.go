@@ -136,6 +136,9 @@ type LLMRequest struct {
 	WebSearch bool
 	// Schema asks for JSON output matching this JSON Schema.
 	Schema map[string]any
+	// IdleTimeout fails an attempt when the stream stays silent this long
+	// (0: no limit); it counts as transient, so it is retried.
+	IdleTimeout time.Duration
 }
 
 // LLMResponse is a model's answer: text, tool calls, or both.
@@ -208,20 +211,36 @@ func (l *LLM) backoff(attempt int, err error) time.Duration {
 func (l *LLM) once(ctx context.Context, req LLMRequest, onDelta func(string)) (*LLMResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.RequestTimeout)
 	defer cancel()
+	touch := func() {}
+	if req.IdleTimeout > 0 {
+		// A watchdog reset by every chunk: a stream that goes quiet for
+		// longer than IdleTimeout is cut off.
+		ictx, icancel := context.WithCancelCause(ctx)
+		defer icancel(nil)
+		ctx = ictx
+		t := time.AfterFunc(req.IdleTimeout, func() { icancel(errIdle) })
+		defer t.Stop()
+		touch = func() { t.Reset(req.IdleTimeout) }
+	}
 	var (
 		resp *LLMResponse
 		err  error
 	)
 	if req.WebSearch || l.cfg.Responses {
-		resp, err = l.viaResponses(ctx, req, onDelta)
+		resp, err = l.viaResponses(ctx, req, onDelta, touch)
 	} else {
-		resp, err = l.viaChat(ctx, req, onDelta)
+		resp, err = l.viaChat(ctx, req, onDelta, touch)
 	}
 	if err != nil {
+		if errors.Is(context.Cause(ctx), errIdle) {
+			return nil, &LLMError{Transient: true, Err: fmt.Errorf("LLM stream idle for %s: %w", req.IdleTimeout, errIdle)}
+		}
 		return nil, classify(err)
 	}
 	return resp, nil
 }
+
+var errIdle = errors.New("idle timeout")
 
 // classify marks which failures are worth retrying: rate limits, server
 // errors, timeouts, broken connections and cut streams; never auth or
@@ -249,7 +268,7 @@ func classify(err error) error {
 
 var errTruncated = errors.New("response stream ended early")
 
-func (l *LLM) viaChat(ctx context.Context, req LLMRequest, onDelta func(string)) (*LLMResponse, error) {
+func (l *LLM) viaChat(ctx context.Context, req LLMRequest, onDelta func(string), touch func()) (*LLMResponse, error) {
 	params := openai.ChatCompletionNewParams{Model: shared.ChatModel(req.Model)}
 	for _, m := range req.Messages {
 		switch m.Role {
@@ -298,6 +317,7 @@ func (l *LLM) viaChat(ctx context.Context, req LLMRequest, onDelta func(string))
 		finished bool
 	)
 	for stream.Next() {
+		touch()
 		chunk := stream.Current()
 		for _, ch := range chunk.Choices {
 			if d := ch.Delta.Content; d != "" {
@@ -333,7 +353,7 @@ func (l *LLM) viaChat(ctx context.Context, req LLMRequest, onDelta func(string))
 	return &LLMResponse{Text: text.String(), ToolCalls: calls}, nil
 }
 
-func (l *LLM) viaResponses(ctx context.Context, req LLMRequest, onDelta func(string)) (*LLMResponse, error) {
+func (l *LLM) viaResponses(ctx context.Context, req LLMRequest, onDelta func(string), touch func()) (*LLMResponse, error) {
 	params := responses.ResponseNewParams{Model: shared.ResponsesModel(req.Model), Store: openai.Bool(false)}
 	var items []responses.ResponseInputItemUnionParam
 	for _, m := range req.Messages {
@@ -379,6 +399,7 @@ func (l *LLM) viaResponses(ctx context.Context, req LLMRequest, onDelta func(str
 		final *responses.Response
 	)
 	for stream.Next() {
+		touch()
 		ev := stream.Current()
 		switch ev.Type {
 		case "response.output_text.delta":

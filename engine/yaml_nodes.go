@@ -268,7 +268,8 @@ func llmTurn(ctx context.Context, x *Exec, spec *yamlSpec, vars *yamlVars, histo
 		defer cancel()
 	}
 	a := &agentCall{x: x, llm: llm}
-	resp, err := a.complete(ctx, LLMRequest{Model: model, Effort: n.Effort, Messages: msgs, Schema: n.OutputFormat},
+	resp, err := a.complete(ctx, LLMRequest{Model: model, Effort: n.Effort, Messages: msgs, Schema: n.OutputFormat,
+		IdleTimeout: time.Duration(n.IdleTimeoutMS) * time.Millisecond},
 		newCoalescer(x), "")
 	if err != nil {
 		return "", err
