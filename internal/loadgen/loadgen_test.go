@@ -1,0 +1,106 @@
+package loadgen
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/internal/fakeopenai"
+	"github.com/switchyard/switchyard/server"
+	"github.com/switchyard/switchyard/store"
+)
+
+// startStack runs a real server (SQLite file, engine, fake LLM) on loopback.
+func startStack(t *testing.T, latency time.Duration) *Client {
+	t.Helper()
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	fake := fakeopenai.StartT(t, fakeopenai.WithLatency(latency))
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "sy.db"), store.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	llm, err := engine.NewLLM(engine.LLMConfig{BaseURL: fake.URL(), APIKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(engine.Config{Store: st, LLM: llm, ArtifactsRoot: t.TempDir(), Logger: quiet,
+		MaxParallel: 64, MaxLLMCalls: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Engine: e, Store: st, Addr: ln.Addr().String(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		e.Close()
+		st.Close()
+	})
+	return NewClient("http://"+ln.Addr().String(), "")
+}
+
+func TestScenariosAgainstARealServer(t *testing.T) {
+	c := startStack(t, 50*time.Millisecond)
+	ctx := context.Background()
+
+	runs, err := Runs(ctx, c, RunsConfig{Duration: time.Second, Clients: 4}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs.Started == 0 || runs.Completed != runs.Started || runs.Failed != 0 || runs.StartErrors != 0 ||
+		runs.EndToEnd.Count != runs.Completed || runs.EndToEnd.P50 < 100 { // two 50 ms LLM calls per run
+		t.Errorf("runs %+v", runs)
+	}
+
+	fan, err := Fanout(ctx, c, FanoutConfig{Width: 40, LLMLatency: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fan.Status != "completed" || fan.WallMs < fan.IdealMs || fan.WallMs > 40*50 {
+		t.Errorf("fanout %+v: branches did not overlap", fan)
+	}
+
+	w, err := Watchers(ctx, c, WatchersConfig{Watchers: 6, Runs: 3, Steps: 20, EventsRate: 2000}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Gaps != 0 || w.Duplicates != 0 || w.Incomplete != 0 || w.Delivered == 0 {
+		t.Errorf("watchers %+v", w)
+	}
+
+	a, err := Approvals(ctx, c, ApprovalsConfig{Runs: 20, Clients: 4, Duplicates: 3}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Wins != 20 || a.Conflicts != 40 || a.Errors != 0 || a.WonTwice != 0 || a.NeverWon != 0 || a.Completed != 20 {
+		t.Errorf("approvals %+v", a)
+	}
+}
+
+func TestSummaryPercentiles(t *testing.T) {
+	var l Latencies
+	for i := 1; i <= 100; i++ {
+		l.Add(time.Duration(i) * time.Millisecond)
+	}
+	s := l.Summary()
+	if s.Count != 100 || s.P50 != 50 || s.P90 != 90 || s.P99 != 99 || s.Max != 100 {
+		t.Fatalf("%+v", s)
+	}
+	if (&Latencies{}).Summary().Count != 0 {
+		t.Fatal("empty summary")
+	}
+}
