@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -56,6 +57,15 @@ type Engine struct {
 	closed  bool
 	wg      sync.WaitGroup
 	stop    chan struct{}
+
+	// lastRenew is when this process last renewed its leases (unix ns):
+	// past one lease period, other processes may own its runs.
+	lastRenew atomic.Int64
+	// unreleased are runs whose loop ended but whose lease release failed
+	// (a full disk): released before any renewal, so they do not stay
+	// leased by a process that no longer drives them.
+	unreleasedMu sync.Mutex
+	unreleased   map[string]bool
 }
 
 // StartOptions are the per-run inputs.
@@ -107,6 +117,8 @@ func New(cfg Config) (*Engine, error) {
 	for k, x := range cfg.Executors {
 		e.execs[k] = x
 	}
+	e.lastRenew.Store(time.Now().UnixNano())
+	e.unreleased = map[string]bool{}
 	e.wg.Add(1)
 	go e.renewLeases()
 	return e, nil
@@ -137,10 +149,43 @@ func (e *Engine) renewLeases() {
 			return
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), e.cfg.LeaseTTL/3)
-			if err := e.store.RenewLeases(ctx, e.cfg.Owner, time.Now().Add(e.cfg.LeaseTTL)); err != nil {
+			e.releasePending(ctx)
+			now := time.Now()
+			if err := e.store.RenewLeases(ctx, e.cfg.Owner, now.Add(e.cfg.LeaseTTL)); err != nil {
 				e.log.Error("renew run leases", "err", err)
+			} else {
+				e.lastRenew.Store(now.UnixNano())
 			}
 			cancel()
+		}
+	}
+}
+
+// leaseStale reports whether this process's leases may have expired.
+func (e *Engine) leaseStale() bool {
+	return time.Since(time.Unix(0, e.lastRenew.Load())) > e.cfg.LeaseTTL
+}
+
+func (e *Engine) addUnreleased(runID string) {
+	e.unreleasedMu.Lock()
+	e.unreleased[runID] = true
+	e.unreleasedMu.Unlock()
+}
+
+// releasePending retries failed lease releases.
+func (e *Engine) releasePending(ctx context.Context) {
+	e.unreleasedMu.Lock()
+	ids := make([]string, 0, len(e.unreleased))
+	for id := range e.unreleased {
+		ids = append(ids, id)
+	}
+	e.unreleasedMu.Unlock()
+	for _, id := range ids {
+		err := e.store.ReleaseRun(ctx, id, e.cfg.Owner)
+		if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) {
+			e.unreleasedMu.Lock()
+			delete(e.unreleased, id)
+			e.unreleasedMu.Unlock()
 		}
 	}
 }
@@ -470,6 +515,34 @@ func (e *Engine) Recover(ctx context.Context, resume bool) ([]string, error) {
 		took = append(took, id)
 	}
 	return took, nil
+}
+
+// KeepRecovering calls Recover every lease period until the engine closes:
+// a run whose owner died takes a lease period to become orphaned, so a
+// process restarted sooner than that (or another process sharing the
+// database) must look again later, not only at start-up.
+func (e *Engine) KeepRecovering(resume bool) {
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		t := time.NewTicker(e.cfg.LeaseTTL)
+		defer t.Stop()
+		for {
+			select {
+			case <-e.stop:
+				return
+			case <-t.C:
+				ctx, cancel := context.WithTimeout(context.Background(), e.cfg.LeaseTTL)
+				took, err := e.Recover(ctx, resume)
+				cancel()
+				if err != nil {
+					e.log.Warn("recover orphaned runs", "err", err)
+				} else if len(took) > 0 {
+					e.log.Info("took over orphaned runs", "count", len(took), "resume", resume)
+				}
+			}
+		}
+	}()
 }
 
 func (e *Engine) markInterrupted(ctx context.Context, runID string) error {

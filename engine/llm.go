@@ -254,7 +254,15 @@ func classify(err error) error {
 	if errors.As(err, &ae) {
 		st := ae.StatusCode
 		transient := st == http.StatusTooManyRequests || st == http.StatusRequestTimeout || st >= 500
-		return &LLMError{Status: st, Transient: transient, Err: fmt.Errorf("LLM request failed: %w", err)}
+		e := fmt.Errorf("LLM request failed: %w", err)
+		if msg := strings.TrimSpace(ae.Message); msg != "" {
+			// openai-go's Error() leaves out the provider's explanation.
+			if len(msg) > 300 {
+				msg = msg[:300] + "…"
+			}
+			e = fmt.Errorf("LLM request failed: %w: %s", err, msg)
+		}
+		return &LLMError{Status: st, Transient: transient, Err: e}
 	}
 	if errors.Is(err, context.Canceled) {
 		return err

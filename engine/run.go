@@ -75,6 +75,7 @@ type runner struct {
 	lost         bool        // another process took the run over: write nothing more
 	impureDone   bool        // a non-pure node settled since the last checkpoint
 	flushT       *time.Timer // armed after a dispatch: commit in-flight state if still running
+	saveFailed   bool        // the last checkpoint failed; hdrDirty is kept
 	redecide     []int       // claimed decisions a crash left unapplied
 	replay       []logged
 	applied      map[string]Decision // decisions re-applied after a crash, by node
@@ -368,11 +369,20 @@ func (r *runner) checkpoint() error {
 		r.isDirty[i] = false
 	}
 	r.stateMu.RUnlock()
+	written := append([]int(nil), r.dirty...)
 	r.dirty = r.dirty[:0]
 	h.UpdatedAt = time.Now().UTC()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return r.e.store.Checkpoint(ctx, h, nodes)
+	err := r.e.store.Checkpoint(ctx, h, nodes)
+	if err != nil {
+		// Nothing was written: keep the changes for the next try.
+		for _, i := range written {
+			r.markDirty(i)
+		}
+		r.saveFailed = true
+	}
+	return err
 }
 
 // headerDirty is true when the header changed without a node changing.
@@ -532,8 +542,11 @@ func (r *runner) persist() error {
 		r.flushT.Stop()
 		r.flushT = nil
 	}
+	r.saveFailed = false
 	err := r.checkpoint()
-	r.hdrDirty = false
+	if !r.saveFailed {
+		r.hdrDirty = false
+	}
 	r.impureDone = false
 	return err
 }
@@ -547,6 +560,9 @@ func (r *runner) failStore(err error) {
 		return
 	}
 	r.e.log.Error("persist run state", "run", r.run.ID, "err", err)
+	if r.ending != "" {
+		return // already ending (a retry of the final save): said once
+	}
 	r.emit(SystemNodeID, EvError, "cannot persist run state: "+err.Error(), nil)
 	r.end(StatusFailed, "cannot persist run state: "+err.Error())
 }
@@ -565,8 +581,7 @@ func (r *runner) loseLease(err error) {
 // the run left the loop's responsibility (paused, ended) and may exit.
 func (r *runner) settle() bool {
 	if r.ending != "" {
-		r.finish(r.ending, r.endReason)
-		return true
+		return r.finish(r.ending, r.endReason)
 	}
 	if len(r.waiting) > 0 {
 		if r.status() != StatusPaused {
@@ -585,11 +600,9 @@ func (r *runner) settle() bool {
 		return false
 	}
 	if r.anyFailed {
-		r.finish(StatusFailed, r.failSummary())
-	} else {
-		r.finish(StatusCompleted, "")
+		return r.finish(StatusFailed, r.failSummary())
 	}
-	return true
+	return r.finish(StatusCompleted, "")
 }
 
 func (r *runner) failSummary() string {
@@ -603,7 +616,10 @@ func (r *runner) failSummary() string {
 }
 
 // finish records a terminal status durably.
-func (r *runner) finish(s RunStatus, reason string) {
+// finish records a terminal status durably. It reports false when the
+// store refused the write (disk full, locked): the loop then keeps the run
+// and tries again, rather than leaving it "running" in the database.
+func (r *runner) finish(s RunStatus, reason string) bool {
 	r.stateMu.Lock()
 	r.run.Error = reason
 	r.run.WaitingForInput = false
@@ -614,10 +630,22 @@ func (r *runner) finish(s RunStatus, reason string) {
 	if err := r.persist(); err != nil {
 		if errors.Is(err, ErrConflict) {
 			r.loseLease(err)
-			return
+			return true
 		}
-		r.e.log.Error("persist final run state", "run", r.run.ID, "err", err)
+		if r.e.leaseStale() {
+			// Leases have not been renewed for a lease period: another
+			// process may own the run by now. Stop; recovery finishes it.
+			r.e.log.Error("persist final run state; lease stale, leaving the run to recovery", "run", r.run.ID, "err", err)
+			r.lost = true
+			return true
+		}
+		r.e.log.Error("persist final run state; retrying", "run", r.run.ID, "err", err)
+		if r.flushT == nil {
+			r.flushT = time.NewTimer(time.Second)
+		}
+		return false
 	}
+	return true
 }
 
 // tryExit leaves the loop unless a request arrived meanwhile.
@@ -638,8 +666,13 @@ func (r *runner) tryExit() bool {
 	e.mu.Unlock()
 	if !r.lost {
 		if err := e.store.ReleaseRun(context.Background(), r.run.ID, e.cfg.Owner); err != nil {
-			e.log.Warn("release run", "run", r.run.ID, "err", err)
+			e.log.Warn("release run; will retry", "run", r.run.ID, "err", err)
+			e.addUnreleased(r.run.ID)
 		}
+	} else {
+		// The run may still be leased to this process (a stale lease, not a
+		// takeover): release it when the store is back, if still ours.
+		e.addUnreleased(r.run.ID)
 	}
 	close(r.exited)
 	return true

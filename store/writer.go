@@ -14,7 +14,8 @@ import (
 
 // Retry policy for events of a batch that failed to commit.
 const (
-	defaultEventTries = 4 // one attempt and three retries
+	defaultEventTries = 0 // 0: retry until written while the store is open
+	closingEventTries = 4 // a closing store gives up after this many tries
 	defaultRetryDelay = 50 * time.Millisecond
 	maxRetryDelay     = 2 * time.Second
 )
@@ -490,7 +491,15 @@ func (w *writer) failBatch(batch []op, err error) {
 		}
 		o.tries++
 		o.written = false
-		if o.tries >= w.eventTries {
+		// An event is never dropped while the store is open: a later event
+		// of its run committing would leave a gap in the log. Events wait
+		// out the fault (the full queue makes Emit block: backpressure).
+		// Only a closing store gives up, after a few tries.
+		limit := w.eventTries
+		if limit == 0 && w.isClosed() {
+			limit = closingEventTries
+		}
+		if limit > 0 && o.tries >= limit {
 			dropped++
 			continue
 		}

@@ -156,6 +156,7 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 		}
 		logger.Info("recovered runs", "count", len(took), "action", verb)
 	}
+	e.KeepRecovering(o.recover)
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return err
