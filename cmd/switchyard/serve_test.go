@@ -41,7 +41,15 @@ func (p *serverProc) log() string {
 // startServe runs serve with args and waits for its listening line.
 func startServe(t *testing.T, env []string, args ...string) *serverProc {
 	t.Helper()
+	return startServeDir(t, "", env, args...)
+}
+
+// startServeDir is startServe with the process's working directory set
+// ("" = this one).
+func startServeDir(t *testing.T, dir string, env []string, args ...string) *serverProc {
+	t.Helper()
 	p := &serverProc{cmd: exec.Command(binary, append([]string{"serve"}, args...)...), exited: make(chan struct{})}
+	p.cmd.Dir = dir
 	p.cmd.Env = append(os.Environ(), "OPENAI_API_KEY=", "OPENAI_BASE_URL=", "SWITCHYARD_TOKEN=")
 	p.cmd.Env = append(p.cmd.Env, env...)
 	out, err := p.cmd.StderrPipe()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -19,51 +18,7 @@ import (
 // startServeIn is startServe with the process working in dir.
 func startServeIn(t *testing.T, dir string, env []string, args ...string) *serverProc {
 	t.Helper()
-	p := &serverProc{cmd: exec.Command(binary, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...), exited: make(chan struct{})}
-	p.cmd.Dir = dir
-	p.cmd.Env = append(os.Environ(), "OPENAI_API_KEY=", "OPENAI_BASE_URL=", "SWITCHYARD_TOKEN=")
-	p.cmd.Env = append(p.cmd.Env, env...)
-	out, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.stderr.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-			if m := serveAddrRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case found <- "http://" + m[1]:
-				default:
-				}
-			}
-		}
-		_ = p.cmd.Wait()
-		p.code = p.cmd.ProcessState.ExitCode()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-	})
-	select {
-	case p.url = <-found:
-	case <-p.exited:
-		t.Fatalf("serve exited (%d) before listening:\n%s", p.code, p.log())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("serve did not report its address:\n%s", p.log())
-	}
-	return p
+	return startServeDir(t, dir, env, append([]string{"--addr", "127.0.0.1:0"}, args...)...)
 }
 
 func writeWorkflowFiles(t *testing.T, dir string, files map[string]string) {
