@@ -931,7 +931,7 @@ func TestJoinKeepsEveryInputAcrossRestart(t *testing.T) {
 	}
 }
 
-// A process dies right after creating a run and taking its lease, before
+// A process dies right after creating a run (which takes its lease), before
 // the first checkpoint. The run must not be lost: recovery runs it from the
 // start.
 func TestRunCreatedButNeverCheckpointedIsRecovered(t *testing.T) {
@@ -939,7 +939,7 @@ func TestRunCreatedButNeverCheckpointedIsRecovered(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	h := newDurHarness(t)
 	stA := &crashStore{Store: h.openStore()}
-	stA.dieAfterOp = func(op string) bool { return op == "acquire" }
+	stA.dieAfterOp = func(op string) bool { return op == "create" }
 	a := h.process("A", ttl, stA)
 	r, err := a.StartGraph(ctx, chain3(), engine.StartOptions{})
 	if err != nil {

@@ -87,7 +87,10 @@ func (m *MemStore) CreateRun(_ context.Context, r *Run, nodes []*NodeState) erro
 		return fmt.Errorf("run %s: %w: exists", r.ID, ErrConflict)
 	}
 	mr := &memRun{run: copyRun(r), nodes: map[string]*NodeState{}}
-	mr.run.Owner = ""
+	mr.run.Owner, mr.run.LeaseUntil = "", time.Time{}
+	if r.Owner != "" {
+		mr.owner, mr.leaseUntil = r.Owner, r.LeaseUntil
+	}
 	for _, n := range nodes {
 		mr.nodes[n.NodeID] = copyNode(n)
 	}
@@ -107,7 +110,10 @@ func (m *MemStore) Checkpoint(_ context.Context, r *Run, nodes []*NodeState) err
 		return fmt.Errorf("run %s is held by %q: %w", r.ID, mr.owner, ErrConflict)
 	}
 	mr.run = copyRun(r)
-	mr.run.Owner = ""
+	mr.run.Owner, mr.run.LeaseUntil = "", time.Time{}
+	if r.Status.Terminal() {
+		mr.owner, mr.leaseUntil = "", time.Time{}
+	}
 	for _, n := range nodes {
 		mr.nodes[n.NodeID] = copyNode(n)
 	}

@@ -76,6 +76,7 @@ type runner struct {
 	impureDone   bool        // a non-pure node settled since the last checkpoint
 	flushT       *time.Timer // armed after a dispatch: commit in-flight state if still running
 	saveFailed   bool        // the last checkpoint failed; hdrDirty is kept
+	finished     bool        // the terminal checkpoint committed, which released the run
 	redecide     []int       // claimed decisions a crash left unapplied
 	replay       []logged
 	applied      map[string]Decision // decisions re-applied after a crash, by node
@@ -413,12 +414,16 @@ func (r *runner) loop() {
 			}
 		} else {
 			r.evaluate()
+			// With nothing running or left to start, settle below writes
+			// the run's end or pause, and the last completions with it:
+			// one commit instead of two at the end of every run.
+			settling := r.running == 0 && len(r.queue) == 0 && len(r.pending) == 0
 			// Pure nodes (start, if) are deterministic functions of their
 			// input, so a chain of them may share one checkpoint: after a
 			// crash they are computed again. Anything else that completed is
 			// made durable first, and nothing impure starts before the pure
 			// results are durable too.
-			if r.impureDone {
+			if r.impureDone && !settling {
 				if err := r.persist(); err != nil {
 					r.failStore(err)
 				}
@@ -426,8 +431,10 @@ func (r *runner) loop() {
 			for r.ending == "" && r.status() == StatusRunning && r.dispatchWhere(isPure) {
 				r.evaluate()
 			}
-			if err := r.persist(); err != nil {
-				r.failStore(err)
+			if !settling {
+				if err := r.persist(); err != nil {
+					r.failStore(err)
+				}
 			}
 			if r.ending == "" && r.status() == StatusRunning {
 				r.dispatch()
@@ -620,6 +627,9 @@ func (r *runner) failSummary() string {
 // store refused the write (disk full, locked): the loop then keeps the run
 // and tries again, rather than leaving it "running" in the database.
 func (r *runner) finish(s RunStatus, reason string) bool {
+	if r.finished {
+		return true // a request kept the loop going after the end: it is said
+	}
 	r.stateMu.Lock()
 	r.run.Error = reason
 	r.run.WaitingForInput = false
@@ -645,6 +655,7 @@ func (r *runner) finish(s RunStatus, reason string) bool {
 		}
 		return false
 	}
+	r.finished = true
 	return true
 }
 
@@ -664,7 +675,9 @@ func (r *runner) tryExit() bool {
 		delete(e.live, r.run.ID)
 	}
 	e.mu.Unlock()
-	if !r.lost {
+	if r.finished {
+		// The terminal checkpoint released the run.
+	} else if !r.lost {
 		if err := e.store.ReleaseRun(context.Background(), r.run.ID, e.cfg.Owner); err != nil {
 			e.log.Warn("release run; will retry", "run", r.run.ID, "err", err)
 			e.addUnreleased(r.run.ID)

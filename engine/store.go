@@ -25,13 +25,15 @@ type RunFilter struct {
 type Store interface {
 	Sink
 
-	// CreateRun stores a new run and its initial node states.
+	// CreateRun stores a new run and its initial node states. When r.Owner
+	// is set, the run is stored held by r.Owner until r.LeaseUntil.
 	CreateRun(ctx context.Context, r *Run, nodes []*NodeState) error
 	// Checkpoint durably writes the run header and the given node states
 	// (upsert by node id), strictly after every event of this run already
 	// passed to Emit. It returns once they are committed. When r.Owner is
 	// set and another owner holds the run, nothing is written and the error
-	// is ErrConflict.
+	// is ErrConflict. A checkpoint of a terminal status (completed, failed,
+	// cancelled) also releases the run: nothing drives a finished run.
 	Checkpoint(ctx context.Context, r *Run, nodes []*NodeState) error
 	// GetRun returns a run header; ErrNotFound if unknown.
 	GetRun(ctx context.Context, runID string) (*Run, error)

@@ -125,7 +125,11 @@ type Run struct {
 	// Owner fences writes: a Checkpoint of a header with Owner set succeeds
 	// only while that owner holds the run (ErrConflict otherwise: the lease
 	// was lost and another process drives the run now).
-	Owner      string     `json:"-"`
+	Owner string `json:"-"`
+	// LeaseUntil is read by CreateRun only: a new run with Owner set is
+	// stored already held by Owner until then, which saves the engine an
+	// AcquireRun round trip on every start.
+	LeaseUntil time.Time  `json:"-"`
 	CreatedAt  time.Time  `json:"createdAt"`
 	UpdatedAt  time.Time  `json:"updatedAt"`
 	FinishedAt *time.Time `json:"finishedAt,omitempty"`

@@ -176,4 +176,6 @@ func BenchmarkRunsPerSecond(b *testing.B) {
 		b.Fatalf("%d runs did not complete", failed)
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "runs/s")
+	st := v.st.Stats()
+	b.Logf("batches/run %.2f ops/run %.2f events/run %.2f", float64(st.Batches)/float64(b.N), float64(st.Ops)/float64(b.N), float64(st.EventsWritten)/float64(b.N))
 }

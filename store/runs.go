@@ -71,6 +71,10 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 	if hdr.WorkflowID != "" {
 		wf = hdr.WorkflowID
 	}
+	var lease int64
+	if hdr.Owner != "" {
+		lease = toMicros(hdr.LeaseUntil)
+	}
 	err = s.w.do(ctx, hdr, func(t *wtx) error {
 		if wf != nil {
 			var one int
@@ -85,7 +89,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 		n, err := t.exec(sqlInsertRun,
 			hdr.ID, wf, hdr.Kind, string(hdr.Definition), string(hdr.Status), hdr.Input,
 			hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
-			toMicros(hdr.CreatedAt), toMicros(hdr.UpdatedAt), optMicros(hdr.FinishedAt))
+			hdr.Owner, lease, toMicros(hdr.CreatedAt), toMicros(hdr.UpdatedAt), optMicros(hdr.FinishedAt))
 		if err != nil {
 			return err
 		}
@@ -103,8 +107,9 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 // Hot run statements, prepared once by the writer.
 const (
 	sqlInsertRun = `INSERT INTO runs (id, workflow_id, kind, definition, status, input,
-waiting_for_input, current_node_id, pending_approvals, error, work_dir, created_at, updated_at, finished_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
+waiting_for_input, current_node_id, pending_approvals, error, work_dir, owner, lease_until,
+created_at, updated_at, finished_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
 	sqlAcquireRun = `UPDATE runs SET owner = ?1, lease_until = ?2
 WHERE id = ?3 AND (owner = '' OR owner = ?1 OR lease_until < ?4) AND (?5 = '' OR status = ?5)`
 	sqlReleaseRun = `UPDATE runs SET owner = '', lease_until = 0 WHERE id = ? AND (owner = ? OR owner = '')`
@@ -130,10 +135,11 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 	if err != nil {
 		return fmt.Errorf("store: checkpoint run %s: %w", r.ID, err)
 	}
+	release := hdr.Status.Terminal() // nothing drives a finished run
 	err = s.w.do(ctx, hdr, func(t *wtx) error {
 		res, err := t.stmt(s.w.updRun).ExecContext(t.ctx, string(hdr.Status), hdr.Input,
 			hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
-			toMicros(hdr.UpdatedAt), optMicros(hdr.FinishedAt), hdr.ID, hdr.Owner, hdr.Owner)
+			toMicros(hdr.UpdatedAt), optMicros(hdr.FinishedAt), release, release, hdr.ID, hdr.Owner, hdr.Owner)
 		if err != nil {
 			return err
 		}

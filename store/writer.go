@@ -136,7 +136,8 @@ SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND (? 
 ON CONFLICT (run_id, seq) DO NOTHING`
 
 	sqlUpdateRun = `UPDATE runs SET status = ?, input = ?, waiting_for_input = ?, current_node_id = ?,
-pending_approvals = ?, error = ?, work_dir = ?, updated_at = ?, finished_at = ?
+pending_approvals = ?, error = ?, work_dir = ?, updated_at = ?, finished_at = ?,
+owner = CASE WHEN ? THEN '' ELSE owner END, lease_until = CASE WHEN ? THEN 0 ELSE lease_until END
 WHERE id = ? AND (? = '' OR owner = ?)`
 
 	sqlUpsertNode = `INSERT INTO node_states (run_id, node_id, status, input, output, handle, error,

@@ -35,6 +35,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	steps := fs.Int("steps", 200, "watchers: steps per busy run (about 2 events each)")
 	eventRate := fs.Float64("event-rate", 5000, "watchers: target events per second emitted by the runs")
 	dups := fs.Int("duplicates", 2, "approvals: clients racing for each approval")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the load process (clients and fake LLM) to this file; profile the server with SWITCHYARD_CPUPROFILE")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: switchyard load runs|fanout|watchers|approvals [flags]")
 		fs.PrintDefaults()
@@ -54,6 +55,14 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "switchyard load: unknown scenario %q\n", scenario)
 		fs.Usage()
 		return exitUsage
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "switchyard load: --cpuprofile: %v\n", err)
+			return exitUsage
+		}
+		defer stop()
 	}
 	if scenario == "fanout" && *llmLatency == 0 && !flagSet(fs, "llm-latency") {
 		*llmLatency = 200 * time.Millisecond

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +37,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", envOr("SWITCHYARD_LOG_LEVEL", "info"), "log level: debug, info, warn or error (default $SWITCHYARD_LOG_LEVEL or info)")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
+	cpuProfile := fs.String("cpuprofile", os.Getenv("SWITCHYARD_CPUPROFILE"), "write a CPU profile to this file until shutdown (default $SWITCHYARD_CPUPROFILE)")
 	maxParallel := fs.Int("max-parallel", envInt("SWITCHYARD_MAX_PARALLEL", 16), "nodes of one run executing at once (default $SWITCHYARD_MAX_PARALLEL or 16)")
 	maxLLM := fs.Int("max-llm-calls", envInt("SWITCHYARD_MAX_LLM_CALLS", 64), "concurrent LLM calls across all runs (default $SWITCHYARD_MAX_LLM_CALLS or 64)")
 	fs.Usage = func() {
@@ -76,6 +78,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// The listening and stopped lines are printed whatever the level:
 	// scripts (and `switchyard load`) read the bound address from them.
 	announce, _ := newLogger(stderr, *logFormat, "debug")
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "switchyard serve: --cpuprofile: %v\n", err)
+			return exitUsage
+		}
+		defer stop()
+	}
 	if err := serve(ctx, serveOptions{addr: *addr, data: *data, token: *token, recover: !*noRecover,
 		workflows: *workflows, maxBody: limit, grace: *grace, announce: announce,
 		maxParallel: *maxParallel, maxLLM: *maxLLM}, logger); err != nil {
@@ -84,6 +94,23 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFailed
 	}
 	return exitOK
+}
+
+// startCPUProfile profiles the process into path until stop is called:
+// the load tool's figures are explained with it (go tool pprof).
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 type serveOptions struct {

@@ -55,6 +55,8 @@ func Run(t *testing.T, open func(t *testing.T) engine.Store) {
 		{"ClaimWaitingNodeRace", testClaimRace},
 		{"ClaimWaitingNodeRules", testClaimRules},
 		{"ReleaseRun", testRelease},
+		{"CreateRunHeldByOwner", testCreateHeld},
+		{"TerminalCheckpointReleases", testTerminalReleases},
 		{"RenewLeases", testRenew},
 		{"ListOrphaned", testOrphaned},
 		{"WritesAreFencedByOwner", testFencing},
@@ -808,6 +810,56 @@ func testRelease(t *testing.T, s engine.Store) {
 	got, err := s.GetRun(ctx, r.ID)
 	must(t, err, "GetRun")
 	checkRun(t, "leases do not change the run", r, got)
+}
+
+// testCreateHeld: a run created with an owner is held by it, exactly as if
+// acquired, and its header does not carry the lease.
+func testCreateHeld(t *testing.T, s engine.Store) {
+	ctx := ctxT(t)
+	r := newRun("run-held", engine.StatusPending, t0)
+	r.Owner, r.LeaseUntil = "A", t0.Add(time.Minute)
+	create(t, s, r)
+	mustIs(t, s.AcquireRun(ctx, r.ID, "B", "", t0.Add(30*time.Second), t0.Add(time.Hour)), engine.ErrConflict,
+		"acquire by another owner while the creator's lease is live")
+	orphans, err := s.ListOrphaned(ctx, t0.Add(30*time.Second))
+	must(t, err, "ListOrphaned")
+	if slices.Contains(orphans, r.ID) {
+		t.Errorf("ListOrphaned = %v: a live held run is not orphaned", orphans)
+	}
+	hdr := *r
+	hdr.Status = engine.StatusRunning
+	must(t, s.Checkpoint(ctx, &hdr, nil), "checkpoint by the creator")
+	orphans, err = s.ListOrphaned(ctx, t0.Add(2*time.Minute))
+	must(t, err, "ListOrphaned after expiry")
+	if !slices.Contains(orphans, r.ID) {
+		t.Errorf("ListOrphaned = %v: the expired lease of the creator makes the run orphaned", orphans)
+	}
+	must(t, s.AcquireRun(ctx, r.ID, "B", "", t0.Add(2*time.Minute), t0.Add(time.Hour)), "acquire after the lease expired")
+	got, err := s.GetRun(ctx, r.ID)
+	must(t, err, "GetRun")
+	want := *r
+	want.Owner, want.LeaseUntil = "", time.Time{}
+	want.Status = engine.StatusRunning
+	checkRun(t, "held run", &want, got)
+}
+
+// testTerminalReleases: the checkpoint that finishes a run releases it (no
+// separate ReleaseRun), while other checkpoints keep the lease.
+func testTerminalReleases(t *testing.T, s engine.Store) {
+	ctx := ctxT(t)
+	for _, st := range []engine.RunStatus{engine.StatusCompleted, engine.StatusFailed, engine.StatusCancelled} {
+		r := newRun("run-term-"+string(st), engine.StatusRunning, t0)
+		r.Owner, r.LeaseUntil = "A", t0.Add(time.Hour)
+		create(t, s, r)
+		hdr := *r
+		hdr.Status = engine.StatusPaused
+		must(t, s.Checkpoint(ctx, &hdr, nil), "pausing checkpoint")
+		mustIs(t, s.AcquireRun(ctx, r.ID, "B", "", t0, t0.Add(time.Hour)), engine.ErrConflict,
+			"a paused checkpoint keeps the lease")
+		hdr.Status = st
+		must(t, s.Checkpoint(ctx, &hdr, nil), "terminal checkpoint")
+		must(t, s.AcquireRun(ctx, r.ID, "B", "", t0, t0.Add(time.Hour)), "acquire after a "+string(st)+" checkpoint")
+	}
 }
 
 func testRenew(t *testing.T, s engine.Store) {
