@@ -179,6 +179,10 @@ func dsn(abs string, readOnly bool) string {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(1)")
+	// Statement journals (each statement of a batch can be rolled back on
+	// its own) stay in memory: as temp files they cost a write syscall per
+	// page touched, a fifth of the writer's time in profiles.
+	q.Add("_pragma", "temp_store(MEMORY)")
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
 	} else {

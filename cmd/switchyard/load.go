@@ -56,6 +56,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
+	tuneGC() // the load driver should take as little CPU from the server as it can
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -78,6 +79,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// The listening and stopped lines are printed whatever the level:
 	// scripts (and `switchyard load`) read the bound address from them.
 	announce, _ := newLogger(stderr, *logFormat, "debug")
+	tuneGC()
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
 		if err != nil {
@@ -94,6 +96,20 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFailed
 	}
 	return exitOK
+}
+
+// defaultGCPercent is used unless GOGC is set. A server's live heap is
+// small (a few MB per thousand live runs) while it allocates fast (JSON,
+// SQLite rows, the OpenAI SDK's stream decoding), so collecting at 5x the
+// live heap instead of 2x costs little memory and, measured with
+// `switchyard load runs`, raised throughput by about a third. GOMEMLIMIT,
+// when set, still makes the collector work harder near the limit.
+const defaultGCPercent = 400
+
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 }
 
 // startCPUProfile profiles the process into path until stop is called:
