@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/switchyard/switchyard/internal/fakeopenai"
@@ -76,6 +78,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer fake.Close()
 	base := *server
+	var srv *childServer
 	if base == "" {
 		var extra []string
 		if scenario == "fanout" {
@@ -83,7 +86,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			n := strconv.Itoa(*width + 8)
 			extra = []string{"--max-parallel", n, "--max-llm-calls", n}
 		}
-		srv, err := startServer(ctx, fake.URL(), stderr, extra...)
+		srv, err = startServer(ctx, fake.URL(), stderr, extra...)
 		if err != nil {
 			fmt.Fprintln(stderr, "switchyard load: start server:", err)
 			return exitFailed
@@ -102,7 +105,13 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var res any
 	switch scenario {
 	case "runs":
-		res, err = loadgen.Runs(ctx, c, loadgen.RunsConfig{Duration: *duration, Clients: *clients, Rate: *rate}, prog)
+		cpu := startCPUMeter(srv)
+		var rr *loadgen.RunsResult
+		rr, err = loadgen.Runs(ctx, c, loadgen.RunsConfig{Duration: *duration, Clients: *clients, Rate: *rate}, prog)
+		if rr != nil && rr.Completed > 0 {
+			rr.ServerCPUPerRunUs, rr.DriverCPUPerRunUs = cpu.perRun(rr.Completed)
+		}
+		res = rr
 	case "fanout":
 		res, err = loadgen.Fanout(ctx, c, loadgen.FanoutConfig{Width: *width, LLMLatency: *llmLatency})
 	case "watchers":
@@ -124,6 +133,63 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s\n%s", scenario, loadgen.Table(res))
 	}
 	return exitOK
+}
+
+// cpuMeter measures the CPU time this process and the server it started
+// spend during a scenario (Linux; zero elsewhere or for --server).
+type cpuMeter struct {
+	srvPID        int
+	srv0, self0   time.Duration
+	srvOK, selfOK bool
+}
+
+func startCPUMeter(srv *childServer) *cpuMeter {
+	m := &cpuMeter{}
+	if srv != nil && srv.cmd.Process != nil {
+		m.srvPID = srv.cmd.Process.Pid
+		m.srv0, m.srvOK = procCPU(m.srvPID)
+	}
+	m.self0, m.selfOK = procCPU(os.Getpid())
+	return m
+}
+
+// perRun returns microseconds of CPU per run for the server and the driver.
+func (m *cpuMeter) perRun(runs int) (server, driver float64) {
+	if m.srvOK {
+		if t, ok := procCPU(m.srvPID); ok {
+			server = float64((t - m.srv0).Microseconds()) / float64(runs)
+		}
+	}
+	if m.selfOK {
+		if t, ok := procCPU(os.Getpid()); ok {
+			driver = float64((t - m.self0).Microseconds()) / float64(runs)
+		}
+	}
+	return server, driver
+}
+
+// procCPU reads a process's user+system time from /proc/PID/stat.
+func procCPU(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name (field 2) may hold spaces: fields count from its ")".
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64) // utime, field 14
+	st, err2 := strconv.ParseInt(f[12], 10, 64) // stime, field 15
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	const clockTicks = 100 // USER_HZ, 100 on every Linux build we run on
+	return time.Duration(ut+st) * time.Second / clockTicks, true
 }
 
 func flagSet(fs *flag.FlagSet, name string) bool {

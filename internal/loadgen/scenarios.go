@@ -152,6 +152,11 @@ type RunsResult struct {
 	StartLatency    Summary `json:"startLatency"`
 	EndToEnd        Summary `json:"endToEnd"`
 	FirstError      string  `json:"firstError,omitempty"`
+	// CPU time per completed run, filled in by a caller that can measure
+	// it (the CLI, for the server it started, on Linux): throughput on a
+	// shared machine varies, CPU per run much less.
+	ServerCPUPerRunUs float64 `json:"serverCpuPerRunUs,omitempty"`
+	DriverCPUPerRunUs float64 `json:"driverCpuPerRunUs,omitempty"`
 }
 
 // Runs starts runs for cfg.Duration from cfg.Clients clients and measures
