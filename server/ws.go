@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -40,6 +42,17 @@ type follower struct {
 	runID string
 	sub   *runSub
 	last  int64 // highest seq sent
+	// batch, if set, wraps the sending of a batch of events (a page of
+	// replay, or what one commit delivered) so they leave in one write.
+	batch func(send func() error) error
+}
+
+// inBatch runs fn as one batch.
+func (f *follower) inBatch(fn func() error) error {
+	if f.batch == nil {
+		return fn()
+	}
+	return f.batch(fn)
 }
 
 // followRun subscribes to a run's events after seq after. The caller must
@@ -78,31 +91,46 @@ func (f *follower) run(ctx context.Context, terminal bool, until <-chan struct{}
 			_, err := f.catchUp(ctx, 0, send)
 			return err
 		case <-f.sub.q.notify:
-			for _, le := range f.sub.q.take() {
-				if f.sub.q.over.tripped() {
-					return errTooSlow
-				}
-				seq := le.ev.Seq
-				if seq <= f.last {
-					continue
-				}
-				if seq > f.last+1 {
-					// A gap: fetch what is missing from the store.
-					ended, err := f.catchUp(ctx, seq, send)
-					if err != nil || ended {
-						return err
-					}
-				}
-				if err := send(&le.ev, le); err != nil {
-					return err
-				}
-				f.last = seq
-				if isTerminalEvent(&le.ev) {
-					return nil
-				}
+			var ended bool
+			items := f.sub.q.take()
+			err := f.inBatch(func() (err error) {
+				ended, err = f.sendLive(ctx, items, send)
+				return err
+			})
+			if err != nil || ended {
+				return err
 			}
 		}
 	}
+}
+
+// sendLive sends queued live events, fetching any gap from the store; it
+// reports whether the run's terminal event was sent.
+func (f *follower) sendLive(ctx context.Context, items []*liveEvent, send sendFunc) (bool, error) {
+	for _, le := range items {
+		if f.sub.q.over.tripped() {
+			return false, errTooSlow
+		}
+		seq := le.ev.Seq
+		if seq <= f.last {
+			continue
+		}
+		if seq > f.last+1 {
+			// A gap: fetch what is missing from the store.
+			ended, err := f.catchUp(ctx, seq, send)
+			if err != nil || ended {
+				return ended, err
+			}
+		}
+		if err := send(&le.ev, le); err != nil {
+			return false, err
+		}
+		f.last = seq
+		if isTerminalEvent(&le.ev) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // catchUp sends stored events after f.last (and before upTo, if > 0). It
@@ -126,21 +154,27 @@ func (f *follower) catchUp(ctx context.Context, upTo int64, send sendFunc) (bool
 		if err != nil {
 			return false, fmt.Errorf("read events: %w", err)
 		}
-		for i := range evs {
-			ev := &evs[i]
-			if upTo > 0 && ev.Seq >= upTo {
-				return false, nil
+		var ended, stop bool
+		err = f.inBatch(func() error {
+			for i := range evs {
+				ev := &evs[i]
+				if upTo > 0 && ev.Seq >= upTo {
+					stop = true
+					return nil
+				}
+				if err := send(ev, nil); err != nil {
+					return err
+				}
+				f.last = ev.Seq
+				if isTerminalEvent(ev) {
+					ended = true
+					return nil
+				}
 			}
-			if err := send(ev, nil); err != nil {
-				return false, err
-			}
-			f.last = ev.Seq
-			if isTerminalEvent(ev) {
-				return true, nil
-			}
-		}
-		if len(evs) < limit {
-			return false, nil
+			return nil
+		})
+		if err != nil || ended || stop || len(evs) < limit {
+			return ended, err
 		}
 	}
 }
@@ -165,7 +199,95 @@ func (s *Server) upgrader() *websocket.Upgrader {
 type wsConn struct {
 	s    *Server
 	c    *websocket.Conn
+	cork *corkConn     // the connection under c
 	gone chan struct{} // closed when the reader stops (client left or broke)
+}
+
+// batch sends what fn writes in one write to the network: a commit's
+// worth of events costs one syscall per watcher instead of one per event.
+func (w *wsConn) batch(fn func() error) error {
+	w.cork.cork()
+	err := fn()
+	if ferr := w.cork.uncork(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// corkConn holds writes back while corked and sends them together when
+// uncorked (or once corkLimit bytes are waiting). gorilla/websocket writes
+// each frame with its own Write; everything it writes (control frames
+// from other goroutines included) goes through here, in order, under mu.
+type corkConn struct {
+	net.Conn
+	mu    sync.Mutex
+	depth int // cork calls not yet matched by uncork
+	buf   []byte
+}
+
+const corkLimit = 64 << 10
+
+func (c *corkConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.depth == 0 {
+		return c.Conn.Write(p)
+	}
+	c.buf = append(c.buf, p...)
+	if len(c.buf) >= corkLimit {
+		if err := c.flushLocked(); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+func (c *corkConn) cork() {
+	c.mu.Lock()
+	c.depth++
+	c.mu.Unlock()
+}
+
+// uncork ends one cork; the outermost sends what is waiting. A write
+// error surfaces here (under the write deadline gorilla last set).
+func (c *corkConn) uncork() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.depth > 0 {
+		c.depth--
+	}
+	if c.depth > 0 {
+		return nil
+	}
+	return c.flushLocked()
+}
+
+func (c *corkConn) flushLocked() error {
+	if len(c.buf) == 0 {
+		return nil
+	}
+	_, err := c.Conn.Write(c.buf)
+	if cap(c.buf) > 4*corkLimit {
+		c.buf = nil // a huge replay page: do not keep its buffer
+	} else {
+		c.buf = c.buf[:0]
+	}
+	return err
+}
+
+// corkHijacker hands the websocket upgrader a corkConn.
+type corkHijacker struct {
+	http.ResponseWriter
+	conn *corkConn
+}
+
+func (h *corkHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(h.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	h.conn = &corkConn{Conn: c}
+	return h.conn, brw, nil
 }
 
 // startWS upgrades the request and starts the reader and the pinger.
@@ -174,13 +296,14 @@ func (s *Server) startWS(c echo.Context) (*wsConn, context.Context, context.Canc
 	if !websocket.IsWebSocketUpgrade(c.Request()) {
 		return nil, nil, nil, badRequest("this is a websocket endpoint: connect with a websocket client (Upgrade: websocket)")
 	}
-	conn, err := s.upgrader().Upgrade(c.Response(), c.Request(), nil)
+	hj := &corkHijacker{ResponseWriter: c.Response()}
+	conn, err := s.upgrader().Upgrade(hj, c.Request(), nil)
 	if err != nil {
 		// The upgrader already answered with an HTTP error.
 		return nil, nil, nil, err
 	}
 	c.Response().Status = http.StatusSwitchingProtocols
-	w := &wsConn{s: s, c: conn, gone: make(chan struct{})}
+	w := &wsConn{s: s, c: conn, cork: hj.conn, gone: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	stopDrain := context.AfterFunc(s.drainCtx, cancel)
 	conn.SetReadLimit(wsReadLimit)
@@ -283,6 +406,7 @@ func (s *Server) runWS(c echo.Context) error {
 	s.metrics.wsClients.WithLabelValues("run").Inc()
 	defer s.metrics.wsClients.WithLabelValues("run").Dec()
 
+	f.batch = w.batch
 	err = f.run(ctx, hdr.Status.Terminal(), nil, w.writeEvent)
 	switch {
 	case err == nil:
@@ -330,11 +454,18 @@ func (s *Server) statusWS(c echo.Context) error {
 			w.close(CloseTooSlow, "too slow; reconnect")
 			return nil
 		case <-sub.q.notify:
-			for _, raw := range sub.q.take() {
-				if err := w.writeText(raw); err != nil {
-					w.close(websocket.CloseNormalClosure, "")
-					return nil
+			msgs := sub.q.take()
+			err := w.batch(func() error {
+				for _, raw := range msgs {
+					if err := w.writeText(raw); err != nil {
+						return err
+					}
 				}
+				return nil
+			})
+			if err != nil {
+				w.close(websocket.CloseNormalClosure, "")
+				return nil
 			}
 		}
 	}

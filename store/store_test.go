@@ -376,7 +376,8 @@ func TestTimesComeBackUTCAtMicroseconds(t *testing.T) {
 // --- the writer ---
 
 // TestGroupCommit holds the writer inside a commit hook while 9,999 events
-// queue up, then checks they went in as (nearly) one transaction.
+// queue up, then checks they went in as a few transactions: slices that
+// double from 128 ops (so the first events are durable early).
 func TestGroupCommit(t *testing.T) {
 	ctx := testCtx(t)
 	s := openStore(t)
@@ -406,13 +407,72 @@ func TestGroupCommit(t *testing.T) {
 	if st.EventsWritten != 10000 {
 		t.Fatalf("EventsWritten = %d, want 10000", st.EventsWritten)
 	}
-	if n := st.Batches - before.Batches; n > 2 {
-		t.Errorf("9,999 queued events and a checkpoint took %d commits, want at most 2", n)
+	// 128+256+...+4096 = 8,064, then the remaining 1,936 and the checkpoint.
+	if n := st.Batches - before.Batches; n != 7 {
+		t.Errorf("9,999 queued events and a checkpoint took %d commits, want 7", n)
 	}
-	if st.LargestBatch < 9999 {
-		t.Errorf("LargestBatch = %d, want >= 9999", st.LargestBatch)
+	if st.LargestBatch != 4096 {
+		t.Errorf("LargestBatch = %d, want 4096", st.LargestBatch)
 	}
 	t.Logf("stats: %+v", st)
+}
+
+// TestFailedSliceFailsTheRest: when a later slice of a batch fails, the
+// slices after it are not committed either, so no event of a run lands
+// ahead of an earlier one; the events are retried in order and the log
+// ends gapless.
+func TestFailedSliceFailsTheRest(t *testing.T) {
+	ctx := testCtx(t)
+	s := openStore(t, withRetry(0, time.Millisecond))
+	r := newRun("run-slices")
+	mustOK(t, s.CreateRun(ctx, r, nil), "CreateRun")
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var order []int64 // seqs in the order they were committed
+	s.OnCommit(func(evs []engine.Event, _ []*engine.Run) {
+		for _, e := range evs {
+			order = append(order, e.Seq)
+		}
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+	})
+	s.Emit(ev(r.ID, 1, "1"))
+	<-entered
+	for i := int64(2); i <= 150; i++ { // the first slice: 128 of these
+		s.Emit(ev(r.ID, i, "x"))
+	}
+	boom := errors.New("boom")
+	opErr := make(chan error, 1)
+	go func() { opErr <- s.w.do(ctx, nil, func(*wtx) error { return boom }) }()
+	waitFor(t, "the failing op queued", func() bool { return s.Stats().QueueDepth == 150 })
+	for i := int64(151); i <= 400; i++ { // a third slice, after the failing one
+		s.Emit(ev(r.ID, i, "y"))
+	}
+	close(release)
+	if err := <-opErr; !errors.Is(err, boom) {
+		t.Fatalf("failing op: %v", err)
+	}
+	mustOK(t, s.Checkpoint(ctx, r, nil), "Checkpoint")
+	evs, err := s.Events(ctx, r.ID, 0, 0)
+	mustOK(t, err, "Events")
+	if len(evs) != 400 {
+		t.Fatalf("%d events stored, want 400", len(evs))
+	}
+	for i, e := range evs {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d", i, e.Seq)
+		}
+	}
+	for i, seq := range order { // the hook ran on the writer, done before Checkpoint returned
+		if seq != int64(i+1) {
+			t.Fatalf("commit %d was of seq %d: committed out of order", i, seq)
+		}
+	}
+	if st := s.Stats(); st.WriteErrors != 1 || st.EventsDropped != 0 {
+		t.Errorf("stats %+v: want one failed batch, nothing dropped", st)
+	}
 }
 
 // TestGroupCommitUnderLoad emits freely: the writer should still batch.

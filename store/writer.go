@@ -301,11 +301,11 @@ func (w *writer) loop() {
 		// a step emits as it starts then share the commit of the checkpoint
 		// that follows, instead of paying for a commit of their own (WAL
 		// frame writes dominate the cost of a commit). Checkpoints and
-		// claims never wait.
-		if !closed && eventsOnly(batch) && len(batch) < w.cap {
+		// claims never wait, nor does a batch that already fills a slice.
+		if !closed && eventsOnly(batch) && len(batch) < firstSlice {
 			t := time.NewTimer(lingerEvents)
 		wait:
-			for len(batch) < w.cap {
+			for len(batch) < firstSlice {
 				select {
 				case o, ok := <-w.ch:
 					if !ok {
@@ -323,13 +323,33 @@ func (w *writer) loop() {
 			}
 			t.Stop()
 		}
-		w.runBatch(batch)
+		// A long batch commits in slices that double in size: watchers get
+		// the first events of a burst (hundreds from a chain of pure nodes)
+		// once the first slice is durable, not after the whole burst, and
+		// a large backlog still takes only a few commits. Slices commit in
+		// order; after a failed one the rest fails too, so no event can
+		// commit ahead of an earlier one of its run.
+		for rest, n := batch, firstSlice; len(rest) > 0; n *= 2 {
+			n = min(n, len(rest))
+			if err := w.runBatch(rest[:n]); err != nil {
+				w.failBatch(rest, err)
+				break
+			}
+			rest = rest[n:]
+		}
 		clear(batch) // drop references to event data and closures
 	}
 }
 
-// lingerEvents is how long an events-only batch waits for more work.
-const lingerEvents = time.Millisecond
+const (
+	// lingerEvents is how long an events-only batch waits for more work.
+	lingerEvents = time.Millisecond
+	// firstSlice is the most ops the first transaction of a batch takes;
+	// later slices double. A commit costs about as much as 10 event rows,
+	// so this keeps that overhead small while the first slice commits in
+	// about a millisecond.
+	firstSlice = 128
+)
 
 // drain appends whatever is queued without waiting; true if the queue closed.
 func (w *writer) drain(batch *[]op) bool {
@@ -356,12 +376,13 @@ func eventsOnly(batch []op) bool {
 	return true
 }
 
-func (w *writer) runBatch(batch []op) {
+// runBatch commits batch as one transaction and reports it done, or
+// returns why nothing of it was committed.
+func (w *writer) runBatch(batch []op) error {
 	ctx := context.Background()
 	tx, err := w.s.wdb.BeginTx(ctx, nil)
 	if err != nil {
-		w.failBatch(batch, fmt.Errorf("begin: %w", err))
-		return
+		return fmt.Errorf("begin: %w", err)
 	}
 	t := &wtx{ctx: ctx, tx: tx, w: w, stmts: make(map[*sql.Stmt]*sql.Stmt, 3)}
 	ins := t.stmt(w.insEvent)
@@ -408,10 +429,10 @@ loop:
 		fatal = fmt.Errorf("commit: %w", err)
 	}
 	if fatal != nil {
-		w.failBatch(batch, fatal)
-		return
+		return fatal
 	}
 	w.commitDone(batch)
+	return nil
 }
 
 func (w *writer) commitDone(batch []op) {

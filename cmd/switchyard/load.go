@@ -34,8 +34,9 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	width := fs.Int("width", 1000, "fanout: branches")
 	watchers := fs.Int("watchers", 50, "watchers: websocket watchers")
 	busyRuns := fs.Int("runs", 10, "watchers: busy runs watched; approvals: runs paused at an approval")
-	steps := fs.Int("steps", 200, "watchers: steps per busy run (about 2 events each)")
+	steps := fs.Int("steps", 200, "watchers: steps per busy run (an agent step emits 6 events, an if step 2)")
 	eventRate := fs.Float64("event-rate", 5000, "watchers: target events per second emitted by the runs")
+	burst := fs.Bool("burst", false, "watchers: runs of if nodes that each emit 2×steps events at once, released at --event-rate, instead of steady agent chains")
 	dups := fs.Int("duplicates", 2, "approvals: clients racing for each approval")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the load process (clients and fake LLM) to this file; profile the server with SWITCHYARD_CPUPROFILE")
 	fs.Usage = func() {
@@ -59,6 +60,10 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	tuneGC() // the load driver should take as little CPU from the server as it can
+	if scenario == "watchers" && !*burst && !flagSet(fs, "llm-latency") {
+		// Steady runs: the LLM latency paces the agent chains at --event-rate.
+		*llmLatency = loadgen.SteadyLatency(*busyRuns, *eventRate)
+	}
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
 		if err != nil {
@@ -115,7 +120,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "fanout":
 		res, err = loadgen.Fanout(ctx, c, loadgen.FanoutConfig{Width: *width, LLMLatency: *llmLatency})
 	case "watchers":
-		res, err = loadgen.Watchers(ctx, c, loadgen.WatchersConfig{Watchers: *watchers, Runs: *busyRuns, Steps: *steps, EventsRate: *eventRate}, prog)
+		res, err = loadgen.Watchers(ctx, c, loadgen.WatchersConfig{Watchers: *watchers, Runs: *busyRuns, Steps: *steps, EventsRate: *eventRate, Burst: *burst}, prog)
 	case "approvals":
 		n := *busyRuns
 		if !flagSet(fs, "runs") {

@@ -74,12 +74,21 @@ func TestScenariosAgainstARealServer(t *testing.T) {
 		t.Errorf("fanout %+v: branches did not overlap", fan)
 	}
 
-	w, err := Watchers(ctx, c, WatchersConfig{Watchers: 6, Runs: 3, Steps: 20, EventsRate: 2000}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w.Gaps != 0 || w.Duplicates != 0 || w.Incomplete != 0 || w.Delivered == 0 {
-		t.Errorf("watchers %+v", w)
+	for _, burst := range []bool{false, true} {
+		w, err := Watchers(ctx, c, WatchersConfig{Watchers: 6, Runs: 3, Steps: 20, EventsRate: 2000, Burst: burst}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("watchers (burst %v): %d events per run, %d delivered", burst, w.EventsPerRun, w.Delivered)
+		// Steady runs: 20 agent steps of 6 events; bursts: 20 if steps of 2.
+		perRun := 20*AgentStepEvents + 5
+		if burst {
+			perRun = 2*20 + 8
+		}
+		if w.Gaps != 0 || w.Duplicates != 0 || w.Incomplete != 0 || w.EventsPerRun < perRun-3 ||
+			w.Delivered < int64(6*(w.EventsPerRun-5)) {
+			t.Errorf("watchers (burst %v) %+v", burst, w)
+		}
 	}
 
 	a, err := Approvals(ctx, c, ApprovalsConfig{Runs: 20, Clients: 4, Duplicates: 3}, nil)

@@ -87,8 +87,32 @@ func ApprovalGraph() json.RawMessage {
 	return g.json()
 }
 
+// AgentChainGraph is start → approval → a chain of steps agent nodes: it
+// pauses at once, and once approved emits about AgentStepEvents events per
+// LLM latency, a steady stream like a real workflow's.
+func AgentChainGraph(steps int) json.RawMessage {
+	g := &ggraph{}
+	g.node("s", "start", nil)
+	g.node("gate", "approval", nil)
+	g.edge("s", "output", "gate")
+	prev, handle := "gate", "approve"
+	for i := 0; i < steps; i++ {
+		id := fmt.Sprintf("a%d", i)
+		g.node(id, "agent", map[string]any{"agentName": "A", "userPrompt": "hi"})
+		g.edge(prev, handle, id)
+		prev, handle = id, "output"
+	}
+	return g.json()
+}
+
+// AgentStepEvents is how many events one agent step of AgentChainGraph
+// emits with the built-in fake's reply: step_start, start_prompt, two
+// llm_delta, llm_response, step_end.
+const AgentStepEvents = 6
+
 // BusyGraph is start → approval → a chain of steps if nodes → agent: it
-// pauses at once, and once approved emits about 2×steps events fast.
+// pauses at once, and once approved emits about 2×steps events in a few
+// milliseconds (pure nodes run back to back).
 func BusyGraph(steps int) json.RawMessage {
 	g := &ggraph{}
 	g.node("s", "start", nil)
@@ -316,14 +340,31 @@ func Fanout(ctx context.Context, c *Client, cfg FanoutConfig) (*FanoutResult, er
 
 // WatchersConfig configures the watchers scenario.
 type WatchersConfig struct {
-	Watchers   int     // websocket watchers in total
-	Runs       int     // busy runs they watch
-	Steps      int     // if-node steps per run (about 2 events each)
-	EventsRate float64 // target events per second across runs (paces approvals); 0 = all at once
+	Watchers int // websocket watchers in total
+	Runs     int // busy runs they watch
+	Steps    int // steps per run
+	// Burst: each run is a chain of if nodes that emits about 2×Steps
+	// events at once, and EventsRate paces when runs are released.
+	// Otherwise (steady) each run is a chain of agent nodes released
+	// together, and the LLM latency sets the rate (see SteadyLatency).
+	Burst      bool
+	EventsRate float64 // burst: target events per second across runs; 0 = all at once
+}
+
+// SteadyLatency is the LLM latency at which runs agent chains emit about
+// rate events per second in total (a step also costs about 3 ms
+// of its own: commits, HTTP).
+func SteadyLatency(runs int, rate float64) time.Duration {
+	if runs <= 0 || rate <= 0 {
+		return 0
+	}
+	d := time.Duration(float64(time.Second)*float64(runs*AgentStepEvents)/rate) - 3*time.Millisecond
+	return max(d, 0)
 }
 
 // WatchersResult reports the watchers scenario.
 type WatchersResult struct {
+	Mode          string  `json:"mode"` // steady or burst
 	Watchers      int     `json:"watchers"`
 	Runs          int     `json:"runs"`
 	EventsPerRun  int     `json:"eventsPerRun"`
@@ -354,7 +395,10 @@ func Watchers(ctx context.Context, c *Client, cfg WatchersConfig, prog io.Writer
 		return nil, err
 	}
 	defer sw.Close()
-	graph := BusyGraph(cfg.Steps)
+	graph, mode := AgentChainGraph(cfg.Steps), "steady"
+	if cfg.Burst {
+		graph, mode = BusyGraph(cfg.Steps), "burst"
+	}
 	ids := make([]string, cfg.Runs)
 	for i := range ids {
 		if ids[i], err = c.StartRun(ctx, graph, "load"); err != nil {
@@ -366,13 +410,15 @@ func Watchers(ctx context.Context, c *Client, cfg WatchersConfig, prog io.Writer
 			return nil, err
 		}
 	}
-	res := &WatchersResult{Watchers: cfg.Watchers, Runs: cfg.Runs}
+	res := &WatchersResult{Mode: mode, Watchers: cfg.Watchers, Runs: cfg.Runs}
 	var (
 		lat                  Latencies
 		delivered, gaps, dup atomic.Int64
 		incomplete           atomic.Int64
 		ready                sync.WaitGroup
 		done                 sync.WaitGroup
+		lastMu               sync.Mutex
+		lastSeq              = map[string]int64{} // per run, the highest seq any watcher saw
 	)
 	for w := 0; w < cfg.Watchers; w++ {
 		id := ids[w%len(ids)]
@@ -386,6 +432,11 @@ func Watchers(ctx context.Context, c *Client, cfg WatchersConfig, prog io.Writer
 			defer done.Done()
 			defer conn.Close()
 			var last int64
+			defer func() {
+				lastMu.Lock()
+				lastSeq[id] = max(lastSeq[id], last)
+				lastMu.Unlock()
+			}()
 			readyOnce := sync.OnceFunc(ready.Done)
 			defer readyOnce()
 			live := false
@@ -428,12 +479,11 @@ func Watchers(ctx context.Context, c *Client, cfg WatchersConfig, prog io.Writer
 		}()
 	}
 	ready.Wait()
-	// Release the runs, paced so the runs emit about EventsRate events/s.
-	perRun := 2*cfg.Steps + 8
-	res.EventsPerRun = perRun
+	// Release the runs: bursts paced so the runs emit about EventsRate
+	// events/s; steady runs all at once (their LLM latency paces them).
 	gap := time.Duration(0)
-	if cfg.EventsRate > 0 {
-		gap = time.Duration(float64(time.Second) * float64(perRun) / cfg.EventsRate)
+	if cfg.Burst && cfg.EventsRate > 0 {
+		gap = time.Duration(float64(time.Second) * float64(2*cfg.Steps+8) / cfg.EventsRate)
 	}
 	begin := time.Now()
 	stop := progress(prog, func() string {
@@ -465,8 +515,15 @@ func Watchers(ctx context.Context, c *Client, cfg WatchersConfig, prog io.Writer
 	el := lastAt.Sub(begin).Seconds()
 	res.Delivered, res.Gaps, res.Duplicates, res.Incomplete = delivered.Load(), gaps.Load(), dup.Load(), int(incomplete.Load())
 	res.Delivery = lat.Summary()
+	var total int64
+	for _, n := range lastSeq {
+		total += n
+	}
+	if len(lastSeq) > 0 {
+		res.EventsPerRun = int(total / int64(len(lastSeq)))
+	}
 	if el > 0 {
-		res.EventsPerSec = float64(perRun*cfg.Runs) / el
+		res.EventsPerSec = float64(total) / el
 		res.DeliveredRate = float64(res.Delivered) / el
 	}
 	return res, nil
