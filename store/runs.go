@@ -137,6 +137,9 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 	}
 	release := hdr.Status.Terminal() // nothing drives a finished run
 	err = s.w.do(ctx, hdr, func(t *wtx) error {
+		if release {
+			t.ownerMayChange(hdr.ID)
+		}
 		res, err := t.stmt(s.w.updRun).ExecContext(t.ctx, string(hdr.Status), hdr.Input,
 			hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
 			toMicros(hdr.UpdatedAt), optMicros(hdr.FinishedAt), release, release, hdr.ID, hdr.Owner, hdr.Owner)
@@ -171,6 +174,7 @@ func (s *Store) AcquireRun(ctx context.Context, runID, owner string, expect engi
 		return fmt.Errorf("store: acquire run %s: owner is required", runID)
 	}
 	err := s.w.do(ctx, nil, func(t *wtx) error {
+		t.ownerMayChange(runID)
 		n, err := t.exec(sqlAcquireRun,
 			owner, toMicros(leaseUntil), runID, toMicros(now), string(expect))
 		if err != nil {
@@ -259,6 +263,7 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, leaseUntil time.T
 // no-op; ErrConflict if another owner holds it, ErrNotFound if unknown.
 func (s *Store) ReleaseRun(ctx context.Context, runID, owner string) error {
 	err := s.w.do(ctx, nil, func(t *wtx) error {
+		t.ownerMayChange(runID)
 		n, err := t.exec(sqlReleaseRun,
 			runID, owner)
 		if err != nil {

@@ -475,6 +475,54 @@ func TestFailedSliceFailsTheRest(t *testing.T) {
 	}
 }
 
+// TestFencingWithinOneTransaction: an owner's events skip the owner check
+// once one was written in the transaction, so a takeover queued between
+// them must still fence the old owner's later events out.
+func TestFencingWithinOneTransaction(t *testing.T) {
+	ctx := testCtx(t)
+	s := openStore(t)
+	r := newRun("run-fence-batch")
+	mustOK(t, s.CreateRun(ctx, r, nil), "CreateRun")
+	mustOK(t, s.AcquireRun(ctx, r.ID, "A", "", t0, t0.Add(time.Second)), "AcquireRun A")
+	other := newRun("run-other")
+	mustOK(t, s.CreateRun(ctx, other, nil), "CreateRun other")
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	s.OnCommit(func([]engine.Event, []*engine.Run) {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+	})
+	s.Emit(ev(other.ID, 1, "hold"))
+	<-entered
+	// One batch: A writes, B takes over (A's lease expired), A writes
+	// again (late), B writes.
+	withOwner := func(e *engine.Event, owner string) *engine.Event { e.Owner = owner; return e }
+	s.Emit(withOwner(ev(r.ID, 1, "A1"), "A"))
+	acq := make(chan error, 1)
+	go func() { acq <- s.AcquireRun(ctx, r.ID, "B", "", t0.Add(time.Minute), t0.Add(time.Hour)) }()
+	waitFor(t, "the takeover queued", func() bool { return s.Stats().QueueDepth == 2 })
+	s.Emit(withOwner(ev(r.ID, 2, "A2-late"), "A"))
+	s.Emit(withOwner(ev(r.ID, 2, "B2"), "B"))
+	s.Emit(withOwner(ev(r.ID, 3, "B3"), "B"))
+	if d := s.Stats().QueueDepth; d != 5 {
+		t.Fatalf("queue depth %d, want the 5 ops in one batch", d)
+	}
+	close(release)
+	mustOK(t, <-acq, "AcquireRun B")
+	mustOK(t, s.Checkpoint(ctx, r, nil), "barrier")
+	evs, err := s.Events(ctx, r.ID, 0, 0)
+	mustOK(t, err, "Events")
+	var got []string
+	for _, e := range evs {
+		got = append(got, e.Content)
+	}
+	if want := []string{"A1", "B2", "B3"}; !slices.Equal(got, want) {
+		t.Fatalf("events %v, want %v: the old owner's late event got in", got, want)
+	}
+}
+
 // TestGroupCommitUnderLoad emits freely: the writer should still batch.
 func TestGroupCommitUnderLoad(t *testing.T) {
 	ctx := testCtx(t)

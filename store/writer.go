@@ -61,7 +61,15 @@ type wtx struct {
 	tx    *sql.Tx
 	w     *writer
 	stmts map[*sql.Stmt]*sql.Stmt
+	// fenced remembers, per run, the owner whose event was written in this
+	// transaction: later events of that owner skip the owner check (one
+	// index lookup per event) until an op may have changed the owner.
+	fenced map[string]string
 }
+
+// ownerMayChange drops what fenced knows of runID; every op that can
+// change a run's owner calls it.
+func (t *wtx) ownerMayChange(runID string) { delete(t.fenced, runID) }
 
 // stmt returns ps bound to the batch's transaction.
 func (t *wtx) stmt(ps *sql.Stmt) *sql.Stmt {
@@ -115,8 +123,8 @@ type writer struct {
 	failStreak int
 
 	// prepared on the writer connection
-	insEvent, updRun, upsNode *sql.Stmt
-	cache                     map[string]*sql.Stmt // writer goroutine only
+	insEvent, insEventFenced, updRun, upsNode *sql.Stmt
+	cache                                     map[string]*sql.Stmt // writer goroutine only
 
 	batches, eventsWritten, ops, writeErrors atomic.Uint64
 	eventsRetried, eventsDropped, fullWaits  atomic.Uint64
@@ -134,6 +142,11 @@ const (
 	sqlInsertEvent = `INSERT INTO run_events (run_id, seq, node_id, type, content, ts, data)
 SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND (? = '' OR owner = ?))
 ON CONFLICT (run_id, seq) DO NOTHING`
+
+	// sqlInsertEventFenced is for an event whose run and owner were
+	// checked earlier in the same transaction.
+	sqlInsertEventFenced = `INSERT INTO run_events (run_id, seq, node_id, type, content, ts, data)
+VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, seq) DO NOTHING`
 
 	sqlUpdateRun = `UPDATE runs SET status = ?, input = ?, waiting_for_input = ?, current_node_id = ?,
 pending_approvals = ?, error = ?, work_dir = ?, updated_at = ?, finished_at = ?,
@@ -170,6 +183,7 @@ func newWriter(ctx context.Context, s *Store, queueSize int, tries int, delay ti
 		return st
 	}
 	w.insEvent = prep(sqlInsertEvent)
+	w.insEventFenced = prep(sqlInsertEventFenced)
 	w.updRun = prep(sqlUpdateRun)
 	w.upsNode = prep(sqlUpsertNode)
 	// Prepared before any transaction: the writer pool has one connection.
@@ -186,7 +200,7 @@ func newWriter(ctx context.Context, s *Store, queueSize int, tries int, delay ti
 
 func (w *writer) closeStmts() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{w.insEvent, w.updRun, w.upsNode} {
+	for _, st := range []*sql.Stmt{w.insEvent, w.insEventFenced, w.updRun, w.upsNode} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -384,8 +398,8 @@ func (w *writer) runBatch(batch []op) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	t := &wtx{ctx: ctx, tx: tx, w: w, stmts: make(map[*sql.Stmt]*sql.Stmt, 3)}
-	ins := t.stmt(w.insEvent)
+	t := &wtx{ctx: ctx, tx: tx, w: w, stmts: make(map[*sql.Stmt]*sql.Stmt, 4), fenced: map[string]string{}}
+	ins, insFenced := t.stmt(w.insEvent), t.stmt(w.insEventFenced)
 	var fatal error
 loop:
 	for i := range batch {
@@ -393,8 +407,18 @@ loop:
 		switch o.kind {
 		case opEvent:
 			e := &o.ev
-			res, err := ins.ExecContext(ctx, e.RunID, e.Seq, e.NodeID, e.Type, e.Content,
-				toMicros(e.Timestamp), nullText(e.Data), e.RunID, e.Owner, e.Owner)
+			var (
+				res sql.Result
+				err error
+			)
+			known := e.Owner != "" && t.fenced[e.RunID] == e.Owner
+			if known {
+				res, err = insFenced.ExecContext(ctx, e.RunID, e.Seq, e.NodeID, e.Type, e.Content,
+					toMicros(e.Timestamp), nullText(e.Data))
+			} else {
+				res, err = ins.ExecContext(ctx, e.RunID, e.Seq, e.NodeID, e.Type, e.Content,
+					toMicros(e.Timestamp), nullText(e.Data), e.RunID, e.Owner, e.Owner)
+			}
 			if err != nil {
 				fatal = fmt.Errorf("append event %s#%d: %w", e.RunID, e.Seq, err)
 				break loop
@@ -405,6 +429,9 @@ loop:
 				break loop
 			}
 			o.written = n == 1
+			if o.written && !known && e.Owner != "" {
+				t.fenced[e.RunID] = e.Owner
+			}
 		case opSync:
 			if err := o.ctx.Err(); err != nil {
 				o.settled, o.res = true, err

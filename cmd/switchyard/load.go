@@ -29,7 +29,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	quiet := fs.Bool("quiet", false, "no progress line")
 	duration := fs.Duration("duration", 10*time.Second, "runs: how long to start runs")
-	clients := fs.Int("clients", 8, "runs, approvals: concurrent clients")
+	clients := fs.Int("clients", 0, "runs, approvals: concurrent clients (default 32 for runs, 8 for approvals)")
 	rate := fs.Float64("rate", 0, "runs: target runs started per second (0 = as fast as possible)")
 	width := fs.Int("width", 1000, "fanout: branches")
 	watchers := fs.Int("watchers", 50, "watchers: websocket watchers")
@@ -112,7 +112,13 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "runs":
 		cpu := startCPUMeter(srv)
 		var rr *loadgen.RunsResult
-		rr, err = loadgen.Runs(ctx, c, loadgen.RunsConfig{Duration: *duration, Clients: *clients, Rate: *rate}, prog)
+		n := *clients
+		if n <= 0 {
+			// Enough requests in flight that the server, not the round
+			// trips of a few clients, sets the pace.
+			n = 32
+		}
+		rr, err = loadgen.Runs(ctx, c, loadgen.RunsConfig{Duration: *duration, Clients: n, Rate: *rate}, prog)
 		if rr != nil && rr.Completed > 0 {
 			rr.ServerCPUPerRunUs, rr.DriverCPUPerRunUs = cpu.perRun(rr.Completed)
 		}
@@ -126,7 +132,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if !flagSet(fs, "runs") {
 			n = 500
 		}
-		res, err = loadgen.Approvals(ctx, c, loadgen.ApprovalsConfig{Runs: n, Clients: *clients, Duplicates: *dups}, prog)
+		res, err = loadgen.Approvals(ctx, c, loadgen.ApprovalsConfig{Runs: n, Clients: max(*clients, 0), Duplicates: *dups}, prog)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "switchyard load:", err)
