@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -132,7 +133,13 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if !flagSet(fs, "runs") {
 			n = 500
 		}
-		res, err = loadgen.Approvals(ctx, c, loadgen.ApprovalsConfig{Runs: n, Clients: max(*clients, 0), Duplicates: *dups}, prog)
+		cfg := loadgen.ApprovalsConfig{Runs: n, Clients: max(*clients, 0), Duplicates: *dups}
+		if srv != nil {
+			cfg.OnPaused = func(r *loadgen.ApprovalsResult) {
+				r.ServerRSSPausedMB, r.ServerGoroutines = srv.memory(base)
+			}
+		}
+		res, err = loadgen.Approvals(ctx, c, cfg, prog)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "switchyard load:", err)
@@ -177,6 +184,31 @@ func (m *cpuMeter) perRun(runs int) (server, driver float64) {
 		}
 	}
 	return server, driver
+}
+
+// memory reports the server's resident memory in MB (from /proc, after a
+// moment to let the last requests' garbage be collected) and its
+// goroutines (from /metrics).
+func (s *childServer) memory(base string) (rssMB float64, goroutines int) {
+	time.Sleep(2 * time.Second)
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(s.cmd.Process.Pid) + "/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+				kb, _ := strconv.ParseFloat(f[1], 64)
+				rssMB = kb / 1024
+			}
+		}
+	}
+	if res, err := http.Get(base + "/metrics"); err == nil {
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
+				goroutines, _ = strconv.Atoi(strings.TrimSpace(v))
+			}
+		}
+		res.Body.Close()
+	}
+	return rssMB, goroutines
 }
 
 // procCPU reads a process's user+system time from /proc/PID/stat.

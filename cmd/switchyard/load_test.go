@@ -48,3 +48,34 @@ func TestLoadRunsReportsCPUAndProfiles(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadApprovalsReportsPausedMemory: with every run paused the load
+// command reads the server's RSS and goroutines; each approval is won once.
+func TestLoadApprovalsReportsPausedMemory(t *testing.T) {
+	cmd := exec.Command(binary, "load", "approvals", "--runs", "30", "--json", "--quiet")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("load: %v\n%s", err, errb.String())
+	}
+	var got struct {
+		Result struct {
+			Runs       int     `json:"runs"`
+			Wins       int     `json:"wins"`
+			WonTwice   int     `json:"wonTwice"`
+			Completed  int     `json:"completed"`
+			RSS        float64 `json:"serverRssPausedMb"`
+			Goroutines int     `json:"serverGoroutines"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("output %q: %v", out.String(), err)
+	}
+	r := got.Result
+	if r.Runs != 30 || r.Wins != 30 || r.WonTwice != 0 || r.Completed != 30 {
+		t.Fatalf("result %+v", r)
+	}
+	if r.RSS <= 0 || r.Goroutines <= 0 {
+		t.Errorf("paused memory not measured: %+v", r)
+	}
+}

@@ -534,6 +534,9 @@ type ApprovalsConfig struct {
 	Runs       int // runs paused at an approval
 	Clients    int // concurrent approving clients
 	Duplicates int // how many clients try each approval (>=2 tests exactly-once)
+	// OnPaused, if set, is called once every run is paused, before any is
+	// approved (the CLI measures the server's memory then).
+	OnPaused func(r *ApprovalsResult)
 }
 
 // ApprovalsResult reports the approvals scenario.
@@ -549,6 +552,9 @@ type ApprovalsResult struct {
 	DrainSeconds float64 `json:"drainSeconds"`
 	Decide       Summary `json:"decideLatency"`
 	FirstError   string  `json:"firstError,omitempty"`
+	// Server memory with every run paused, when the caller can read it.
+	ServerRSSPausedMB float64 `json:"serverRssPausedMb,omitempty"`
+	ServerGoroutines  int     `json:"serverGoroutines,omitempty"`
 }
 
 // Approvals pauses many runs at an approval, then lets several clients
@@ -581,6 +587,10 @@ func Approvals(ctx context.Context, c *Client, cfg ApprovalsConfig, prog io.Writ
 			return nil, err
 		}
 	}
+	res := &ApprovalsResult{Runs: len(ids)}
+	if cfg.OnPaused != nil {
+		cfg.OnPaused(res)
+	}
 	work := make([]string, 0, len(ids)*cfg.Duplicates)
 	for _, id := range ids {
 		for k := 0; k < cfg.Duplicates; k++ {
@@ -588,7 +598,6 @@ func Approvals(ctx context.Context, c *Client, cfg ApprovalsConfig, prog io.Writ
 		}
 	}
 	rand.Shuffle(len(work), func(i, j int) { work[i], work[j] = work[j], work[i] })
-	res := &ApprovalsResult{Runs: cfg.Runs}
 	var (
 		next                  atomic.Int64
 		wins, conflicts, errs atomic.Int64
