@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -85,6 +86,13 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer fake.Close()
 	base := *server
 	var srv *childServer
+	if base == "" && os.Getenv("GOMAXPROCS") == "" {
+		// The server runs on this machine: the driver (clients and fake
+		// LLM) keeps to one P, so its idle threads do not spin for work
+		// on the cores the server needs (measured: ~15% less driver CPU
+		// per run, and more runs/s).
+		runtime.GOMAXPROCS(1)
+	}
 	if base == "" {
 		var extra []string
 		if scenario == "fanout" {
