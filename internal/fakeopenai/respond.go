@@ -238,7 +238,10 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, req *Request, r
 	if delay == 0 {
 		delay = s.cfg.chunkDelay
 	}
-	if !s.writeEvents(w, r, p, limit, delay) {
+	// A reply cut short (truncated, reset, malformed) keeps the chunked
+	// encoding, so an abort lands mid-body as it would from a real server.
+	whole := !rep.TruncateStream && !rep.Malformed
+	if !s.writeEvents(w, r, p, limit, delay, whole) {
 		return
 	}
 	if rep.TruncateStream && rep.Reset {
@@ -247,24 +250,29 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, req *Request, r
 	}
 }
 
-// writeEvents sends the first limit events, pausing delay between them. It
-// reports false when the client left or the server closed mid-stream.
-func (s *Server) writeEvents(w http.ResponseWriter, r *http.Request, p *payload, limit int, delay time.Duration) bool {
+// writeEvents sends the first limit events, pausing delay between them;
+// whole says they are the complete reply. It reports false when the client
+// left or the server closed mid-stream.
+func (s *Server) writeEvents(w http.ResponseWriter, r *http.Request, p *payload, limit int, delay time.Duration, whole bool) bool {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
+	data := p.buf.Bytes()
+	if whole && limit > 0 && delay <= 0 {
+		// No pacing: the whole stream in one response with its length, so
+		// headers and body leave in one write (no chunked encoding, no
+		// separate terminator), far cheaper for both ends under load.
+		body := data[:p.ends[limit-1]]
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(http.StatusOK)
+		_, err := w.Write(body)
+		return err == nil
+	}
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	data := p.buf.Bytes()
 	if limit <= 0 {
 		_ = rc.Flush()
 		return true
-	}
-	if delay <= 0 {
-		// No pacing: one write is as good as many for the client and far cheaper.
-		_, err := w.Write(data[:p.ends[limit-1]])
-		_ = rc.Flush()
-		return err == nil
 	}
 	prev := 0
 	for i := 0; i < limit; i++ {
