@@ -91,10 +91,34 @@ func NewLLM(cfg LLMConfig) (*LLM, error) {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConns = 512
 		tr.MaxIdleConnsPerHost = 512
-		hc = &http.Client{Transport: tr}
+		// A request (headers, system prompt, history, tool schemas) is
+		// often over the default 4 KiB buffer, which splits it into two
+		// writes; 64 KiB sends most in one.
+		tr.WriteBufferSize = 64 << 10
+		hc = &http.Client{Transport: inMemoryBody{tr}}
 	}
 	opts = append(opts, option.WithHTTPClient(hc))
 	return &LLM{cfg: cfg, client: openai.NewClient(opts...)}, nil
+}
+
+// inMemoryBody hands the transport a request's body as the in-memory
+// reader GetBody makes. The SDK wraps bodies in its own type, which
+// net/http cannot tell is in memory, so it flushes the headers in a write
+// of their own before the body: two syscalls per call instead of one.
+type inMemoryBody struct{ next http.RoundTripper }
+
+func (t inMemoryBody) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body == nil || req.Body == http.NoBody || req.GetBody == nil || req.ContentLength <= 0 {
+		return t.next.RoundTrip(req)
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return t.next.RoundTrip(req)
+	}
+	_ = req.Body.Close() // a RoundTripper closes the body it was given
+	r := req.Clone(req.Context())
+	r.Body = body
+	return t.next.RoundTrip(r)
 }
 
 // Model resolves a node's model name.
