@@ -123,7 +123,7 @@ func (agentExec) Execute(ctx context.Context, x *Exec) (Result, error) {
 	} else if system, err = x.substitute(system, vars); err != nil {
 		return Result{}, err
 	}
-	x.Emit(EvStartPrompt, user, map[string]any{"systemPrompt": system, "model": llm.Model(n.Data.Model)})
+	x.Emit(EvStartPrompt, user, startPromptData{Model: llm.Model(n.Data.Model), SystemPrompt: system})
 	a := &agentCall{x: x, llm: llm, subagents: x.r.plan.subagents}
 	text, err := a.run(ctx, n, system, user, 0, "")
 	if err != nil {
@@ -320,6 +320,12 @@ func (a *agentCall) callTool(ctx context.Context, parent graph.Node, byName map[
 	ev.Message = text
 	a.x.Emit(EvSubagentCallEnd, ev.String(), nil)
 	return text
+}
+
+// startPromptData is a start_prompt event's data.
+type startPromptData struct {
+	Model        string `json:"model"`
+	SystemPrompt string `json:"systemPrompt"`
 }
 
 // coalescer batches streamed text into at most ~10 llm_delta events per

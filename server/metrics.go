@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -114,12 +115,76 @@ func (m *Metrics) observeRequest(method, route string, status int, d time.Durati
 
 // eventData holds the fields of event data the metrics read.
 type eventData struct {
-	Type       string  `json:"type"`
-	Status     string  `json:"status"`
-	DurationMs *int64  `json:"durationMs"`
-	Model      string  `json:"model"`
-	Final      bool    `json:"final"`
-	Attempt    float64 `json:"attempt"`
+	Type       string
+	Status     string
+	DurationMs *int64
+	Model      string
+	Final      bool
+}
+
+// parseEventData reads the few top-level fields the metrics use without
+// decoding the rest: a step_end's data holds the node's whole output, and
+// this runs for every event on the engine's hot path.
+func parseEventData(data []byte) eventData {
+	var d eventData
+	d.Type, _ = stringField(data, "type")
+	d.Status, _ = stringField(data, "status")
+	d.Model, _ = stringField(data, "model")
+	if raw, ok := topField(data, "durationMs"); ok {
+		if v, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+			d.DurationMs = &v
+		}
+	}
+	if raw, ok := topField(data, "final"); ok {
+		d.Final = string(raw) == "true"
+	}
+	return d
+}
+
+// topField returns the raw value of "key" in a flat JSON object. A match
+// cannot start inside a string value: there every quote is escaped.
+func topField(data []byte, key string) ([]byte, bool) {
+	pat := make([]byte, 0, len(key)+3)
+	pat = append(append(append(pat, '"'), key...), '"', ':')
+	i := bytes.Index(data, pat)
+	if i < 0 {
+		return nil, false
+	}
+	v := data[i+len(pat):]
+	if len(v) == 0 {
+		return nil, false
+	}
+	if v[0] == '"' {
+		for j := 1; j < len(v); j++ {
+			switch v[j] {
+			case '\\':
+				j++
+			case '"':
+				return v[:j+1], true
+			}
+		}
+		return nil, false
+	}
+	end := bytes.IndexAny(v, ",}")
+	if end < 0 {
+		return nil, false
+	}
+	return bytes.TrimSpace(v[:end]), true
+}
+
+func stringField(data []byte, key string) (string, bool) {
+	raw, ok := topField(data, key)
+	if !ok || len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // Emit implements engine.Sink. It runs on the engine's hot path: it only
@@ -139,10 +204,7 @@ func (m *Metrics) Emit(ev *engine.Event) {
 	default:
 		return
 	}
-	var d eventData
-	if len(ev.Data) > 0 {
-		_ = json.Unmarshal(ev.Data, &d)
-	}
+	d := parseEventData(ev.Data)
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
