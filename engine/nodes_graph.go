@@ -338,7 +338,13 @@ type coalescer struct {
 	timer *time.Timer
 }
 
-const deltaInterval = 100 * time.Millisecond
+const (
+	deltaInterval = 100 * time.Millisecond
+	// firstDeltaDelay holds the first text back briefly: too short to see,
+	// long enough that a reply which streams in faster (a short answer, a
+	// cached one) makes one llm_delta event instead of two.
+	firstDeltaDelay = 20 * time.Millisecond
+)
 
 func newCoalescer(x *Exec) *coalescer { return &coalescer{x: x} }
 
@@ -346,13 +352,18 @@ func (c *coalescer) add(s string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.buf.WriteString(s)
-	if time.Since(c.last) >= deltaInterval {
+	if c.timer != nil {
+		return // a flush is due
+	}
+	wait := firstDeltaDelay
+	if !c.last.IsZero() {
+		wait = deltaInterval - time.Since(c.last)
+	}
+	if wait <= 0 {
 		c.flushLocked()
 		return
 	}
-	if c.timer == nil { // flush the tail even if the stream pauses
-		c.timer = time.AfterFunc(deltaInterval, c.flush)
-	}
+	c.timer = time.AfterFunc(wait, c.flush) // also flushes the tail if the stream pauses
 }
 
 func (c *coalescer) flush() {

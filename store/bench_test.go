@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -68,6 +69,33 @@ func BenchmarkCheckpoint(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/float64(s.Stats().Batches), "ops/commit")
+}
+
+// BenchmarkCheckpointLargeGraph is BenchmarkCheckpoint for a run of a
+// 1,000-node graph (a ~150 KB definition) whose status line changes with
+// every step, as a long chain's does.
+func BenchmarkCheckpointLargeGraph(b *testing.B) {
+	ctx := testCtx(b)
+	s := benchStore(b)
+	r := newRun("run-large")
+	var def strings.Builder
+	def.WriteString(`{"nodes":[`)
+	for i := range 1000 {
+		if i > 0 {
+			def.WriteString(",")
+		}
+		fmt.Fprintf(&def, `{"id":"n%d","type":"agent","position":{"x":%d,"y":0},"data":{"agentName":"Agent %d","userPrompt":"{{PREVIOUS_OUTPUT}} and more"}}`, i, i*10, i)
+	}
+	def.WriteString(`],"edges":[]}`)
+	r.Definition = json.RawMessage(def.String())
+	mustOK(b, s.CreateRun(ctx, r, nil), "CreateRun")
+	b.ResetTimer()
+	for i := range b.N {
+		r.CurrentNodeID = fmt.Sprintf("n%d", i%1000) // the row changes size now and then
+		if err := s.Checkpoint(ctx, r, []*engine.NodeState{checkpointNode(i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // BenchmarkCheckpointParallel is many runs checkpointing at once (8

@@ -87,7 +87,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 			}
 		}
 		n, err := t.exec(sqlInsertRun,
-			hdr.ID, wf, hdr.Kind, string(hdr.Definition), string(hdr.Status), hdr.Input,
+			hdr.ID, wf, hdr.Kind, string(hdr.Status), hdr.Input,
 			hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
 			hdr.Owner, lease, toMicros(hdr.CreatedAt), toMicros(hdr.UpdatedAt), optMicros(hdr.FinishedAt))
 		if err != nil {
@@ -95,6 +95,9 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 		}
 		if n == 0 {
 			return rejected{fmt.Errorf("run already exists: %w", engine.ErrConflict)}
+		}
+		if _, err := t.exec(sqlInsertDefinition, hdr.ID, string(hdr.Definition)); err != nil {
+			return err
 		}
 		return upsertNodes(t, t.stmt(s.w.upsNode), nargs)
 	})
@@ -106,10 +109,13 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 
 // Hot run statements, prepared once by the writer.
 const (
-	sqlInsertRun = `INSERT INTO runs (id, workflow_id, kind, definition, status, input,
+	sqlInsertRun = `INSERT INTO runs (id, workflow_id, kind, status, input,
 waiting_for_input, current_node_id, pending_approvals, error, work_dir, owner, lease_until,
 created_at, updated_at, finished_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
+	// The definition has a table of its own: written once, it is not
+	// rewritten with the run's row on every status change.
+	sqlInsertDefinition = `INSERT INTO run_definitions (run_id, definition) VALUES (?, ?)`
 	sqlAcquireRun = `UPDATE runs SET owner = ?1, lease_until = ?2
 WHERE id = ?3 AND (owner = '' OR owner = ?1 OR lease_until < ?4) AND (?5 = '' OR status = ?5)`
 	sqlReleaseRun = `UPDATE runs SET owner = '', lease_until = 0 WHERE id = ? AND (owner = ? OR owner = '')`
@@ -290,7 +296,9 @@ func (s *Store) ReleaseRun(ctx context.Context, runID, owner string) error {
 
 // --- reads: all through the read pool, seeing committed data only ---
 
-const runColumns = `id, workflow_id, kind, definition, status, input, waiting_for_input,
+const runColumns = `id, workflow_id, kind,
+coalesce((SELECT d.definition FROM run_definitions d WHERE d.run_id = runs.id), ''),
+status, input, waiting_for_input,
 current_node_id, pending_approvals, error, work_dir, created_at, updated_at, finished_at`
 
 type scanner interface{ Scan(dest ...any) error }

@@ -161,7 +161,7 @@ func TestMigrateEmptyDatabase(t *testing.T) {
 	if got, want := schemaVersion(t, s.rdb), SchemaVersion(); got != want || want < 1 {
 		t.Fatalf("schema version %d, want %d (>= 1)", got, want)
 	}
-	want := []string{"goose_db_version", "node_states", "run_events", "runs", "workflow_versions", "workflows"}
+	want := []string{"goose_db_version", "node_states", "run_definitions", "run_events", "runs", "workflow_versions", "workflows"}
 	if got := tableNames(t, s.rdb); !slices.Equal(got, want) {
 		t.Fatalf("tables %v, want %v", got, want)
 	}
@@ -197,6 +197,42 @@ func TestMigrateFromEachVersion(t *testing.T) {
 			s.Emit(ev("r", 1, "x"))
 			mustOK(t, s.Checkpoint(ctx, newRun("r"), nil), "Checkpoint")
 		})
+	}
+}
+
+// TestDefinitionsMoveToTheirOwnTable: runs stored before migration 3 keep
+// their definitions, and going back down to 2 puts them back in the row.
+func TestDefinitionsMoveToTheirOwnTable(t *testing.T) {
+	ctx := testCtx(t)
+	path := filepath.Join(t.TempDir(), "switchyard.db")
+	db := mustRawDB(t, path)
+	p, err := newProvider(db)
+	mustOK(t, err, "newProvider")
+	_, err = p.UpTo(ctx, 2)
+	mustOK(t, err, "migrate up to 2")
+	const def = `{"nodes":[{"id":"s","type":"start"}],"edges":[]}`
+	_, err = db.ExecContext(ctx, `INSERT INTO runs (id, kind, definition, status, created_at, updated_at)
+VALUES ('old-run', 'graph', ?, 'completed', 1, 1)`, def)
+	mustOK(t, err, "insert a version-2 run")
+	mustOK(t, db.Close(), "close raw db")
+
+	s := openAt(t, path)
+	r, err := s.GetRun(ctx, "old-run")
+	mustOK(t, err, "GetRun after migrating")
+	if string(r.Definition) != def {
+		t.Fatalf("definition after migrating: %q", r.Definition)
+	}
+	mustOK(t, s.Close(), "Close")
+
+	db2 := mustRawDB(t, path)
+	p2, err := newProvider(db2)
+	mustOK(t, err, "newProvider")
+	_, err = p2.DownTo(ctx, 2)
+	mustOK(t, err, "down to 2")
+	var got string
+	mustOK(t, db2.QueryRowContext(ctx, `SELECT definition FROM runs WHERE id = 'old-run'`).Scan(&got), "read back")
+	if got != def {
+		t.Fatalf("definition after going down: %q", got)
 	}
 }
 

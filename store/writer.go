@@ -188,7 +188,7 @@ func newWriter(ctx context.Context, s *Store, queueSize int, tries int, delay ti
 	w.upsNode = prep(sqlUpsertNode)
 	// Prepared before any transaction: the writer pool has one connection.
 	w.cache = map[string]*sql.Stmt{}
-	for _, q := range []string{sqlInsertRun, sqlAcquireRun, sqlReleaseRun} {
+	for _, q := range []string{sqlInsertRun, sqlInsertDefinition, sqlAcquireRun, sqlReleaseRun} {
 		w.cache[q] = prep(q)
 	}
 	if err != nil {
