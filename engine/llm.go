@@ -116,7 +116,10 @@ func (t inMemoryBody) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.next.RoundTrip(req)
 	}
 	_ = req.Body.Close() // a RoundTripper closes the body it was given
-	r := req.Clone(req.Context())
+	// A shallow copy, as Request.WithContext makes: the transport only
+	// reads the headers, so they need no deep copy.
+	r := new(http.Request)
+	*r = *req
 	r.Body = body
 	return t.next.RoundTrip(r)
 }

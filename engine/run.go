@@ -151,7 +151,7 @@ func newRunner(e *Engine, p *plan, run *Run, states []*NodeState, lastSeq int64,
 		isDirty:      make([]bool, n),
 		restartRetry: make([]bool, n),
 		cancels:      make(map[int]context.CancelFunc),
-		done:         make(chan nodeDone, 64),
+		done:         make(chan nodeDone, min(n, 64)), // never more in flight than nodes; a full channel only makes a node wait
 		wake:         make(chan struct{}, 1),
 		exited:       make(chan struct{}),
 	}

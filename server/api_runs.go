@@ -245,8 +245,8 @@ func (s *Server) startWorkflow(ctx context.Context, id string, opt engine.StartO
 
 // workDir is where bash/script nodes of runs started here work.
 func (s *Server) workDir() string {
-	d, _ := os.Getwd()
-	return d
+	s.cwdOnce.Do(func() { s.cwd, _ = os.Getwd() }) // the server never changes directory
+	return s.cwd
 }
 
 func (s *Server) getRun(c echo.Context) error {

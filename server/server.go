@@ -88,6 +88,8 @@ type Server struct {
 	st       *store.Store
 	log      *slog.Logger
 	echo     *echo.Echo
+	cwdOnce  sync.Once
+	cwd      string // working directory, read once for new runs' work dir
 	hub      *hub
 	metrics  *Metrics
 	loopback bool
