@@ -116,7 +116,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING
 	// The definition has a table of its own: written once, it is not
 	// rewritten with the run's row on every status change.
 	sqlInsertDefinition = `INSERT INTO run_definitions (run_id, definition) VALUES (?, ?)`
-	sqlAcquireRun = `UPDATE runs SET owner = ?1, lease_until = ?2
+	sqlAcquireRun       = `UPDATE runs SET owner = ?1, lease_until = ?2
 WHERE id = ?3 AND (owner = '' OR owner = ?1 OR lease_until < ?4) AND (?5 = '' OR status = ?5)`
 	sqlReleaseRun = `UPDATE runs SET owner = '', lease_until = 0 WHERE id = ? AND (owner = ? OR owner = '')`
 )
