@@ -36,7 +36,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	width := fs.Int("width", 1000, "fanout: branches")
 	watchers := fs.Int("watchers", 50, "watchers: websocket watchers")
 	busyRuns := fs.Int("runs", 10, "watchers: busy runs watched; approvals: runs paused at an approval")
-	steps := fs.Int("steps", 200, "watchers: steps per busy run (an agent step emits 6 events, an if step 2)")
+	steps := fs.Int("steps", 200, "watchers: steps per busy run (an agent step emits 5 events, an if step 2)")
 	eventRate := fs.Float64("event-rate", 5000, "watchers: target events per second emitted by the runs")
 	burst := fs.Bool("burst", false, "watchers: runs of if nodes that each emit 2×steps events at once, released at --event-rate, instead of steady agent chains")
 	dups := fs.Int("duplicates", 2, "approvals: clients racing for each approval")

@@ -80,7 +80,7 @@ func TestScenariosAgainstARealServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("watchers (burst %v): %d events per run, %d delivered", burst, w.EventsPerRun, w.Delivered)
-		// Steady runs: 20 agent steps of 6 events; bursts: 20 if steps of 2.
+		// Steady runs: 20 agent steps of AgentStepEvents; bursts: 20 if steps of 2.
 		perRun := 20*AgentStepEvents + 5
 		if burst {
 			perRun = 2*20 + 8

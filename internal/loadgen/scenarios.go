@@ -106,9 +106,10 @@ func AgentChainGraph(steps int) json.RawMessage {
 }
 
 // AgentStepEvents is how many events one agent step of AgentChainGraph
-// emits with the built-in fake's reply: step_start, start_prompt, two
-// llm_delta, llm_response, step_end.
-const AgentStepEvents = 6
+// emits with the built-in fake's reply (it arrives at once, so its text is
+// one llm_delta): step_start, start_prompt, llm_delta, llm_response,
+// step_end.
+const AgentStepEvents = 5
 
 // BusyGraph is start → approval → a chain of steps if nodes → agent: it
 // pauses at once, and once approved emits about 2×steps events in a few
