@@ -411,6 +411,31 @@ func TestTimesComeBackUTCAtMicroseconds(t *testing.T) {
 
 // --- the writer ---
 
+// holdWriter emits first and parks the writer inside the commit that wrote
+// it until release is called: ops queued meanwhile form one batch. seen,
+// if not nil, collects the seq of every committed event, in commit order
+// (read it once a later write has returned).
+func holdWriter(t testing.TB, s *Store, first *engine.Event, seen *[]int64) (release func()) {
+	entered, held := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	s.OnCommit(func(evs []engine.Event, _ []*engine.Run) {
+		if seen != nil {
+			for _, e := range evs {
+				*seen = append(*seen, e.Seq)
+			}
+		}
+		once.Do(func() {
+			close(entered)
+			<-held
+		})
+	})
+	s.Emit(first)
+	<-entered
+	release = sync.OnceFunc(func() { close(held) })
+	t.Cleanup(release) // a failed test must not leave Close waiting on the writer
+	return release
+}
+
 // TestGroupCommit holds the writer inside a commit hook while 9,999 events
 // queue up, then checks they went in as a few transactions: slices that
 // double from 128 ops (so the first events are durable early).
@@ -420,16 +445,7 @@ func TestGroupCommit(t *testing.T) {
 	r := newRun("run-group")
 	mustOK(t, s.CreateRun(ctx, r, nil), "CreateRun")
 
-	entered, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	s.OnCommit(func([]engine.Event, []*engine.Run) {
-		once.Do(func() {
-			close(entered)
-			<-release
-		})
-	})
-	s.Emit(ev(r.ID, 1, "1"))
-	<-entered
+	release := holdWriter(t, s, ev(r.ID, 1, "1"), nil)
 	before := s.Stats()
 	for i := int64(2); i <= 10000; i++ {
 		s.Emit(ev(r.ID, i, "x"))
@@ -437,7 +453,7 @@ func TestGroupCommit(t *testing.T) {
 	if d := s.Stats().QueueDepth; d != 9999 {
 		t.Errorf("queue depth %d while the writer is held, want 9999", d)
 	}
-	close(release)
+	release()
 	mustOK(t, s.Checkpoint(ctx, r, nil), "Checkpoint")
 	st := s.Stats()
 	if st.EventsWritten != 10000 {
@@ -462,20 +478,8 @@ func TestFailedSliceFailsTheRest(t *testing.T) {
 	s := openStore(t, withRetry(0, time.Millisecond))
 	r := newRun("run-slices")
 	mustOK(t, s.CreateRun(ctx, r, nil), "CreateRun")
-	entered, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
 	var order []int64 // seqs in the order they were committed
-	s.OnCommit(func(evs []engine.Event, _ []*engine.Run) {
-		for _, e := range evs {
-			order = append(order, e.Seq)
-		}
-		once.Do(func() {
-			close(entered)
-			<-release
-		})
-	})
-	s.Emit(ev(r.ID, 1, "1"))
-	<-entered
+	release := holdWriter(t, s, ev(r.ID, 1, "1"), &order)
 	for i := int64(2); i <= 150; i++ { // the first slice: 128 of these
 		s.Emit(ev(r.ID, i, "x"))
 	}
@@ -486,7 +490,7 @@ func TestFailedSliceFailsTheRest(t *testing.T) {
 	for i := int64(151); i <= 400; i++ { // a third slice, after the failing one
 		s.Emit(ev(r.ID, i, "y"))
 	}
-	close(release)
+	release()
 	if err := <-opErr; !errors.Is(err, boom) {
 		t.Fatalf("failing op: %v", err)
 	}
@@ -522,16 +526,7 @@ func TestFencingWithinOneTransaction(t *testing.T) {
 	mustOK(t, s.AcquireRun(ctx, r.ID, "A", "", t0, t0.Add(time.Second)), "AcquireRun A")
 	other := newRun("run-other")
 	mustOK(t, s.CreateRun(ctx, other, nil), "CreateRun other")
-	entered, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	s.OnCommit(func([]engine.Event, []*engine.Run) {
-		once.Do(func() {
-			close(entered)
-			<-release
-		})
-	})
-	s.Emit(ev(other.ID, 1, "hold"))
-	<-entered
+	release := holdWriter(t, s, ev(other.ID, 1, "hold"), nil)
 	// One batch: A writes, B takes over (A's lease expired), A writes
 	// again (late), B writes.
 	withOwner := func(e *engine.Event, owner string) *engine.Event { e.Owner = owner; return e }
@@ -545,7 +540,7 @@ func TestFencingWithinOneTransaction(t *testing.T) {
 	if d := s.Stats().QueueDepth; d != 5 {
 		t.Fatalf("queue depth %d, want the 5 ops in one batch", d)
 	}
-	close(release)
+	release()
 	mustOK(t, <-acq, "AcquireRun B")
 	mustOK(t, s.Checkpoint(ctx, r, nil), "barrier")
 	evs, err := s.Events(ctx, r.ID, 0, 0)
@@ -588,16 +583,7 @@ func TestEmitBlocksWhenQueueFull(t *testing.T) {
 	s := openStore(t, WithQueueSize(2))
 	r := newRun("run-bp")
 	mustOK(t, s.CreateRun(ctx, r, nil), "CreateRun")
-	entered, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	s.OnCommit(func([]engine.Event, []*engine.Run) {
-		once.Do(func() {
-			close(entered)
-			<-release
-		})
-	})
-	s.Emit(ev(r.ID, 1, "1"))
-	<-entered // the writer is held: nothing leaves the queue
+	release := holdWriter(t, s, ev(r.ID, 1, "1"), nil) // nothing leaves the queue
 	s.Emit(ev(r.ID, 2, "2"))
 	s.Emit(ev(r.ID, 3, "3"))
 	var returned atomic.Bool
@@ -611,7 +597,7 @@ func TestEmitBlocksWhenQueueFull(t *testing.T) {
 	if returned.Load() {
 		t.Fatal("Emit returned although the queue was full and the writer held")
 	}
-	close(release)
+	release()
 	<-emitted
 	mustOK(t, s.Checkpoint(ctx, r, nil), "Checkpoint")
 	evs, err := s.Events(ctx, r.ID, 0, 0)

@@ -378,6 +378,23 @@ type WatchersResult struct {
 	DeliveredRate float64 `json:"deliveredPerSec"`
 }
 
+// startPaused starts n runs of graph and waits until each is paused.
+func startPaused(ctx context.Context, c *Client, sw *StatusWatch, graph json.RawMessage, n int) ([]string, error) {
+	ids := make([]string, n)
+	for i := range ids {
+		var err error
+		if ids[i], err = c.StartRun(ctx, graph, "load"); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range ids {
+		if _, _, err := sw.Wait(id, time.Now().Add(2*time.Minute), "paused"); err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
+}
+
 // Watchers starts busy runs that pause first, attaches websocket watchers,
 // then releases the runs at the target event rate and measures delivery
 // latency, gaps and duplicates for every watcher.
@@ -400,16 +417,9 @@ func Watchers(ctx context.Context, c *Client, cfg WatchersConfig, prog io.Writer
 	if cfg.Burst {
 		graph, mode = BusyGraph(cfg.Steps), "burst"
 	}
-	ids := make([]string, cfg.Runs)
-	for i := range ids {
-		if ids[i], err = c.StartRun(ctx, graph, "load"); err != nil {
-			return nil, err
-		}
-	}
-	for _, id := range ids {
-		if _, _, err := sw.Wait(id, time.Now().Add(time.Minute), "paused"); err != nil {
-			return nil, err
-		}
+	ids, err := startPaused(ctx, c, sw, graph, cfg.Runs)
+	if err != nil {
+		return nil, err
 	}
 	res := &WatchersResult{Mode: mode, Watchers: cfg.Watchers, Runs: cfg.Runs}
 	var (
@@ -577,16 +587,9 @@ func Approvals(ctx context.Context, c *Client, cfg ApprovalsConfig, prog io.Writ
 	}
 	defer sw.Close()
 	graph := ApprovalGraph()
-	ids := make([]string, cfg.Runs)
-	for i := range ids {
-		if ids[i], err = c.StartRun(ctx, graph, "load"); err != nil {
-			return nil, err
-		}
-	}
-	for _, id := range ids {
-		if _, _, err := sw.Wait(id, time.Now().Add(2*time.Minute), "paused"); err != nil {
-			return nil, err
-		}
+	ids, err := startPaused(ctx, c, sw, graph, cfg.Runs)
+	if err != nil {
+		return nil, err
 	}
 	res := &ApprovalsResult{Runs: len(ids)}
 	if cfg.OnPaused != nil {
