@@ -1260,3 +1260,61 @@ func TestTenThousandPausedRuns(t *testing.T) {
 		t.Errorf("heap grew by %.1f MB", float64(heap)/(1<<20))
 	}
 }
+
+// Cancel of a run another live process drives leaves a request that
+// process acts on; when the holder does not act (here a lease taken by
+// hand, as by a stalled process), Cancel says so with ErrCancelPending.
+func TestCancelAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	h := newDurHarness(t)
+	h.script.setHang("a", 2) // node a's calls hang until cancelled
+	stA, stB := h.openStore(), h.openStore()
+	a := h.process("A", 5*time.Second, stA)
+	b := h.process("B", 5*time.Second, stB)
+	r, err := a.StartGraph(ctx, chain3(), engine.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitInFlight(t, h.fake, 1)
+	got, err := b.Cancel(ctx, r.ID)
+	if err != nil || got.Status != engine.StatusCancelled {
+		t.Fatalf("cancel from B: %v %+v", err, got)
+	}
+	if done := waitDone(t, a, r.ID); done.Status != engine.StatusCancelled {
+		t.Fatalf("A ended the run %s", done.Status)
+	}
+	if n := len(h.script.callsOf("b")); n != 0 {
+		t.Errorf("node b ran %d times after the cancel", n)
+	}
+
+	// A holder that never acts: A stops (its run stays running, unowned)
+	// and a stalled "ghost" process holds the lease.
+	r2, err := a.StartGraph(ctx, chain3(), engine.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitInFlight(t, h.fake, 1)
+	a.Close()
+	now := time.Now()
+	if err := stB.AcquireRun(ctx, r2.ID, "ghost", "", now, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	defer engine.SetCancelWait(300 * time.Millisecond)()
+	if _, err := b.Cancel(ctx, r2.ID); !errors.Is(err, engine.ErrCancelPending) {
+		t.Fatalf("cancel of a run a silent holder keeps: %v, want ErrCancelPending", err)
+	}
+	if ids, err := stB.TakeCancelRequests(ctx, "ghost"); err != nil || !slices.Equal(ids, []string{r2.ID}) {
+		t.Errorf("the request waits for the holder: %v %v", ids, err)
+	}
+}
+
+func waitInFlight(t *testing.T, fake *fakeopenai.Server, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for fake.InFlight() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d LLM calls in flight, want %d", fake.InFlight(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -138,15 +138,20 @@ func (e *Engine) LLM() (*LLM, error) {
 // Owner is this engine's lease owner name.
 func (e *Engine) Owner() string { return e.cfg.Owner }
 
-// renewLeases keeps this process's run leases alive.
+// renewLeases keeps this process's run leases alive and acts on cancel
+// requests left for its runs.
 func (e *Engine) renewLeases() {
 	defer e.wg.Done()
 	t := time.NewTicker(e.cfg.LeaseTTL / 3)
 	defer t.Stop()
+	cp := time.NewTicker(cancelPoll)
+	defer cp.Stop()
 	for {
 		select {
 		case <-e.stop:
 			return
+		case <-cp.C:
+			e.takeCancelRequests()
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), e.cfg.LeaseTTL/3)
 			e.releasePending(ctx)
@@ -373,8 +378,74 @@ func (e *Engine) Continue(ctx context.Context, runID string) (*Run, error) {
 }
 
 // Cancel ends a run as cancelled, aborting its in-flight work.
+//
+// A run another live process drives (the server, while this is the CLI)
+// gets a durable cancel request instead: that process polls for requests
+// (see cancelPoll) and stops the run; Cancel waits for it up to
+// cancelWait, then returns ErrCancelPending with the run as it stands.
 func (e *Engine) Cancel(ctx context.Context, runID string) (*Run, error) {
-	return e.deliver(ctx, runID, request{kind: reqCancel})
+	run, err := e.deliver(ctx, runID, request{kind: reqCancel})
+	if !errors.Is(err, ErrDrivenElsewhere) {
+		return run, err
+	}
+	if err := e.store.RequestCancel(ctx, runID); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(cancelWait)
+	for {
+		run, err := e.store.GetRun(ctx, runID)
+		if err != nil {
+			return nil, err
+		}
+		if run.Status.Terminal() {
+			return run, nil
+		}
+		if time.Now().After(deadline) {
+			return run, fmt.Errorf("run %s: %w", runID, ErrCancelPending)
+		}
+		select {
+		case <-ctx.Done():
+			return run, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// cancelPoll is how often a process with live runs looks for cancel
+// requests other processes left for them.
+const cancelPoll = 250 * time.Millisecond
+
+// cancelWait bounds how long Cancel waits for another process to act (a
+// variable for tests).
+var cancelWait = 15 * time.Second
+
+// takeCancelRequests cancels the live runs other processes asked to stop.
+func (e *Engine) takeCancelRequests() {
+	e.mu.Lock()
+	live := len(e.live)
+	e.mu.Unlock()
+	if live == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.LeaseTTL/3)
+	defer cancel()
+	ids, err := e.store.TakeCancelRequests(ctx, e.cfg.Owner)
+	if err != nil {
+		e.log.Warn("read cancel requests", "err", err)
+		return
+	}
+	for _, id := range ids {
+		e.log.Info("cancel requested by another process", "run", id)
+		// Not Cancel: if the run moved on to yet another process, asking
+		// it and waiting would stall lease renewal.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), e.cfg.LeaseTTL)
+			defer cancel()
+			if _, err := e.deliver(ctx, id, request{kind: reqCancel}); err != nil {
+				e.log.Warn("cancel requested run", "run", id, "err", err)
+			}
+		}()
+	}
 }
 
 // deliver hands a request to the run's loop, loading the run from the
@@ -461,7 +532,10 @@ func (e *Engine) load(ctx context.Context, runID string, kind reqKind) (*runner,
 	}
 	now := time.Now()
 	if err := e.store.AcquireRun(ctx, runID, e.cfg.Owner, run.Status, now, now.Add(e.cfg.LeaseTTL)); err != nil {
-		return nil, fmt.Errorf("run %s is being driven elsewhere: %w", runID, err)
+		if errors.Is(err, ErrConflict) {
+			return nil, fmt.Errorf("run %s: %w: %w", runID, ErrDrivenElsewhere, err)
+		}
+		return nil, fmt.Errorf("run %s: take its lease: %w", runID, err)
 	}
 	run, nodes, lastSeq, err := e.store.LoadRun(ctx, runID)
 	if err != nil {

@@ -22,6 +22,7 @@ type memRun struct {
 	nodes      map[string]*NodeState
 	owner      string
 	leaseUntil time.Time
+	cancelReq  bool
 }
 
 // NewMemStore returns an empty in-memory store.
@@ -271,6 +272,33 @@ func (m *MemStore) ReleaseRun(_ context.Context, id, owner string) error {
 	mr.owner = ""
 	mr.leaseUntil = time.Time{}
 	return nil
+}
+
+// RequestCancel implements Store.
+func (m *MemStore) RequestCancel(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mr, ok := m.runs[id]
+	if !ok {
+		return fmt.Errorf("run %s: %w", id, ErrNotFound)
+	}
+	mr.cancelReq = true
+	return nil
+}
+
+// TakeCancelRequests implements Store.
+func (m *MemStore) TakeCancelRequests(_ context.Context, owner string) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var ids []string
+	for id, mr := range m.runs {
+		if owner != "" && mr.owner == owner && mr.cancelReq {
+			mr.cancelReq = false
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
 }
 
 // ListOrphaned implements Store.

@@ -60,6 +60,12 @@ type Store interface {
 	RenewLeases(ctx context.Context, owner string, leaseUntil time.Time) error
 	// ReleaseRun clears the owner of a run that owner holds.
 	ReleaseRun(ctx context.Context, runID, owner string) error
+	// RequestCancel durably asks whichever process drives the run to
+	// cancel it; ErrNotFound if unknown.
+	RequestCancel(ctx context.Context, runID string) error
+	// TakeCancelRequests returns the runs owner holds whose cancel was
+	// requested, and clears those requests.
+	TakeCancelRequests(ctx context.Context, owner string) ([]string, error)
 	// ListOrphaned lists ids of runs a dead process was driving: no owner
 	// or a lease that expired before now, and status pending or running, or
 	// paused with a node still running (in flight, or a claimed decision).

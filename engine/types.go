@@ -172,6 +172,11 @@ var (
 	ErrTerminal        = errors.New("run has already ended")
 	// ErrLeaseLost: this process no longer holds the run's lease.
 	ErrLeaseLost = errors.New("run lease lost to another process")
+	// ErrDrivenElsewhere: another live process holds the run's lease.
+	ErrDrivenElsewhere = errors.New("driven elsewhere: another live process holds the run")
+	// ErrCancelPending: the cancel was requested from the process that
+	// drives the run, which has not stopped it yet.
+	ErrCancelPending = errors.New("cancel requested; the process driving the run has not stopped it yet")
 )
 
 // InvalidError carries the problems of a workflow that failed validation.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -292,6 +293,61 @@ func (s *Store) ReleaseRun(ctx context.Context, runID, owner string) error {
 		return fmt.Errorf("store: release run %s by %s: %w", runID, owner, err)
 	}
 	return nil
+}
+
+// RequestCancel implements engine.Store.
+func (s *Store) RequestCancel(ctx context.Context, runID string) error {
+	err := s.w.do(ctx, nil, func(t *wtx) error {
+		n, err := t.exec(`UPDATE runs SET cancel_requested = 1 WHERE id = ?`, runID)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return rejected{engine.ErrNotFound}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: request cancel of run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// TakeCancelRequests implements engine.Store. It first asks the read pool,
+// so polling with nothing requested costs no write.
+func (s *Store) TakeCancelRequests(ctx context.Context, owner string) ([]string, error) {
+	if owner == "" {
+		return nil, nil
+	}
+	var pending bool
+	err := s.rdb.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE owner = ? AND cancel_requested = 1)`,
+		owner).Scan(&pending)
+	if err != nil || !pending {
+		return nil, err
+	}
+	var ids []string
+	err = s.w.do(ctx, nil, func(t *wtx) error {
+		ids = ids[:0]
+		rows, err := t.tx.QueryContext(t.ctx, `UPDATE runs SET cancel_requested = 0
+WHERE owner = ? AND cancel_requested = 1 RETURNING id`, owner)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: take cancel requests of %s: %w", owner, err)
+	}
+	sort.Strings(ids)
+	return ids, nil
 }
 
 // --- reads: all through the read pool, seeing committed data only ---

@@ -376,7 +376,12 @@ func onRun(ctx context.Context, fs *flag.FlagSet, usage string, args []string, e
 func cmdCancel(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("cancel", flag.ContinueOnError)
 	return onRun(ctx, fs, "cancel RUN_ID [--data DIR]", args, nil, stdout, stderr, func(env *cliEnv, id string) int {
-		if _, err := env.e.Cancel(ctx, id); err != nil {
+		// A run the server (or another process) drives is cancelled by
+		// that process, which polls for the request left in the database.
+		if _, err := env.e.Cancel(ctx, id); errors.Is(err, engine.ErrCancelPending) {
+			fmt.Fprintln(stderr, "switchyard:", oneLine(err))
+			return exitFailed
+		} else if err != nil {
 			return runErrExit(stderr, err)
 		}
 		return env.finish(ctx, id, stdout, stderr)

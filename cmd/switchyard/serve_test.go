@@ -208,6 +208,59 @@ func TestServeNonLoopbackWithToken(t *testing.T) {
 	p.stop(t)
 }
 
+// TestCancelFromTheCLIWhileTheServerDrivesTheRun: `switchyard cancel` on
+// the server's database leaves a request the server acts on: the run and
+// its in-flight LLM call stop, and the CLI reports it cancelled (exit 4).
+func TestCancelFromTheCLIWhileTheServerDrivesTheRun(t *testing.T) {
+	fake := fakeopenai.StartT(t, fakeopenai.WithLatency(time.Minute))
+	data := t.TempDir()
+	env := []string{"OPENAI_BASE_URL=" + fake.URL(), "OPENAI_API_KEY=k"}
+	p := startServe(t, env, "--addr", "127.0.0.1:0", "--data", data)
+	defer p.stop(t)
+	graph := map[string]any{"nodes": []map[string]any{
+		{"id": "s", "type": "start", "position": map[string]any{"x": 0, "y": 0}, "data": map[string]any{"initialInput": "hi"}},
+		{"id": "a", "type": "agent", "position": map[string]any{"x": 1, "y": 0}, "data": map[string]any{"agentName": "A"}},
+	}, "edges": []map[string]any{{"id": "e1", "source": "s", "target": "a", "sourceHandle": "output"}}}
+	status, body := p.post(t, "/api/runs", map[string]any{"graph": graph})
+	if status != http.StatusCreated {
+		t.Fatalf("start run: %d %s", status, body)
+	}
+	var run struct {
+		RunID  string `json:"runId"`
+		Status string `json:"status"`
+	}
+	_ = json.Unmarshal(body, &run)
+	deadline := time.Now().Add(30 * time.Second)
+	for fake.InFlight() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd := exec.Command(binary, "cancel", run.RunID, "--data", data)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	took := time.Since(start)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitCancelled {
+		t.Fatalf("cancel: %v (want exit %d)\nstdout %s\nstderr %s", err, exitCancelled, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), `"status": "cancelled"`) {
+		t.Errorf("cancel printed %s", out.String())
+	}
+	_, _, body = p.get(t, "/api/runs/"+run.RunID, "")
+	_ = json.Unmarshal(body, &run)
+	if run.Status != "cancelled" {
+		t.Fatalf("the server reports the run %q: %s", run.Status, body)
+	}
+	for fake.InFlight() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := fake.InFlight(); n != 0 {
+		t.Errorf("%d LLM calls still in flight after the cancel", n)
+	}
+	t.Logf("cancel through the database took %s", took.Round(time.Millisecond))
+}
+
 // TestServeRecovery: a server killed mid-run leaves the run to the next
 // one: --no-recover marks it interrupted; a normal start continues it.
 func TestServeRecovery(t *testing.T) {
