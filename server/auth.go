@@ -135,10 +135,35 @@ func sameOrigin(r *http.Request) bool {
 	if r.TLS != nil {
 		scheme = "https"
 	}
+	host := r.Host
+	// Behind a reverse proxy that terminates TLS the browser's origin is
+	// https://public-host while the request arrives as plain http, maybe
+	// with the proxy's own Host: the proxy says what the browser used.
+	// Trusting these headers costs no CSRF protection: a page on another
+	// origin cannot set them (custom headers need a CORS preflight, which
+	// this server never grants, and websocket upgrades carry none).
+	if p := forwarded(r, "X-Forwarded-Proto"); p == "http" || p == "https" {
+		scheme = p
+	}
+	if h := forwarded(r, "X-Forwarded-Host"); h != "" {
+		host = h
+	}
 	if !strings.EqualFold(u.Scheme, scheme) {
 		return false
 	}
-	return stripDefaultPort(strings.ToLower(u.Host), scheme) == stripDefaultPort(strings.ToLower(r.Host), scheme)
+	return stripDefaultPort(strings.ToLower(u.Host), scheme) == stripDefaultPort(strings.ToLower(host), scheme)
+}
+
+// viaHTTPS reports whether the browser reached the server over TLS, here or
+// at a reverse proxy in front of it: the session cookie is then Secure.
+func viaHTTPS(r *http.Request) bool {
+	return r.TLS != nil || forwarded(r, "X-Forwarded-Proto") == "https"
+}
+
+// forwarded returns the first (client-side) value of a proxy header.
+func forwarded(r *http.Request, name string) string {
+	v, _, _ := strings.Cut(r.Header.Get(name), ",")
+	return strings.ToLower(strings.TrimSpace(v))
 }
 
 func stripDefaultPort(host, scheme string) string {
@@ -167,7 +192,7 @@ func (s *Server) login(c echo.Context) error {
 	}
 	c.SetCookie(&http.Cookie{
 		Name: SessionCookie, Value: s.session, Path: "/", MaxAge: 30 * 24 * 3600,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.Request().TLS != nil,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: viaHTTPS(c.Request()),
 	})
 	return c.JSON(http.StatusOK, authJSON{AuthRequired: true, Authenticated: true})
 }
@@ -175,7 +200,7 @@ func (s *Server) login(c echo.Context) error {
 func (s *Server) logout(c echo.Context) error {
 	c.SetCookie(&http.Cookie{
 		Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.Request().TLS != nil,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: viaHTTPS(c.Request()),
 	})
 	return c.NoContent(http.StatusNoContent)
 }

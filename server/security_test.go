@@ -18,24 +18,40 @@ func TestOriginChecks(t *testing.T) {
 		name, method, path, origin string
 		body                       any
 		status                     int
+		proxy                      []string // headers a reverse proxy adds
 	}{
-		{"no origin (non-browser client)", "POST", "/api/validate", "", body, 200},
-		{"same origin", "POST", "/api/validate", self, body, 200},
-		{"same origin, other case", "POST", "/api/validate", strings.ToUpper(self[:4]) + self[4:], body, 200},
-		{"foreign origin", "POST", "/api/validate", "http://evil.example", body, 403},
-		{"same host, other scheme", "POST", "/api/validate", strings.Replace(self, "http:", "https:", 1), body, 403},
-		{"same host, other port", "POST", "/api/validate", "http://127.0.0.1:1", body, 403},
-		{"null origin", "POST", "/api/validate", "null", body, 403},
-		{"foreign origin on PUT", "PUT", "/api/workflows/x", "http://evil.example", map[string]any{"version": 1}, 403},
-		{"foreign origin on DELETE", "DELETE", "/api/workflows/x", "http://evil.example", nil, 403},
-		{"foreign origin on login", "POST", "/login", "http://evil.example", map[string]any{"token": "x"}, 403},
-		{"foreign origin may read (CORS keeps the answer from it)", "GET", "/api/config", "http://evil.example", nil, 200},
+		{"no origin (non-browser client)", "POST", "/api/validate", "", body, 200, nil},
+		{"same origin", "POST", "/api/validate", self, body, 200, nil},
+		{"same origin, other case", "POST", "/api/validate", strings.ToUpper(self[:4]) + self[4:], body, 200, nil},
+		{"foreign origin", "POST", "/api/validate", "http://evil.example", body, 403, nil},
+		{"same host, other scheme", "POST", "/api/validate", strings.Replace(self, "http:", "https:", 1), body, 403, nil},
+		{"same host, other port", "POST", "/api/validate", "http://127.0.0.1:1", body, 403, nil},
+		{"null origin", "POST", "/api/validate", "null", body, 403, nil},
+		{"foreign origin on PUT", "PUT", "/api/workflows/x", "http://evil.example", map[string]any{"version": 1}, 403, nil},
+		{"foreign origin on DELETE", "DELETE", "/api/workflows/x", "http://evil.example", nil, 403, nil},
+		{"foreign origin on login", "POST", "/login", "http://evil.example", map[string]any{"token": "x"}, 403, nil},
+		{"foreign origin may read (CORS keeps the answer from it)", "GET", "/api/config", "http://evil.example", nil, 200, nil},
+		// Behind a reverse proxy that terminates TLS for sy.example.
+		{"proxied https origin", "POST", "/api/validate", "https://sy.example", body, 200,
+			[]string{"X-Forwarded-Proto", "https", "X-Forwarded-Host", "sy.example"}},
+		{"proxied, explicit default port", "POST", "/api/validate", "https://sy.example:443", body, 200,
+			[]string{"X-Forwarded-Proto", "https", "X-Forwarded-Host", "sy.example"}},
+		{"proxied, chain of proxies", "POST", "/api/validate", "https://sy.example", body, 200,
+			[]string{"X-Forwarded-Proto", "https, http", "X-Forwarded-Host", "sy.example, internal:8080"}},
+		{"proxied, foreign origin", "POST", "/api/validate", "https://evil.example", body, 403,
+			[]string{"X-Forwarded-Proto", "https", "X-Forwarded-Host", "sy.example"}},
+		{"proxied, http origin for an https site", "POST", "/api/validate", "http://sy.example", body, 403,
+			[]string{"X-Forwarded-Proto", "https", "X-Forwarded-Host", "sy.example"}},
+		{"proxy scheme only", "POST", "/api/validate", strings.Replace(self, "http:", "https:", 1), body, 200,
+			[]string{"X-Forwarded-Proto", "https"}},
+		{"bogus proxy scheme is ignored", "POST", "/api/validate", self, body, 200,
+			[]string{"X-Forwarded-Proto", "gopher"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var hdr []string
+			hdr := tc.proxy
 			if tc.origin != "" {
-				hdr = []string{"Origin", tc.origin}
+				hdr = append([]string{"Origin", tc.origin}, hdr...)
 			}
 			r := v.with(t).request(tc.method, tc.path, tc.body, hdr...)
 			if r.status != tc.status {
@@ -184,8 +200,13 @@ func TestTokenAuth(t *testing.T) {
 		}
 	}
 	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || cookie.Value == "" ||
-		strings.Contains(cookie.Value, "tok-123") {
+		strings.Contains(cookie.Value, "tok-123") || cookie.Secure {
 		t.Fatalf("session cookie %+v", cookie)
+	}
+	// Through a reverse proxy that terminates TLS the cookie is Secure.
+	viaProxy := v.request("POST", "/login", map[string]any{"token": "tok-123"}, "X-Forwarded-Proto", "https")
+	if sc := viaProxy.header.Get("Set-Cookie"); viaProxy.status != http.StatusOK || !strings.Contains(sc, "Secure") {
+		t.Fatalf("login through an https proxy: %d %q", viaProxy.status, sc)
 	}
 	ck := []string{"Cookie", SessionCookie + "=" + cookie.Value}
 	if r := v.request("GET", "/api/workflows", nil, ck...); r.status != http.StatusOK {
