@@ -212,11 +212,11 @@ func (c *crashStore) Emit(ev *engine.Event) {
 	}
 }
 
-func (c *crashStore) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.NodeState) error {
+func (c *crashStore) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.NodeState, events []*engine.Event) error {
 	if c.dead.Load() {
 		return errDead
 	}
-	return c.after("create", c.Store.CreateRun(ctx, r, nodes))
+	return c.after("create", c.Store.CreateRun(ctx, r, nodes, events))
 }
 
 func (c *crashStore) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.NodeState) error {

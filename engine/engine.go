@@ -272,18 +272,20 @@ func (e *Engine) start(ctx context.Context, p *plan, kind string, def json.RawMe
 	for _, i := range p.roots {
 		seed(r, i)
 	}
-	// The queued roots are stored with the run, so a process that dies
-	// before the first checkpoint leaves a run the next one can start.
-	initial := make([]*NodeState, 0, len(p.roots))
-	for _, i := range p.roots {
-		cp := *r.nodes[i]
-		initial = append(initial, &cp)
-	}
-	// Created already held by this process: one round trip, not two.
-	held := *run
-	held.Owner, held.LeaseUntil = e.cfg.Owner, now.Add(e.cfg.LeaseTTL)
-	if err := e.store.CreateRun(ctx, &held, initial); err != nil {
+	// The run is stored with its queued roots, so a process that dies
+	// before the first checkpoint leaves a run the next one can start, and
+	// with the results and events of its first pure steps: one commit.
+	nodes, events := r.prefix()
+	// Created already held by this process: no AcquireRun round trip.
+	hdr := r.header()
+	hdr.Owner, hdr.LeaseUntil = e.cfg.Owner, now.Add(e.cfg.LeaseTTL)
+	if err := e.store.CreateRun(ctx, hdr, nodes, events); err != nil {
 		return nil, fmt.Errorf("create run: %w", err)
+	}
+	for _, ev := range events {
+		for _, s := range e.cfg.Sinks {
+			s.Emit(ev)
+		}
 	}
 	snap := r.header()
 	if err := e.launch(r); err != nil {

@@ -81,7 +81,7 @@ func (m *MemStore) Emit(ev *Event) {
 }
 
 // CreateRun implements Store.
-func (m *MemStore) CreateRun(_ context.Context, r *Run, nodes []*NodeState) error {
+func (m *MemStore) CreateRun(_ context.Context, r *Run, nodes []*NodeState, events []*Event) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, dup := m.runs[r.ID]; dup {
@@ -96,6 +96,15 @@ func (m *MemStore) CreateRun(_ context.Context, r *Run, nodes []*NodeState) erro
 		mr.nodes[n.NodeID] = copyNode(n)
 	}
 	m.runs[r.ID] = mr
+	for _, ev := range events {
+		c := *ev
+		c.Data = append(json.RawMessage(nil), ev.Data...)
+		if len(c.Data) == 0 {
+			c.Data = nil
+		}
+		c.Owner, c.RunID = "", r.ID
+		m.events[r.ID] = append(m.events[r.ID], c)
+	}
 	return nil
 }
 

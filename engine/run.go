@@ -77,6 +77,9 @@ type runner struct {
 	flushT       *time.Timer // armed after a dispatch: commit in-flight state if still running
 	saveFailed   bool        // the last checkpoint failed; hdrDirty is kept
 	finished     bool        // the terminal checkpoint committed, which released the run
+	begun        bool        // begin ran
+	holding      bool        // emit keeps events in held (guarded by emitMu)
+	held         []*Event    // events of prefix, stored with the run
 	redecide     []int       // claimed decisions a crash left unapplied
 	replay       []logged
 	applied      map[string]Decision // decisions re-applied after a crash, by node
@@ -289,6 +292,11 @@ func (r *runner) emit(nodeID, typ, content string, data any) {
 	r.seq++
 	ev := &Event{Seq: r.seq, RunID: r.run.ID, NodeID: nodeID, Type: typ, Content: content,
 		Timestamp: time.Now().UTC(), Data: raw, Owner: r.e.cfg.Owner}
+	if r.holding { // stored with the run itself (see prefix)
+		r.held = append(r.held, ev)
+		r.emitMu.Unlock()
+		return
+	}
 	r.e.store.Emit(ev)
 	for _, s := range r.e.cfg.Sinks {
 		s.Emit(ev)
@@ -373,15 +381,11 @@ type waitRecord struct {
 	State  json.RawMessage `json:"state,omitempty"`
 }
 
-// checkpoint persists the header and the nodes changed since the last one.
-func (r *runner) checkpoint() error {
-	if len(r.dirty) == 0 && !r.headerDirty() {
-		return nil
-	}
-	r.syncHeader()
-	h := r.header()
+// takeDirty copies the nodes changed since the last checkpoint (with their
+// fired edges) and marks them clean; written lists their indexes.
+func (r *runner) takeDirty() (nodes []*NodeState, written []int) {
 	r.stateMu.RLock()
-	nodes := make([]*NodeState, 0, len(r.dirty))
+	nodes = make([]*NodeState, 0, len(r.dirty))
 	for _, i := range r.dirty {
 		cp := *r.nodes[i]
 		cp.Fired = r.firedIDs(i)
@@ -389,8 +393,41 @@ func (r *runner) checkpoint() error {
 		r.isDirty[i] = false
 	}
 	r.stateMu.RUnlock()
-	written := append([]int(nil), r.dirty...)
+	written = append([]int(nil), r.dirty...)
 	r.dirty = r.dirty[:0]
+	return nodes, written
+}
+
+// prefix takes a new run's first steps before it is stored: it begins the
+// run and runs the pure nodes (start, if) its roots lead to, which never
+// block. It returns the node states and events to store with the run, so
+// they share its creation commit instead of a checkpoint right after it.
+func (r *runner) prefix() ([]*NodeState, []*Event) {
+	r.holding = true
+	r.begin()
+	r.evaluate()
+	for r.ending == "" && r.status() == StatusRunning && r.dispatchWhere(isPure) {
+		r.evaluate()
+	}
+	r.syncHeader()
+	nodes, _ := r.takeDirty()
+	r.hdrDirty = false
+	r.emitMu.Lock()
+	r.holding = false
+	events := r.held
+	r.held = nil
+	r.emitMu.Unlock()
+	return nodes, events
+}
+
+// checkpoint persists the header and the nodes changed since the last one.
+func (r *runner) checkpoint() error {
+	if len(r.dirty) == 0 && !r.headerDirty() {
+		return nil
+	}
+	r.syncHeader()
+	h := r.header()
+	nodes, written := r.takeDirty()
 	h.UpdatedAt = time.Now().UTC()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -508,8 +545,13 @@ func (r *runner) status() RunStatus {
 	return r.run.Status
 }
 
-// begin moves a fresh or recovered run to running (or keeps it paused).
+// begin moves a fresh or recovered run to running (or keeps it paused),
+// once (prefix may have done it before the loop starts).
 func (r *runner) begin() {
+	if r.begun {
+		return
+	}
+	r.begun = true
 	for _, l := range r.replay {
 		now := time.Now().UTC()
 		ns := r.nodes[l.idx]

@@ -25,9 +25,10 @@ type RunFilter struct {
 type Store interface {
 	Sink
 
-	// CreateRun stores a new run and its initial node states. When r.Owner
-	// is set, the run is stored held by r.Owner until r.LeaseUntil.
-	CreateRun(ctx context.Context, r *Run, nodes []*NodeState) error
+	// CreateRun stores a new run, its initial node states and its first
+	// events, in one transaction. When r.Owner is set, the run is stored
+	// held by r.Owner until r.LeaseUntil.
+	CreateRun(ctx context.Context, r *Run, nodes []*NodeState, events []*Event) error
 	// Checkpoint durably writes the run header and the given node states
 	// (upsert by node id), strictly after every event of this run already
 	// passed to Emit. It returns once they are committed. When r.Owner is

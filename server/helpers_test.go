@@ -510,7 +510,7 @@ func createRawRun(t testing.TB, st *store.Store, status engine.RunStatus) string
 	now := time.Now().UTC()
 	r := &engine.Run{ID: id, Kind: engine.KindGraph, Definition: json.RawMessage(`{"nodes":[],"edges":[]}`),
 		Status: status, PendingApprovals: []engine.PendingApproval{}, CreatedAt: now, UpdatedAt: now}
-	if err := st.CreateRun(context.Background(), r, nil); err != nil {
+	if err := st.CreateRun(context.Background(), r, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	return id

@@ -103,7 +103,7 @@ func BenchmarkRunHistoryScan(b *testing.B) {
 		}
 		r := &engine.Run{ID: newID(), Kind: engine.KindYAML, Definition: def, Status: engine.StatusCompleted,
 			PendingApprovals: []engine.PendingApproval{}, CreatedAt: now.Add(-time.Duration(i) * time.Millisecond), UpdatedAt: now}
-		if err := v.st.CreateRun(context.Background(), r, nil); err != nil {
+		if err := v.st.CreateRun(context.Background(), r, nil, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

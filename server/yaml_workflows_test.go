@@ -564,7 +564,7 @@ func TestRunHistoryScanSkipsNone(t *testing.T) {
 		} else {
 			want++
 		}
-		if err := v.st.CreateRun(context.Background(), r, nil); err != nil {
+		if err := v.st.CreateRun(context.Background(), r, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -27,7 +27,7 @@ func BenchmarkEmitEvents(b *testing.B) {
 	rs := make([]*engine.Run, runs)
 	for i := range rs {
 		rs[i] = newRun(fmt.Sprintf("run-%d", i))
-		mustOK(b, s.CreateRun(ctx, rs[i], nil), "CreateRun")
+		mustOK(b, s.CreateRun(ctx, rs[i], nil, nil), "CreateRun")
 	}
 	content := strings.Repeat("t", 64) // a typical streamed LLM chunk
 	ev := engine.Event{NodeID: "agent-1", Type: engine.EvLLMDelta, Content: content, Timestamp: t0}
@@ -60,7 +60,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 	ctx := testCtx(b)
 	s := benchStore(b)
 	r := newRun("run-cp")
-	mustOK(b, s.CreateRun(ctx, r, nil), "CreateRun")
+	mustOK(b, s.CreateRun(ctx, r, nil, nil), "CreateRun")
 	b.ResetTimer()
 	for i := range b.N {
 		if err := s.Checkpoint(ctx, r, []*engine.NodeState{checkpointNode(i)}); err != nil {
@@ -88,7 +88,7 @@ func BenchmarkCheckpointLargeGraph(b *testing.B) {
 	}
 	def.WriteString(`],"edges":[]}`)
 	r.Definition = json.RawMessage(def.String())
-	mustOK(b, s.CreateRun(ctx, r, nil), "CreateRun")
+	mustOK(b, s.CreateRun(ctx, r, nil, nil), "CreateRun")
 	b.ResetTimer()
 	for i := range b.N {
 		r.CurrentNodeID = fmt.Sprintf("n%d", i%1000) // the row changes size now and then
@@ -108,7 +108,7 @@ func BenchmarkCheckpointParallel(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		r := newRun(fmt.Sprintf("run-par-%d", next.Add(1)))
-		if err := s.CreateRun(ctx, r, nil); err != nil {
+		if err := s.CreateRun(ctx, r, nil, nil); err != nil {
 			b.Error(err)
 			return
 		}

@@ -178,7 +178,7 @@ func BenchmarkEmitRealisticEvents(b *testing.B) {
 		now := time.Now()
 		headers[i] = &engine.Run{ID: fmt.Sprintf("run-%d", i), Kind: engine.KindGraph, Definition: []byte(`{}`),
 			Status: engine.StatusRunning, PendingApprovals: []engine.PendingApproval{}, CreatedAt: now, UpdatedAt: now}
-		if err := st.CreateRun(ctx, headers[i], nil); err != nil {
+		if err := st.CreateRun(ctx, headers[i], nil, nil); err != nil {
 			b.Fatal(err)
 		}
 		ids[i] = headers[i].ID

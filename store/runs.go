@@ -51,11 +51,12 @@ func (s *Store) OnCommit(h func(events []engine.Event, runs []*engine.Run)) {
 	s.w.addHook(h)
 }
 
-// CreateRun stores a new run and its initial node states. r.ID is required;
+// CreateRun stores a new run, its initial node states and its first events
+// (their RunID is set to r.ID) in one transaction. r.ID is required;
 // ErrConflict if a run with that id exists, ErrNotFound if r.WorkflowID is
 // set but names no stored workflow. It goes through the write queue, so it
 // is ordered before the run's later events.
-func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.NodeState) error {
+func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.NodeState, events []*engine.Event) error {
 	if r == nil || r.ID == "" {
 		return errors.New("store: create run: run id is required")
 	}
@@ -76,7 +77,14 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 	if hdr.Owner != "" {
 		lease = toMicros(hdr.LeaseUntil)
 	}
-	err = s.w.do(ctx, hdr, func(t *wtx) error {
+	evs := make([]engine.Event, len(events))
+	for i, ev := range events {
+		evs[i] = *ev
+		evs[i].RunID = hdr.ID
+		evs[i].Data = bytes.Clone(ev.Data)
+		evs[i].Timestamp = normTime(ev.Timestamp)
+	}
+	err = s.w.doEvents(ctx, hdr, evs, func(t *wtx) error {
 		if wf != nil {
 			var one int
 			err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM workflows WHERE id = ?`, wf).Scan(&one)
@@ -99,6 +107,19 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 		}
 		if _, err := t.exec(sqlInsertDefinition, hdr.ID, string(hdr.Definition)); err != nil {
 			return err
+		}
+		if len(evs) > 0 {
+			ins := t.stmt(s.w.insEventFenced) // the run was just created
+			for i := range evs {
+				e := &evs[i]
+				if _, err := ins.ExecContext(t.ctx, e.RunID, e.Seq, e.NodeID, e.Type, e.Content,
+					toMicros(e.Timestamp), nullText(e.Data)); err != nil {
+					return fmt.Errorf("event %d: %w", e.Seq, err)
+				}
+			}
+			if hdr.Owner != "" {
+				t.fenced[hdr.ID] = hdr.Owner
+			}
 		}
 		return upsertNodes(t, t.stmt(s.w.upsNode), nargs)
 	})

@@ -127,7 +127,7 @@ func TestDefaultPathAndDirectory(t *testing.T) {
 func TestPathWithURICharacters(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "we?ird #dir%20", "db?x.db")
 	s := openAt(t, path)
-	mustOK(t, s.CreateRun(testCtx(t), newRun("r"), nil), "CreateRun")
+	mustOK(t, s.CreateRun(testCtx(t), newRun("r"), nil, nil), "CreateRun")
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("database not at the given path: %v", err)
 	}
@@ -193,7 +193,7 @@ func TestMigrateFromEachVersion(t *testing.T) {
 				t.Fatalf("after Open: schema version %d, want %d", got, SchemaVersion())
 			}
 			// The migrated schema works.
-			mustOK(t, s.CreateRun(ctx, newRun("r"), []*engine.NodeState{{NodeID: "a"}}), "CreateRun")
+			mustOK(t, s.CreateRun(ctx, newRun("r"), []*engine.NodeState{{NodeID: "a"}}, nil), "CreateRun")
 			s.Emit(ev("r", 1, "x"))
 			mustOK(t, s.Checkpoint(ctx, newRun("r"), nil), "Checkpoint")
 		})
@@ -348,7 +348,7 @@ func TestDurableAcrossReopen(t *testing.T) {
 	mustOK(t, err, "CreateWorkflow")
 	r := newRun("run-durable")
 	r.WorkflowID = wf.ID
-	mustOK(t, s.CreateRun(ctx, r, []*engine.NodeState{{NodeID: "a", Status: engine.NodeQueued}}), "CreateRun")
+	mustOK(t, s.CreateRun(ctx, r, []*engine.NodeState{{NodeID: "a", Status: engine.NodeQueued}}, nil), "CreateRun")
 	mustOK(t, s.AcquireRun(ctx, r.ID, "proc", "", t0, t0.Add(time.Hour)), "AcquireRun")
 	for i := int64(1); i <= 500; i++ {
 		s.Emit(ev(r.ID, i, fmt.Sprint(i)))
@@ -386,7 +386,7 @@ func TestTimesComeBackUTCAtMicroseconds(t *testing.T) {
 	r := newRun("run-time")
 	r.CreatedAt, r.UpdatedAt, r.FinishedAt = local, local, &fin
 	r.PendingApprovals = []engine.PendingApproval{{NodeID: "a", Since: local}}
-	mustOK(t, s.CreateRun(ctx, r, []*engine.NodeState{{NodeID: "a", StartedAt: &local}}), "CreateRun")
+	mustOK(t, s.CreateRun(ctx, r, []*engine.NodeState{{NodeID: "a", StartedAt: &local}}, nil), "CreateRun")
 	s.Emit(&engine.Event{RunID: r.ID, Seq: 1, Type: engine.EvOutput, Timestamp: local})
 	mustOK(t, s.Checkpoint(ctx, r, nil), "Checkpoint")
 
@@ -443,7 +443,7 @@ func TestGroupCommit(t *testing.T) {
 	ctx := testCtx(t)
 	s := openStore(t)
 	r := newRun("run-group")
-	mustOK(t, s.CreateRun(ctx, r, nil), "CreateRun")
+	mustOK(t, s.CreateRun(ctx, r, nil, nil), "CreateRun")
 
 	release := holdWriter(t, s, ev(r.ID, 1, "1"), nil)
 	before := s.Stats()
@@ -477,7 +477,7 @@ func TestFailedSliceFailsTheRest(t *testing.T) {
 	ctx := testCtx(t)
 	s := openStore(t, withRetry(0, time.Millisecond))
 	r := newRun("run-slices")
-	mustOK(t, s.CreateRun(ctx, r, nil), "CreateRun")
+	mustOK(t, s.CreateRun(ctx, r, nil, nil), "CreateRun")
 	var order []int64 // seqs in the order they were committed
 	release := holdWriter(t, s, ev(r.ID, 1, "1"), &order)
 	for i := int64(2); i <= 150; i++ { // the first slice: 128 of these
@@ -522,10 +522,10 @@ func TestFencingWithinOneTransaction(t *testing.T) {
 	ctx := testCtx(t)
 	s := openStore(t)
 	r := newRun("run-fence-batch")
-	mustOK(t, s.CreateRun(ctx, r, nil), "CreateRun")
+	mustOK(t, s.CreateRun(ctx, r, nil, nil), "CreateRun")
 	mustOK(t, s.AcquireRun(ctx, r.ID, "A", "", t0, t0.Add(time.Second)), "AcquireRun A")
 	other := newRun("run-other")
-	mustOK(t, s.CreateRun(ctx, other, nil), "CreateRun other")
+	mustOK(t, s.CreateRun(ctx, other, nil, nil), "CreateRun other")
 	release := holdWriter(t, s, ev(other.ID, 1, "hold"), nil)
 	// One batch: A writes, B takes over (A's lease expired), A writes
 	// again (late), B writes.
@@ -559,7 +559,7 @@ func TestGroupCommitUnderLoad(t *testing.T) {
 	ctx := testCtx(t)
 	s := openStore(t)
 	r := newRun("run-load")
-	mustOK(t, s.CreateRun(ctx, r, nil), "CreateRun")
+	mustOK(t, s.CreateRun(ctx, r, nil, nil), "CreateRun")
 	for i := int64(1); i <= 10000; i++ {
 		s.Emit(ev(r.ID, i, "x"))
 	}
@@ -582,7 +582,7 @@ func TestEmitBlocksWhenQueueFull(t *testing.T) {
 	ctx := testCtx(t)
 	s := openStore(t, WithQueueSize(2))
 	r := newRun("run-bp")
-	mustOK(t, s.CreateRun(ctx, r, nil), "CreateRun")
+	mustOK(t, s.CreateRun(ctx, r, nil, nil), "CreateRun")
 	release := holdWriter(t, s, ev(r.ID, 1, "1"), nil) // nothing leaves the queue
 	s.Emit(ev(r.ID, 2, "2"))
 	s.Emit(ev(r.ID, 3, "3"))
@@ -612,7 +612,7 @@ func TestOnCommitSeesCommittedEventsInOrder(t *testing.T) {
 	s := openStore(t)
 	runs := []*engine.Run{newRun("run-h1"), newRun("run-h2")}
 	for _, r := range runs {
-		mustOK(t, s.CreateRun(ctx, r, nil), "CreateRun")
+		mustOK(t, s.CreateRun(ctx, r, nil, nil), "CreateRun")
 	}
 
 	var mu sync.Mutex
@@ -689,7 +689,7 @@ func TestBadEventDoesNotPoisonBatch(t *testing.T) {
 	ctx := testCtx(t)
 	s := openStore(t)
 	r := newRun("run-ok")
-	mustOK(t, s.CreateRun(ctx, r, nil), "CreateRun")
+	mustOK(t, s.CreateRun(ctx, r, nil, nil), "CreateRun")
 	s.Emit(ev(r.ID, 1, "first"))
 	s.Emit(ev("no-such-run", 1, "orphan")) // unknown run
 	s.Emit(ev(r.ID, 2, "second"))
@@ -714,7 +714,7 @@ func TestCloseStopsAcceptingWrites(t *testing.T) {
 	ctx := testCtx(t)
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "switchyard.db"), WithLogger(testLogger(t)))
 	mustOK(t, err, "Open")
-	mustOK(t, s.CreateRun(ctx, newRun("r"), nil), "CreateRun")
+	mustOK(t, s.CreateRun(ctx, newRun("r"), nil, nil), "CreateRun")
 	mustOK(t, s.Close(), "Close")
 	mustOK(t, s.Close(), "Close again")
 	s.Emit(ev("r", 1, "late")) // must not panic
@@ -729,7 +729,7 @@ func TestCloseStopsAcceptingWrites(t *testing.T) {
 
 func TestCheckpointWithDoneContext(t *testing.T) {
 	s := openStore(t)
-	mustOK(t, s.CreateRun(testCtx(t), newRun("r"), nil), "CreateRun")
+	mustOK(t, s.CreateRun(testCtx(t), newRun("r"), nil, nil), "CreateRun")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	r := newRun("r")
@@ -771,7 +771,7 @@ func TestWriteErrorThenRecovery(t *testing.T) {
 	// none is dropped before the "disk" is freed.
 	s := openStore(t, withRetry(1<<30, time.Millisecond))
 	r := newRun("run-full-disk")
-	mustOK(t, s.CreateRun(ctx, r, []*engine.NodeState{{NodeID: "a"}}), "CreateRun")
+	mustOK(t, s.CreateRun(ctx, r, []*engine.NodeState{{NodeID: "a"}}, nil), "CreateRun")
 
 	limitPages(t, s, true)
 	big := strings.Repeat("x", 2<<20)
@@ -814,7 +814,7 @@ func TestEventsDroppedAfterRetries(t *testing.T) {
 	ctx := testCtx(t)
 	s := openStore(t, withRetry(2, time.Millisecond))
 	r := newRun("run-drop")
-	mustOK(t, s.CreateRun(ctx, r, nil), "CreateRun")
+	mustOK(t, s.CreateRun(ctx, r, nil, nil), "CreateRun")
 	limitPages(t, s, true)
 	for i := int64(1); i <= 3; i++ {
 		s.Emit(ev(r.ID, i, strings.Repeat("z", 256<<10)))
@@ -897,10 +897,10 @@ func TestWorkflowsCRUD(t *testing.T) {
 	// Runs outlive their workflow.
 	r := newRun("run-of-wf")
 	r.WorkflowID = created.ID
-	mustOK(t, s.CreateRun(ctx, r, nil), "CreateRun")
+	mustOK(t, s.CreateRun(ctx, r, nil, nil), "CreateRun")
 	bad := newRun("run-of-nothing")
 	bad.WorkflowID = "no-such-workflow"
-	wantIs(t, s.CreateRun(ctx, bad, nil), engine.ErrNotFound, "CreateRun for an unknown workflow")
+	wantIs(t, s.CreateRun(ctx, bad, nil, nil), engine.ErrNotFound, "CreateRun for an unknown workflow")
 
 	mustOK(t, s.DeleteWorkflow(ctx, created.ID), "DeleteWorkflow")
 	_, err = s.GetWorkflow(ctx, created.ID)

@@ -38,6 +38,7 @@ type op struct {
 	fn   func(t *wtx) error // opSync
 	ctx  context.Context    // opSync: a done ctx skips the op
 	run  *engine.Run        // opSync: header reported to OnCommit hooks, may be nil
+	evs  []engine.Event     // opSync: events fn writes, reported to OnCommit hooks
 	done chan error         // opSync: buffered(1), gets the outcome
 
 	// outcome within the current batch
@@ -236,10 +237,16 @@ func (w *writer) enqueue(ctx context.Context, o op) error {
 // do runs fn in the writer's next batch and waits for the commit. run, if
 // not nil, is passed to the commit hooks.
 func (w *writer) do(ctx context.Context, run *engine.Run, fn func(t *wtx) error) error {
+	return w.doEvents(ctx, run, nil, fn)
+}
+
+// doEvents is do for an op that also writes evs (in order): the commit
+// hooks get them as if they had been emitted.
+func (w *writer) doEvents(ctx context.Context, run *engine.Run, evs []engine.Event, fn func(t *wtx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	o := op{kind: opSync, fn: fn, ctx: ctx, run: run, done: make(chan error, 1)}
+	o := op{kind: opSync, fn: fn, ctx: ctx, run: run, evs: evs, done: make(chan error, 1)}
 	if err := w.enqueue(ctx, o); err != nil {
 		return err
 	}
@@ -485,8 +492,12 @@ func (w *writer) commitDone(batch []op) {
 		case opSync:
 			if o.res == nil {
 				ops++
-				if o.run != nil && len(hooks) > 0 {
-					runs = append(runs, o.run)
+				written += uint64(len(o.evs))
+				if len(hooks) > 0 {
+					events = append(events, o.evs...)
+					if o.run != nil {
+						runs = append(runs, o.run)
+					}
 				}
 			}
 		}

@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) engine.Store) {
 		{"CreateRunHeldByOwner", testCreateHeld},
 		{"TerminalCheckpointReleases", testTerminalReleases},
 		{"CancelRequests", testCancelRequests},
+		{"CreateRunWithEvents", testCreateWithEvents},
 		{"RenewLeases", testRenew},
 		{"ListOrphaned", testOrphaned},
 		{"WritesAreFencedByOwner", testFencing},
@@ -147,7 +148,7 @@ func mustIs(t *testing.T, err, target error, what string) {
 
 func create(t *testing.T, s engine.Store, r *engine.Run, nodes ...*engine.NodeState) {
 	t.Helper()
-	must(t, s.CreateRun(ctxT(t), r, nodes), "CreateRun "+r.ID)
+	must(t, s.CreateRun(ctxT(t), r, nodes, nil), "CreateRun "+r.ID)
 }
 
 // --- comparison (nil and empty slices are equal; times by time.Equal) ---
@@ -391,7 +392,7 @@ func testCreateDuplicate(t *testing.T, s engine.Store) {
 	r := newRun("run-dup", engine.StatusPending, t0)
 	create(t, s, r, &engine.NodeState{NodeID: "a"})
 	other := newRun("run-dup", engine.StatusRunning, t0.Add(time.Hour))
-	err := s.CreateRun(ctx, other, []*engine.NodeState{{NodeID: "b"}})
+	err := s.CreateRun(ctx, other, []*engine.NodeState{{NodeID: "b"}}, nil)
 	mustIs(t, err, engine.ErrConflict, "CreateRun with an existing id")
 	got, nodes, _, err := s.LoadRun(ctx, r.ID)
 	must(t, err, "LoadRun")
@@ -860,6 +861,30 @@ func testTerminalReleases(t *testing.T, s engine.Store) {
 		hdr.Status = st
 		must(t, s.Checkpoint(ctx, &hdr, nil), "terminal checkpoint")
 		must(t, s.AcquireRun(ctx, r.ID, "B", "", t0, t0.Add(time.Hour)), "acquire after a "+string(st)+" checkpoint")
+	}
+}
+
+// testCreateWithEvents: a run's first events are stored with it, and the
+// log continues after them.
+func testCreateWithEvents(t *testing.T, s engine.Store) {
+	ctx := ctxT(t)
+	r := newRun("run-first-events", engine.StatusRunning, t0)
+	r.Owner, r.LeaseUntil = "A", t0.Add(time.Hour)
+	first := []*engine.Event{
+		{Seq: 1, NodeID: engine.SystemNodeID, Type: engine.EvRunStatus, Content: "running", Timestamp: t0, Owner: "A"},
+		{Seq: 2, NodeID: "s", Type: engine.EvStepStart, Content: "Start node", Timestamp: t0,
+			Data: json.RawMessage(`{"type":"start","visit":1}`), Owner: "A"},
+	}
+	must(t, s.CreateRun(ctx, r, []*engine.NodeState{{NodeID: "s", Status: engine.NodeCompleted}}, first), "CreateRun")
+	s.Emit(&engine.Event{RunID: r.ID, Seq: 3, NodeID: "s", Type: engine.EvStepEnd, Content: "completed", Timestamp: t0, Owner: "A"})
+	must(t, s.Checkpoint(ctx, r, nil), "barrier")
+	evs, err := s.Events(ctx, r.ID, 0, 0)
+	must(t, err, "Events")
+	if len(evs) != 3 || evs[0].Seq != 1 || evs[1].Seq != 2 || evs[2].Seq != 3 {
+		t.Fatalf("events after create: %+v", evs)
+	}
+	if evs[0].Type != engine.EvRunStatus || evs[0].RunID != r.ID || string(evs[1].Data) != `{"type":"start","visit":1}` {
+		t.Errorf("first events %+v", evs[:2])
 	}
 }
 
