@@ -208,6 +208,36 @@ func TestServeNonLoopbackWithToken(t *testing.T) {
 	p.stop(t)
 }
 
+// runInfo is the part of a run's JSON these tests read.
+type runInfo struct {
+	RunID  string `json:"runId"`
+	Status string `json:"status"`
+}
+
+// startAgentRun starts start → agent through the API and returns once the
+// agent's LLM call is in flight.
+func startAgentRun(t *testing.T, p *serverProc, fake *fakeopenai.Server) runInfo {
+	t.Helper()
+	graph := map[string]any{"nodes": []map[string]any{
+		{"id": "s", "type": "start", "position": map[string]any{"x": 0, "y": 0}, "data": map[string]any{"initialInput": "hi"}},
+		{"id": "a", "type": "agent", "position": map[string]any{"x": 1, "y": 0}, "data": map[string]any{"agentName": "A"}},
+	}, "edges": []map[string]any{{"id": "e1", "source": "s", "target": "a", "sourceHandle": "output"}}}
+	status, body := p.post(t, "/api/runs", map[string]any{"graph": graph})
+	if status != http.StatusCreated {
+		t.Fatalf("start run: %d %s", status, body)
+	}
+	var run runInfo
+	_ = json.Unmarshal(body, &run)
+	deadline := time.Now().Add(30 * time.Second)
+	for fake.InFlight() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the agent's LLM call never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return run
+}
+
 // TestCancelFromTheCLIWhileTheServerDrivesTheRun: `switchyard cancel` on
 // the server's database leaves a request the server acts on: the run and
 // its in-flight LLM call stop, and the CLI reports it cancelled (exit 4).
@@ -217,23 +247,8 @@ func TestCancelFromTheCLIWhileTheServerDrivesTheRun(t *testing.T) {
 	env := []string{"OPENAI_BASE_URL=" + fake.URL(), "OPENAI_API_KEY=k"}
 	p := startServe(t, env, "--addr", "127.0.0.1:0", "--data", data)
 	defer p.stop(t)
-	graph := map[string]any{"nodes": []map[string]any{
-		{"id": "s", "type": "start", "position": map[string]any{"x": 0, "y": 0}, "data": map[string]any{"initialInput": "hi"}},
-		{"id": "a", "type": "agent", "position": map[string]any{"x": 1, "y": 0}, "data": map[string]any{"agentName": "A"}},
-	}, "edges": []map[string]any{{"id": "e1", "source": "s", "target": "a", "sourceHandle": "output"}}}
-	status, body := p.post(t, "/api/runs", map[string]any{"graph": graph})
-	if status != http.StatusCreated {
-		t.Fatalf("start run: %d %s", status, body)
-	}
-	var run struct {
-		RunID  string `json:"runId"`
-		Status string `json:"status"`
-	}
-	_ = json.Unmarshal(body, &run)
+	run := startAgentRun(t, p, fake)
 	deadline := time.Now().Add(30 * time.Second)
-	for fake.InFlight() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
 	cmd := exec.Command(binary, "cancel", run.RunID, "--data", data)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -247,7 +262,7 @@ func TestCancelFromTheCLIWhileTheServerDrivesTheRun(t *testing.T) {
 	if !strings.Contains(out.String(), `"status": "cancelled"`) {
 		t.Errorf("cancel printed %s", out.String())
 	}
-	_, _, body = p.get(t, "/api/runs/"+run.RunID, "")
+	_, _, body := p.get(t, "/api/runs/"+run.RunID, "")
 	_ = json.Unmarshal(body, &run)
 	if run.Status != "cancelled" {
 		t.Fatalf("the server reports the run %q: %s", run.Status, body)
@@ -269,29 +284,14 @@ func TestServeRecovery(t *testing.T) {
 	env := []string{"OPENAI_BASE_URL=" + fake.URL(), "OPENAI_API_KEY=k", "SWITCHYARD_LEASE_TTL=1s"}
 
 	p := startServe(t, env, "--addr", "127.0.0.1:0", "--data", data)
-	graph := map[string]any{"nodes": []map[string]any{
-		{"id": "s", "type": "start", "position": map[string]any{"x": 0, "y": 0}, "data": map[string]any{"initialInput": "hi"}},
-		{"id": "a", "type": "agent", "position": map[string]any{"x": 1, "y": 0}, "data": map[string]any{"agentName": "A"}},
-	}, "edges": []map[string]any{{"id": "e1", "source": "s", "target": "a", "sourceHandle": "output"}}}
-	status, body := p.post(t, "/api/runs", map[string]any{"graph": graph})
-	if status != http.StatusCreated {
-		t.Fatalf("start run: %d %s", status, body)
-	}
-	var run struct {
-		RunID  string `json:"runId"`
-		Status string `json:"status"`
-	}
-	_ = json.Unmarshal(body, &run)
+	run := startAgentRun(t, p, fake)
 	deadline := time.Now().Add(30 * time.Second)
-	for fake.InFlight() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
 	_ = p.cmd.Process.Signal(syscall.SIGKILL) // a crash
 	<-p.exited
 	time.Sleep(1200 * time.Millisecond) // let the dead server's lease expire
 
 	p2 := startServe(t, env, "--addr", "127.0.0.1:0", "--data", data, "--no-recover")
-	_, _, body = p2.get(t, "/api/runs/"+run.RunID, "")
+	_, _, body := p2.get(t, "/api/runs/"+run.RunID, "")
 	_ = json.Unmarshal(body, &run)
 	if run.Status != "interrupted" {
 		t.Fatalf("with --no-recover the run is %q, want interrupted: %s", run.Status, body)
@@ -304,7 +304,7 @@ func TestServeRecovery(t *testing.T) {
 		return r
 	})
 	p3 := startServe(t, env, "--addr", "127.0.0.1:0", "--data", data)
-	status, body = p3.post(t, "/api/runs/"+run.RunID+"/continue", map[string]any{})
+	status, body := p3.post(t, "/api/runs/"+run.RunID+"/continue", map[string]any{})
 	if status != http.StatusOK {
 		t.Fatalf("continue: %d %s", status, body)
 	}

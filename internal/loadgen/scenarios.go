@@ -91,18 +91,25 @@ func ApprovalGraph() json.RawMessage {
 // pauses at once, and once approved emits about AgentStepEvents events per
 // LLM latency, a steady stream like a real workflow's.
 func AgentChainGraph(steps int) json.RawMessage {
+	g, _, _ := gatedChain(steps, "a", "agent", map[string]any{"agentName": "A", "userPrompt": "hi"}, "output")
+	return g.json()
+}
+
+// gatedChain is start → approval → steps nodes of one type, each linked by
+// handle; it returns the graph and the last node and handle.
+func gatedChain(steps int, prefix, typ string, data map[string]any, handle string) (*ggraph, string, string) {
 	g := &ggraph{}
 	g.node("s", "start", nil)
 	g.node("gate", "approval", nil)
 	g.edge("s", "output", "gate")
-	prev, handle := "gate", "approve"
+	prev, out := "gate", "approve"
 	for i := 0; i < steps; i++ {
-		id := fmt.Sprintf("a%d", i)
-		g.node(id, "agent", map[string]any{"agentName": "A", "userPrompt": "hi"})
-		g.edge(prev, handle, id)
-		prev, handle = id, "output"
+		id := fmt.Sprintf("%s%d", prefix, i)
+		g.node(id, typ, data)
+		g.edge(prev, out, id)
+		prev, out = id, handle
 	}
-	return g.json()
+	return g, prev, out
 }
 
 // AgentStepEvents is how many events one agent step of AgentChainGraph
@@ -115,17 +122,7 @@ const AgentStepEvents = 5
 // pauses at once, and once approved emits about 2×steps events in a few
 // milliseconds (pure nodes run back to back).
 func BusyGraph(steps int) json.RawMessage {
-	g := &ggraph{}
-	g.node("s", "start", nil)
-	g.node("gate", "approval", nil)
-	g.edge("s", "output", "gate")
-	prev, handle := "gate", "approve"
-	for i := 0; i < steps; i++ {
-		id := fmt.Sprintf("c%d", i)
-		g.node(id, "if", nil)
-		g.edge(prev, handle, id)
-		prev, handle = id, "false"
-	}
+	g, prev, handle := gatedChain(steps, "c", "if", nil, "false")
 	g.node("end", "agent", map[string]any{"userPrompt": "hi"})
 	g.edge(prev, handle, "end")
 	return g.json()
