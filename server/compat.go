@@ -83,7 +83,10 @@ func (s *Server) compatResultOf(ctx context.Context, runID string) (*compatResul
 		id := r.CurrentNodeID
 		res.CurrentNodeID = &id
 	}
-	if r.Kind != engine.KindGraph || len(res.Workflow) == 0 {
+	if r.Kind == engine.KindYAML {
+		res.Workflow = yamlRunGraph(r.Definition) // its DAG as a read-only graph, as the UI shows it
+	}
+	if len(res.Workflow) == 0 || (r.Kind != engine.KindGraph && r.Kind != engine.KindYAML) {
 		res.Workflow = json.RawMessage("null")
 	}
 	for i := range evs {

@@ -19,6 +19,9 @@ import (
 // slow, and the client reconnects with after=<last seq>).
 type hub struct {
 	limit int64 // bytes a subscriber may have queued
+	// workflowOf names the source workflow of a run stored without a
+	// workflow id (YAML runs); read once per run, then kept in states.
+	workflowOf func(*engine.Run) string
 
 	mu       sync.RWMutex
 	runs     map[string]map[*runSub]struct{}
@@ -164,10 +167,18 @@ func (h *hub) loadActive(ctx context.Context, st *store.Store, log *slog.Logger)
 		}
 		h.stMu.Lock()
 		for _, r := range runs {
-			h.states[r.ID] = runState{Status: r.Status, WorkflowID: r.WorkflowID, WaitingForInput: r.WaitingForInput}
+			h.states[r.ID] = runState{Status: r.Status, WorkflowID: h.workflowFor(r), WaitingForInput: r.WaitingForInput}
 		}
 		h.stMu.Unlock()
 	}
+}
+
+// workflowFor is the workflow a run belongs to, for the run list.
+func (h *hub) workflowFor(r *engine.Run) string {
+	if r.WorkflowID == "" && r.Kind == engine.KindYAML && h.workflowOf != nil {
+		return h.workflowOf(r)
+	}
+	return r.WorkflowID
 }
 
 func (h *hub) subscribeRun(runID string) *runSub {
@@ -215,8 +226,12 @@ func (h *hub) onCommit(events []engine.Event, runs []*engine.Run) {
 	if len(runs) > 0 {
 		h.stMu.Lock()
 		for _, r := range runs {
-			st := runState{Status: r.Status, WorkflowID: r.WorkflowID, WaitingForInput: r.WaitingForInput}
 			prev, ok := h.states[r.ID]
+			wf := prev.WorkflowID
+			if !ok || wf == "" {
+				wf = h.workflowFor(r)
+			}
+			st := runState{Status: r.Status, WorkflowID: wf, WaitingForInput: r.WaitingForInput}
 			if r.Status.Terminal() {
 				delete(h.states, r.ID)
 			} else {

@@ -224,7 +224,11 @@ func TestYAMLRunDetail(t *testing.T) {
 	}
 	var res compatJSON
 	v.must(http.StatusOK, "GET", "/api/run/"+run.ID, nil, &res)
-	if res.Workflow != nil || res.Status != engine.StatusCompleted {
+	// The compat view's workflow is the run's DAG, as the detail's graph.
+	if res.Workflow == nil || res.Status != engine.StatusCompleted {
 		t.Fatalf("compat view of a yaml run: %+v", res)
+	}
+	if len(res.Workflow.Nodes) != 1 || res.Workflow.Nodes[0].ID != "a" {
+		t.Fatalf("compat workflow of a yaml run: %+v", res.Workflow)
 	}
 }

@@ -173,6 +173,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.hub = newHub(cfg.WSBuffer)
+	s.hub.workflowOf = s.sourceWorkflowID
 	s.hub.loadActive(context.Background(), s.st, s.log)
 	s.st.OnCommit(s.hub.onCommit)
 	s.metrics.attach(s)

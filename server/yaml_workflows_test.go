@@ -278,6 +278,8 @@ func TestBrokenYAMLWorkflowRefusedOnRun(t *testing.T) {
 
 func TestRunYAMLWorkflowOverHTTPAndWebsocket(t *testing.T) {
 	v, src, _ := newYAMLEnv(t, map[string]string{"greeter.yaml": greeterYAML}, func(o *envOpts) { o.noLLM = true })
+	statuses := v.mustDial("/api/ws")
+	waitFor(t, "the status subscriber", func() bool { _, n := v.srv.hub.subscriberCounts(); return n == 1 })
 	var run yamlRunJSON
 	v.must(http.StatusCreated, "POST", "/api/runs", map[string]any{"workflowId": "yaml.greeter.yaml", "input": "world"}, &run)
 	if run.RunID == "" || run.WorkflowID != "yaml.greeter.yaml" || run.Input != "world" || run.Graph == nil || len(run.Graph.Nodes) != 2 {
@@ -289,6 +291,23 @@ func TestRunYAMLWorkflowOverHTTPAndWebsocket(t *testing.T) {
 		t.Fatalf("websocket ended with %v after %d events", err, len(evs))
 	}
 	checkSeqs(t, evs, 0)
+	// The run list's status stream names the YAML workflow too.
+	for {
+		_ = statuses.SetReadDeadline(time.Now().Add(30 * time.Second))
+		var m statusMsg
+		if err := statuses.ReadJSON(&m); err != nil {
+			t.Fatalf("status stream: %v", err)
+		}
+		if m.RunID != run.RunID {
+			continue
+		}
+		if m.WorkflowID != "yaml.greeter.yaml" {
+			t.Fatalf("status message %+v: workflowId should name the YAML workflow", m)
+		}
+		if m.Status == engine.StatusCompleted {
+			break
+		}
+	}
 	ends := map[string]bool{}
 	for _, ev := range evs {
 		if ev.Type == engine.EvStepEnd {
@@ -316,6 +335,18 @@ func TestRunYAMLWorkflowOverHTTPAndWebsocket(t *testing.T) {
 	}
 	if stored.WorkflowID != "" || src.WorkflowIDOfRun(stored) != "yaml.greeter.yaml" {
 		t.Fatalf("stored run workflowId %q, source id %q", stored.WorkflowID, src.WorkflowIDOfRun(stored))
+	}
+	// The compatibility API shows the YAML run's DAG as its workflow.
+	var compat struct {
+		Workflow *struct {
+			Nodes []struct {
+				ID string `json:"id"`
+			} `json:"nodes"`
+		} `json:"workflow"`
+	}
+	v.must(http.StatusOK, "GET", "/api/run/"+run.RunID, nil, &compat)
+	if compat.Workflow == nil || len(compat.Workflow.Nodes) != 2 {
+		t.Fatalf("compat workflow of a YAML run: %+v", compat.Workflow)
 	}
 	// The run's directory is the source's WorkDir.
 	if stored.WorkDir != src.workDir {
