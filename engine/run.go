@@ -256,7 +256,6 @@ func (r *runner) shutdown() {
 	}
 }
 
-// emit appends an event to the run's log. Safe from any goroutine.
 // stepStartData and stepEndData are the data of the two most frequent
 // events; structs marshal several times faster than maps. Fields are in
 // alphabetical order, as a map's keys would be.
@@ -276,6 +275,7 @@ type stepEndData struct {
 	Visit      int        `json:"visit"`
 }
 
+// emit appends an event to the run's log. Safe from any goroutine.
 func (r *runner) emit(nodeID, typ, content string, data any) {
 	var raw json.RawMessage
 	switch d := data.(type) {
@@ -403,7 +403,9 @@ func (r *runner) takeDirty() (nodes []*NodeState, written []int) {
 // block. It returns the node states and events to store with the run, so
 // they share its creation commit instead of a checkpoint right after it.
 func (r *runner) prefix() ([]*NodeState, []*Event) {
+	r.emitMu.Lock()
 	r.holding = true
+	r.emitMu.Unlock()
 	r.begin()
 	r.evaluate()
 	for r.ending == "" && r.status() == StatusRunning && r.dispatchWhere(isPure) {
