@@ -141,6 +141,14 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING
 	sqlAcquireRun       = `UPDATE runs SET owner = ?1, lease_until = ?2
 WHERE id = ?3 AND (owner = '' OR owner = ?1 OR lease_until < ?4) AND (?5 = '' OR status = ?5)`
 	sqlReleaseRun = `UPDATE runs SET owner = '', lease_until = 0 WHERE id = ? AND (owner = ? OR owner = '')`
+
+	// Queries by owner say "owner <> ''" so SQLite uses the partial index
+	// runs_owner; with "owner = ?" alone it cannot prove the index applies
+	// and scans every run ever stored (TestQueriesUseIndexes).
+	sqlRenewLeases   = `UPDATE runs SET lease_until = ? WHERE owner = ? AND owner <> ''`
+	sqlCancelPending = `SELECT EXISTS (SELECT 1 FROM runs WHERE owner = ? AND owner <> '' AND cancel_requested = 1)`
+	sqlTakeCancels   = `UPDATE runs SET cancel_requested = 0
+WHERE owner = ? AND owner <> '' AND cancel_requested = 1 RETURNING id`
 )
 
 // Checkpoint writes the run header and upserts the given node states in the
@@ -278,7 +286,7 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, leaseUntil time.T
 		return nil // nobody's leases: never touch unowned runs
 	}
 	err := s.w.do(ctx, nil, func(t *wtx) error {
-		_, err := t.exec(`UPDATE runs SET lease_until = ? WHERE owner = ?`, toMicros(leaseUntil), owner)
+		_, err := t.exec(sqlRenewLeases, toMicros(leaseUntil), owner)
 		return err
 	})
 	if err != nil {
@@ -341,16 +349,14 @@ func (s *Store) TakeCancelRequests(ctx context.Context, owner string) ([]string,
 		return nil, nil
 	}
 	var pending bool
-	err := s.rdb.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE owner = ? AND cancel_requested = 1)`,
-		owner).Scan(&pending)
+	err := s.rdb.QueryRowContext(ctx, sqlCancelPending, owner).Scan(&pending)
 	if err != nil || !pending {
 		return nil, err
 	}
 	var ids []string
 	err = s.w.do(ctx, nil, func(t *wtx) error {
 		ids = ids[:0]
-		rows, err := t.tx.QueryContext(t.ctx, `UPDATE runs SET cancel_requested = 0
-WHERE owner = ? AND cancel_requested = 1 RETURNING id`, owner)
+		rows, err := t.tx.QueryContext(t.ctx, sqlTakeCancels, owner)
 		if err != nil {
 			return err
 		}

@@ -409,6 +409,27 @@ func TestTimesComeBackUTCAtMicroseconds(t *testing.T) {
 	check("event Timestamp", evs[0].Timestamp)
 }
 
+// TestQueriesUseIndexes: the statements that run per event, per step or
+// on a timer never scan a whole table (the runs table grows forever).
+func TestQueriesUseIndexes(t *testing.T) {
+	s := openStore(t)
+	for _, q := range []string{sqlInsertEvent, sqlInsertEventFenced, sqlUpdateRun, sqlUpsertNode, sqlInsertRun,
+		sqlInsertDefinition, sqlAcquireRun, sqlReleaseRun, sqlRenewLeases, sqlCancelPending, sqlTakeCancels} {
+		rows, err := s.rdb.Query("EXPLAIN QUERY PLAN "+q, make([]any, strings.Count(q, "?"))...)
+		mustOK(t, err, "explain "+q)
+		for rows.Next() {
+			var id, parent, notused int
+			var detail string
+			mustOK(t, rows.Scan(&id, &parent, &notused, &detail), "scan plan")
+			if strings.HasPrefix(detail, "SCAN ") && !strings.HasPrefix(detail, "SCAN CONSTANT ROW") {
+				t.Errorf("%s\n  plan: %s", q, detail)
+			}
+		}
+		mustOK(t, rows.Err(), "plan rows")
+		rows.Close()
+	}
+}
+
 // --- the writer ---
 
 // holdWriter emits first and parks the writer inside the commit that wrote
