@@ -149,6 +149,14 @@ WHERE id = ?3 AND (owner = '' OR owner = ?1 OR lease_until < ?4) AND (?5 = '' OR
 	sqlCancelPending = `SELECT EXISTS (SELECT 1 FROM runs WHERE owner = ? AND owner <> '' AND cancel_requested = 1)`
 	sqlTakeCancels   = `UPDATE runs SET cancel_requested = 0
 WHERE owner = ? AND owner <> '' AND cancel_requested = 1 RETURNING id`
+	// The status list first, so the status index finds the candidates
+	// instead of a scan of every run (this runs every lease period).
+	sqlListOrphaned = `SELECT id FROM runs r
+WHERE r.status IN ('pending', 'running', 'paused')
+AND (r.owner = '' OR r.lease_until < ?1)
+AND (r.status <> 'paused' OR EXISTS
+  (SELECT 1 FROM node_states n WHERE n.run_id = r.id AND n.status = 'running'))
+ORDER BY r.created_at, r.id`
 )
 
 // Checkpoint writes the run header and upserts the given node states in the
@@ -598,11 +606,7 @@ WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, after, limit)
 
 // ListOrphaned implements engine.Store, oldest run first.
 func (s *Store) ListOrphaned(ctx context.Context, now time.Time) ([]string, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT id FROM runs r
-WHERE (r.owner = '' OR r.lease_until < ?1)
-AND (r.status IN ('pending', 'running') OR (r.status = 'paused' AND EXISTS
-  (SELECT 1 FROM node_states n WHERE n.run_id = r.id AND n.status = 'running')))
-ORDER BY r.created_at, r.id`, toMicros(now))
+	rows, err := s.rdb.QueryContext(ctx, sqlListOrphaned, toMicros(now))
 	if err != nil {
 		return nil, fmt.Errorf("store: list orphaned runs: %w", err)
 	}

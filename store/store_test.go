@@ -414,7 +414,8 @@ func TestTimesComeBackUTCAtMicroseconds(t *testing.T) {
 func TestQueriesUseIndexes(t *testing.T) {
 	s := openStore(t)
 	for _, q := range []string{sqlInsertEvent, sqlInsertEventFenced, sqlUpdateRun, sqlUpsertNode, sqlInsertRun,
-		sqlInsertDefinition, sqlAcquireRun, sqlReleaseRun, sqlRenewLeases, sqlCancelPending, sqlTakeCancels} {
+		sqlInsertDefinition, sqlAcquireRun, sqlReleaseRun, sqlRenewLeases, sqlCancelPending, sqlTakeCancels,
+		sqlListOrphaned} {
 		rows, err := s.rdb.Query("EXPLAIN QUERY PLAN "+q, make([]any, strings.Count(q, "?"))...)
 		mustOK(t, err, "explain "+q)
 		for rows.Next() {
