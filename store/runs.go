@@ -519,6 +519,29 @@ attempts, fired, wait, started_at, finished_at, rejection, decision FROM node_st
 // ListRuns implements engine.Store: newest first (by creation time, then
 // id), definitions included.
 func (s *Store) ListRuns(ctx context.Context, f engine.RunFilter) ([]*engine.Run, error) {
+	q, args := listRunsQuery(f)
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list runs: %w", err)
+	}
+	defer rows.Close()
+	runs := []*engine.Run{}
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: list runs: %w", err)
+		}
+		runs = append(runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: list runs: %w", err)
+	}
+	return runs, nil
+}
+
+// listRunsQuery builds ListRuns' query: every filter is served by an
+// index that also yields the newest-first order (TestQueriesUseIndexes).
+func listRunsQuery(f engine.RunFilter) (string, []any) {
 	var where []string
 	var args []any
 	if f.WorkflowID != "" {
@@ -542,24 +565,7 @@ func (s *Store) ListRuns(ctx context.Context, f engine.RunFilter) ([]*engine.Run
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
-	args = append(args, limit)
-	rows, err := s.rdb.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: list runs: %w", err)
-	}
-	defer rows.Close()
-	runs := []*engine.Run{}
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: list runs: %w", err)
-		}
-		runs = append(runs, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: list runs: %w", err)
-	}
-	return runs, nil
+	return q, append(args, limit)
 }
 
 // Events implements engine.Store. ErrNotFound for an unknown run.

@@ -429,6 +429,23 @@ func TestQueriesUseIndexes(t *testing.T) {
 		mustOK(t, rows.Err(), "plan rows")
 		rows.Close()
 	}
+	// Run lists read a page off an index in newest-first order: at most the
+	// ties of the last sort term are sorted, never every matching run.
+	for _, f := range []engine.RunFilter{{}, {Status: engine.StatusCompleted}, {WorkflowID: "w"},
+		{Status: engine.StatusPaused, Before: t0}, {WorkflowID: "w", Before: t0}} {
+		q, args := listRunsQuery(f)
+		rows, err := s.rdb.Query("EXPLAIN QUERY PLAN "+q, args...)
+		mustOK(t, err, "explain list")
+		for rows.Next() {
+			var id, parent, notused int
+			var detail string
+			mustOK(t, rows.Scan(&id, &parent, &notused, &detail), "scan plan")
+			if detail == "SCAN runs" || detail == "USE TEMP B-TREE FOR ORDER BY" {
+				t.Errorf("list %+v\n  plan: %s", f, detail)
+			}
+		}
+		rows.Close()
+	}
 }
 
 // --- the writer ---
