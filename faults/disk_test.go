@@ -218,26 +218,39 @@ func fill(t *testing.T, dir string) string {
 	return path
 }
 
-// TestDiskFull runs the data directory on a 32 MiB tmpfs and fills it
-// while a node whose answer is 1 MiB runs.
-func TestDiskFull(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
+// tmpfsHarness keeps the server's data on a fresh 32 MiB tmpfs (returned
+// as dir); node "a" of fault's graph answers with reply.
+func tmpfsHarness(t *testing.T, fault string, reply fakeReply) (h *harness, dir string) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "data")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	mountTmpfs(t, dir, "32m")
-	h := newHarness(t)
+	h = newHarness(t)
 	h.data = dir
-	chunks := make([]string, 16)
-	for i := range chunks {
-		chunks[i] = strings.Repeat("x", 64<<10-1) + " "
-	}
-	h.llm.setFault("full", func(c llmCall, _ int) (fakeReply, bool) {
+	h.llm.setFault(fault, func(c llmCall, _ int) (fakeReply, bool) {
 		if c.node == "a" {
-			return fakeReply{Chunks: chunks, Latency: 500 * time.Millisecond}, true
+			return reply, true
 		}
 		return fakeReply{}, false
 	})
+	return h, dir
+}
+
+// chunks is n streamed pieces of size bytes each (letter repeated, then a space).
+func chunks(n, size int, letter string) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = strings.Repeat(letter, size-1) + " "
+	}
+	return out
+}
+
+// TestDiskFull runs the data directory on a 32 MiB tmpfs and fills it
+// while a node whose answer is 1 MiB runs.
+func TestDiskFull(t *testing.T) {
+	h, dir := tmpfsHarness(t, "full", fakeReply{Chunks: chunks(16, 64<<10, "x"), Latency: 500 * time.Millisecond})
 	p := h.start()
 	base := p.baseline(t)
 	errsBefore := p.metrics(t)[writeErrors]
@@ -269,23 +282,7 @@ func TestDiskFull(t *testing.T) {
 // streams its answer (events only, no checkpoint), then frees it before
 // the node completes: the run goes on, and its log must still be gapless.
 func TestDiskFullBriefly(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	mountTmpfs(t, dir, "32m")
-	h := newHarness(t)
-	h.data = dir
-	chunks := make([]string, 14)
-	for i := range chunks {
-		chunks[i] = strings.Repeat("y", 24<<10-1) + " "
-	}
-	h.llm.setFault("brief", func(c llmCall, _ int) (fakeReply, bool) {
-		if c.node == "a" {
-			return fakeReply{Chunks: chunks, ChunkDelay: 150 * time.Millisecond}, true
-		}
-		return fakeReply{}, false
-	})
+	h, dir := tmpfsHarness(t, "brief", fakeReply{Chunks: chunks(14, 24<<10, "y"), ChunkDelay: 150 * time.Millisecond})
 	p := h.start()
 	base := p.baseline(t)
 	errsBefore := p.metrics(t)[writeErrors]
