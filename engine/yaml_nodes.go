@@ -16,7 +16,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/switchyard/switchyard/graph/yamlflow"
+	"github.com/switchyard/switchyard/yamlflow"
 )
 
 // ErrProviderUnsupported is a node naming a provider Switchyard does not ship.

@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"github.com/switchyard/switchyard/graph"
-	"github.com/switchyard/switchyard/graph/yamlflow"
+	"github.com/switchyard/switchyard/yamlflow"
 )
 
 // YAML node executors are registered under these type keys.

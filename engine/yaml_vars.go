@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/switchyard/switchyard/graph/yamlflow"
+	"github.com/switchyard/switchyard/yamlflow"
 )
 
 // varMode says how a YAML node's text is substituted.

@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/switchyard/switchyard/graph"
-	"github.com/switchyard/switchyard/graph/yamlflow"
+	"github.com/switchyard/switchyard/yamlflow"
 )
 
 // The UI shows a YAML workflow (and a YAML run) as a read-only graph: a

@@ -20,7 +20,7 @@ import (
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/graph"
-	"github.com/switchyard/switchyard/graph/yamlflow"
+	"github.com/switchyard/switchyard/yamlflow"
 )
 
 // YAMLIDPrefix starts the id of every workflow of a YAML folder. Database

@@ -16,7 +16,7 @@ import (
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/graph"
-	"github.com/switchyard/switchyard/graph/yamlflow"
+	"github.com/switchyard/switchyard/yamlflow"
 	"github.com/switchyard/switchyard/internal/fakeopenai"
 )
 

@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/switchyard/switchyard/graph"
-	"github.com/switchyard/switchyard/graph/yamlflow"
+	"github.com/switchyard/switchyard/yamlflow"
 )
 
 // validateYAMLFile loads a YAML DAG workflow and returns every problem the

@@ -14,7 +14,7 @@ func sharedDir(t testing.TB) string {
 	t.Helper()
 	dir := os.Getenv("SWITCHYARD_SHARED")
 	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared")
+		dir = filepath.Join("..", "..", "shared")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "fixtures", "archon", "workflows")); err != nil {
 		t.Skipf("shared fixtures not found at %s (set SWITCHYARD_SHARED): %v", dir, err)
