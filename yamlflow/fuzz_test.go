@@ -15,7 +15,7 @@ func FuzzParse(f *testing.F) {
 	// The real corpus makes good seeds when it is there.
 	shared := os.Getenv("SWITCHYARD_SHARED")
 	if shared == "" {
-		shared = filepath.Join("..", "..", "..", "shared")
+		shared = filepath.Join("..", "..", "shared")
 	}
 	more, _ := filepath.Glob(filepath.Join(shared, "fixtures", "archon", "workflows", "*", "*.yaml"))
 	seeds = append(seeds, more...)
