@@ -1157,8 +1157,10 @@ func (r *runner) evaluate() {
 	}
 	for progress := true; progress && len(r.pending) > 0; {
 		progress = false
-		kept := r.pending[:0]
+		// kept filters batch in place; it must not share r.pending's array,
+		// which decideNode appends to (a skip notifies its targets).
 		batch := append([]int(nil), r.pending...)
+		kept := batch[:0]
 		r.pending = r.pending[:0]
 		for _, n := range batch {
 			if r.ending != "" {
