@@ -698,6 +698,9 @@ func (r *runner) finish(s RunStatus, reason string) bool {
 	r.run.WaitingForInput = false
 	r.stateMu.Unlock()
 	r.waiting = nil
+	if s == StatusFailed || s == StatusCancelled {
+		r.skipUndecided("run " + string(s))
+	}
 	r.setStatus(s)
 	r.hdrDirty = true
 	if err := r.persist(); err != nil {
@@ -720,6 +723,28 @@ func (r *runner) finish(s RunStatus, reason string) bool {
 	}
 	r.finished = true
 	return true
+}
+
+// skipUndecided ends every node a failed or cancelled run never ran (or
+// left waiting for a human) as skipped, so no run ends with nodes
+// undecided. Nodes still running are ended by complete.
+func (r *runner) skipUndecided(reason string) {
+	for i, ns := range r.nodes {
+		switch ns.Status {
+		case NodeIdle, NodePending, NodeQueued, NodeWaiting:
+		default:
+			continue
+		}
+		r.inPending[i] = false
+		now := time.Now().UTC()
+		r.stateMu.Lock()
+		ns.Status = NodeSkipped
+		ns.FinishedAt = &now
+		r.stateMu.Unlock()
+		r.markDirty(i)
+		r.emit(r.plan.nodes[i].id, EvStepEnd, "skipped", map[string]any{"status": NodeSkipped, "reason": reason})
+	}
+	r.pending = r.pending[:0]
 }
 
 // tryExit leaves the loop unless a request arrived meanwhile.
@@ -784,6 +809,12 @@ func (r *runner) handle(req request) {
 		}
 		req.reply <- reply{run: r.header()}
 	case reqContinue, reqRecover:
+		if req.kind == reqContinue && r.status() == StatusPaused {
+			// As load says when the loop has already left: a paused run
+			// continues through its approval, not through Continue.
+			req.reply <- reply{err: fmt.Errorf("run %s is paused: answer its approval instead: %w", r.run.ID, ErrNotWaiting)}
+			return
+		}
 		if s := r.status(); s == StatusInterrupted || s == StatusPending {
 			r.setStatus(StatusRunning)
 			r.hdrDirty = true
