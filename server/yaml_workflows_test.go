@@ -16,8 +16,8 @@ import (
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/graph"
-	"github.com/switchyard/switchyard/yamlflow"
 	"github.com/switchyard/switchyard/internal/fakeopenai"
+	"github.com/switchyard/switchyard/yamlflow"
 )
 
 // yamlProjection is the graph of a YAML workflow or run as the API gives it.

@@ -34,7 +34,6 @@ var notImplementedNodeFields = set(
 // Keys that belong inside a node's loop: or approval: block, for hints.
 var loopKeys = set("prompt", "until", "max_iterations", "fresh_context", "interactive", "gate_message", "until_bash")
 var approvalKeys = set("message", "capture_response", "on_reject")
-var retryKeys = set("max_attempts", "delay_ms", "on_error")
 var onRejectKeys = set("prompt", "max_attempts")
 
 // topLevelFields are the workflow keys Switchyard implements.

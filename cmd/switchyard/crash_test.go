@@ -306,8 +306,8 @@ func (h *crashHarness) newRuns(known map[string]bool) []string {
 
 // crashStats summarizes what a crash test went through.
 type crashStats struct {
-	processes, kills, leaseWaits, restarts int
-	exits                                  map[string]int // non-zero exits of processes that were not killed
+	processes, kills, leaseWaits int
+	exits                        map[string]int // non-zero exits of processes that were not killed
 }
 
 func (st *crashStats) count(res childResult) {
