@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -134,6 +136,15 @@ func scanField(s string) string {
 	return s[:i]
 }
 
+// errFieldNotFound: a JSON output has no such top-level field.
+var errFieldNotFound = errors.New("field not found")
+
+// strictFields is a VarSource on which a missing field is an error unless
+// FieldDeclared (YAML workflows); on others it substitutes "".
+type strictFields interface {
+	FieldDeclared(nodeID, field string) bool
+}
+
 // FieldError is a $node.output.field reference that cannot be resolved.
 type FieldError struct {
 	NodeID, Field, Reason string
@@ -155,15 +166,25 @@ func nodeRef(src VarSource, id, field string) (val, warn string, err error) {
 		return "", "", err
 	}
 	v, err := JSONField(out, field)
+	if errors.Is(err, errFieldNotFound) {
+		// YAML workflows follow Archon: a missing field fails the consumer,
+		// unless the producer's output_format declares it (optional).
+		if st, ok := src.(strictFields); !ok || st.FieldDeclared(id, field) {
+			return "", "", nil
+		}
+		return "", "", &FieldError{NodeID: id, Field: field,
+			Reason: fmt.Sprintf("field not found: the output of node %q has no field %q", id, field)}
+	}
 	if err != nil {
 		return "", "", &FieldError{NodeID: id, Field: field, Reason: err.Error()}
 	}
 	return v, "", nil
 }
 
-// JSONField extracts a top-level field of a JSON object output: strings
-// raw, numbers and booleans as written, arrays and objects as JSON. A
-// missing field is "".
+// JSONField extracts a top-level field of a JSON object output (Archon's
+// rules): strings raw, null as "null", numbers and booleans as written,
+// arrays and objects as compact JSON (as `when` compares them). A missing
+// field is an error: a consumer must not run on a silently empty value.
 func JSONField(out, field string) (string, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(strings.TrimSpace(stripFence(out))), &obj); err != nil || obj == nil {
@@ -171,26 +192,51 @@ func JSONField(out, field string) (string, error) {
 	}
 	raw, ok := obj[field]
 	if !ok {
-		return "", nil
+		return "", fmt.Errorf("%w: the output has no field %q", errFieldNotFound, field)
+	}
+	raw = bytes.TrimSpace(raw)
+	if string(raw) == "null" {
+		return "null", nil
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s, nil
 	}
+	if len(raw) > 0 && (raw[0] == '{' || raw[0] == '[') {
+		var b bytes.Buffer
+		if json.Compact(&b, raw) == nil {
+			return b.String(), nil
+		}
+	}
 	return string(raw), nil
 }
 
-// stripFence removes a ```json ... ``` fence that models like to add.
+// stripFence returns the JSON inside a ```json ... ``` (or ```) fence that
+// models like to add, wherever the fence sits among prose. Text that is
+// JSON already, or has no complete fence, is returned as it is.
 func stripFence(s string) string {
 	t := strings.TrimSpace(s)
-	if !strings.HasPrefix(t, "```") {
+	if t == "" || ((t[0] == '{' || t[0] == '[') && json.Valid([]byte(t))) {
 		return s
 	}
-	t = strings.TrimPrefix(t, "```")
-	if nl := strings.IndexByte(t, '\n'); nl >= 0 {
-		t = t[nl+1:]
+	open := strings.Index(t, "```")
+	if open < 0 {
+		return s
 	}
-	return strings.TrimSuffix(strings.TrimSpace(t), "```")
+	body := t[open+3:]
+	nl := strings.IndexByte(body, '\n')
+	if nl < 0 {
+		return s
+	}
+	if lang := strings.TrimSpace(body[:nl]); lang != "" && strings.ContainsAny(lang, " {[") {
+		return s // not a fence opening: text follows the backticks
+	}
+	body = body[nl+1:]
+	end := strings.Index(body, "```")
+	if end < 0 {
+		return s
+	}
+	return strings.TrimSpace(body[:end])
 }
 
 // execVars resolves variables against a running node.

@@ -331,6 +331,7 @@ func TestYAMLVariables(t *testing.T) {
 		want   string // output of node "x"
 		failed string // x fails with an error containing this
 		warn   string // a warning of x contains this
+		llm    bool   // prompt nodes answer through the fake LLM ("echo: <prompt>")
 	}{
 		{name: "ARGUMENTS reaches bash through the environment", input: "it's a $(test) `x`",
 			nodes: "  - id: x\n    bash: printf %s \"$ARGUMENTS\"\n", want: "it's a $(test) `x`"},
@@ -354,7 +355,7 @@ func TestYAMLVariables(t *testing.T) {
     trigger_rule: all_done
     bash: printf '[%s]' $bad.output
 `, want: "[]"},
-		{name: "skipped node output and fields are empty", nodes: `
+		{name: "skipped node output is empty", nodes: `
   - id: src
     bash: echo go
   - id: skipped
@@ -364,16 +365,60 @@ func TestYAMLVariables(t *testing.T) {
   - id: x
     depends_on: [skipped, src]
     trigger_rule: one_success
-    bash: printf '[%s|%s]' $skipped.output $skipped.output.a
-`, want: "[|]", warn: "skipped"},
+    bash: printf '[%s]' $skipped.output
+`, want: "[]"},
+		{name: "a field of a skipped node fails the consumer (field not found)", nodes: `
+  - id: src
+    bash: echo go
+  - id: skipped
+    depends_on: [src]
+    when: "$src.output == 'stop'"
+    bash: echo '{"a":1}'
+  - id: x
+    depends_on: [skipped, src]
+    trigger_rule: one_success
+    bash: printf '[%s]' $skipped.output.a
+`, failed: `field not found: node "skipped" has no output (skipped)`},
+		{name: "a missing field fails the consumer, naming producer and field", nodes: `
+  - id: src
+    bash: echo '{"a":1}'
+  - id: x
+    depends_on: [src]
+    bash: echo "$src.output.missing"
+`, failed: `field not found: the output of node "src" has no field "missing"`},
+		{name: "JSON null substitutes as null", nodes: `
+  - id: src
+    bash: echo '{"type":null}'
+  - id: x
+    depends_on: [src]
+    when: "$src.output.type == 'null'"
+    bash: printf '%s' "$src.output.type"
+`, want: "null"},
+		{name: "a fenced JSON block among prose is the node's JSON", nodes: `
+  - id: src
+    bash: |
+      printf 'Here you go:\n` + "```" + `json\n{"k": "v", "o": {"a": [1, 2]}}\n` + "```" + `\nAnything else?'
+  - id: x
+    depends_on: [src]
+    when: "$src.output.k == 'v'"
+    bash: printf '%s|%s' "$src.output.k" "$src.output.o"
+`, want: `v|{"a":[1,2]}`},
+		{name: "USER_MESSAGE reaches bash like ARGUMENTS", nodes: `
+  - id: x
+    bash: printf '%s|%s' "$USER_MESSAGE" "$ARGUMENTS"
+`, input: "hi there", want: "hi there|hi there"},
+		{name: "context variables are empty when no context is given", nodes: `
+  - id: x
+    prompt: "[$CONTEXT|$ISSUE_CONTEXT|$EXTERNAL_CONTEXT]"
+`, want: "echo: [||]", llm: true},
 		{name: "JSON fields: strings raw, numbers and booleans as written, arrays as JSON", nodes: `
   - id: src
     bash: |
       echo '{"s":"it'"'"'s","n":4.50,"b":true,"arr":[1,"x"],"obj":{"k":null}}'
   - id: x
     depends_on: [src]
-    bash: printf '%s|' $src.output.s $src.output.n $src.output.b $src.output.arr $src.output.obj "$src.output.missing"
-`, want: `it's|4.50|true|[1,"x"]|{"k":null}||`},
+    bash: printf '%s|' $src.output.s $src.output.n $src.output.b $src.output.arr $src.output.obj
+`, want: `it's|4.50|true|[1,"x"]|{"k":null}|`},
 		{name: "a field of a non-JSON output fails the consuming node", nodes: `
   - id: src
     bash: echo not json
@@ -413,6 +458,9 @@ func TestYAMLVariables(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e, rec := yamlEngine(t)
+			if tc.llm {
+				e, rec, _ = yamlLLMEngine(t)
+			}
 			run, ns := runYAMLT(t, e, wf(tc.nodes), tc.input, tc.opts...)
 			x := ns["x"]
 			if tc.failed != "" {

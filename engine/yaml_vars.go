@@ -25,7 +25,7 @@ const (
 
 // envVarNames are the variables that reach bash scripts through the
 // environment instead of being substituted into the script text.
-var envVarNames = []string{"ARGUMENTS", "LOOP_PREV_OUTPUT", "LOOP_USER_INPUT", "REJECTION_REASON"}
+var envVarNames = []string{"ARGUMENTS", "USER_MESSAGE", "LOOP_PREV_OUTPUT", "LOOP_USER_INPUT", "REJECTION_REASON"}
 
 // yamlVars resolves the variables of one YAML node execution.
 type yamlVars struct {
@@ -61,6 +61,13 @@ func (v *yamlVars) value(name string) (string, bool, error) {
 		return v.named(name), true, nil
 	case "WORKFLOW_ID":
 		return v.x.RunID(), true, nil
+	case "CONTEXT", "ISSUE_CONTEXT", "EXTERNAL_CONTEXT":
+		// Issue context comes from integrations Switchyard does not have:
+		// with none given they are cleared, as upstream does.
+		if v.mode == modeBash {
+			return "", false, nil
+		}
+		return "", true, nil
 	case "ARTIFACTS_DIR":
 		d, err := v.x.ArtifactsDir()
 		return d, err == nil, err
@@ -104,6 +111,17 @@ func (v *yamlVars) NodeOutput(id string) (string, bool) {
 	return out, true
 }
 
+// FieldDeclared reports whether node id's output_format declares field.
+func (v *yamlVars) FieldDeclared(id, field string) bool {
+	n := v.spec.rs.wf.Node(id)
+	if n == nil || n.OutputFormat == nil {
+		return false
+	}
+	props, _ := n.OutputFormat["properties"].(map[string]any)
+	_, ok := props[field]
+	return ok
+}
+
 // NodeFieldAllowed refuses fields a node's output_format does not declare.
 func (v *yamlVars) NodeFieldAllowed(id, field string) error {
 	return fieldDeclared(v.spec.rs.wf.Node(id), field)
@@ -130,19 +148,21 @@ func fieldDeclared(n *yamlflow.Node, field string) error {
 			field, n.ID, strings.Join(names, ", "))}
 }
 
-// substitute resolves the variables of s for this execution. Field
-// references to nodes that did not complete resolve to "" (with a warning)
-// instead of failing on their empty output.
+// substitute resolves the variables of s for this execution. A field
+// reference to a node that did not complete fails the node (Archon's rule):
+// it has no output, so the field is not found.
 func (v *yamlVars) substitute(s string, quote Quoter) (string, error) {
-	s = dropFieldRefs(s, func(id string) bool {
+	var missing error
+	dropFieldRefs(s, func(id string) bool {
 		_, st, ok := v.x.Output(id)
-		if ok && st != NodeCompleted {
-			v.x.Emit(EvWarning, fmt.Sprintf("$%s.output: node %q has no output (%s); its fields substitute as \"\"",
-				id, id, statusWord(st)), nil)
-			return true
+		if ok && st != NodeCompleted && missing == nil {
+			missing = fmt.Errorf("$%s.output: field not found: node %q has no output (%s)", id, id, statusWord(st))
 		}
 		return false
 	})
+	if missing != nil {
+		return "", missing
+	}
 	prev := v.x.Input
 	if v.mode == modeBash && v.refs != nil && strings.Contains(s, varPreviousOutput) {
 		// {{PREVIOUS_OUTPUT}} holds outputs too: it must not become script text.
@@ -238,6 +258,9 @@ func whenLookup(p *plan, state func(id string) (string, NodeStatus, bool)) yamlf
 		var val any
 		if err := dec.Decode(&val); err != nil {
 			return nil, false, &FieldError{NodeID: id, Field: field, Reason: err.Error()}
+		}
+		if val == nil {
+			return "null", true, nil // JSON null compares as 'null', as upstream
 		}
 		return val, true, nil
 	}
