@@ -464,9 +464,9 @@ func TestYAMLLLMRetry(t *testing.T) {
 	srv.Enqueue(fakeopenai.Reply{Status: 503}, fakeopenai.Reply{Status: 503}, fakeopenai.Reply{Text: "finally"})
 	run, ns := runYAMLT(t, e, wf(`
   - id: a
-    retry: {max_attempts: 1, delay_ms: 1}
+    retry: {max_attempts: 1, delay_ms: 1000}
     prompt: hi
-`), "")
+`), "", withRetryUnit(time.Microsecond))
 	if run.Status != StatusCompleted || ns["a"].Output != "finally" {
 		t.Fatalf("run %s (%s) output %q", run.Status, run.Error, ns["a"].Output)
 	}

@@ -120,7 +120,11 @@ func withRetry(ctx context.Context, x *Exec, n *yamlflow.Node, fn func(context.C
 		if err == nil || ctx.Err() != nil || n.Retry == nil || attempt >= n.Retry.MaxAttempts || !retryable(n.Retry.OnError, err) {
 			return res, err
 		}
-		delay := time.Duration(n.Retry.DelayMS) * time.Millisecond << attempt
+		unit := time.Millisecond
+		if spec, ok := x.Spec().(*yamlSpec); ok && spec.rs.cfg.retryUnit > 0 {
+			unit = spec.rs.cfg.retryUnit
+		}
+		delay := time.Duration(n.Retry.DelayMS) * unit << attempt
 		if delay > 5*time.Minute || delay < 0 {
 			delay = 5 * time.Minute
 		}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"time"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,7 +37,13 @@ type yamlConfig struct {
 	CommandsDir string `json:"commandsDir,omitempty"`
 	DocsDir     string `json:"docsDir,omitempty"`
 	BaseBranch  string `json:"baseBranch,omitempty"`
+	// retryUnit is what one retry.delay_ms counts (a millisecond; tests
+	// shrink it, as delay_ms may not go below 1000).
+	retryUnit time.Duration
 }
+
+// withRetryUnit makes one retry.delay_ms count d instead of a millisecond.
+func withRetryUnit(d time.Duration) YAMLOption { return func(c *yamlConfig) { c.retryUnit = d } }
 
 // YAMLOption configures one YAML run.
 type YAMLOption func(*yamlConfig)

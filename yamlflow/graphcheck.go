@@ -270,6 +270,19 @@ func (p *parser) checkOutputRefs(n *Node, byID map[string]*Node) {
 	}
 	for _, t := range texts {
 		reported := map[string]bool{}
+		// In prompts (Archon's rule) an unknown reference outside code is a
+		// load error: it is a typo that would reach the model as "". Inside
+		// inline or fenced code, and in scripts, it may be literal text.
+		if t.field == "prompt" || t.field == "loop.prompt" {
+			for _, m := range outputRefRE.FindAllStringSubmatch(withoutCode(t.text), -1) {
+				id := m[1]
+				if byID[id] != nil || reported[id] {
+					continue
+				}
+				reported[id] = true
+				p.errorf(n.fieldLine(t.field), n.ID, t.field, CodeUnknownOutputRef, "$%s.output refers to unknown node %q (no node has that id)", id, id)
+			}
+		}
 		for _, m := range outputRefRE.FindAllStringSubmatch(t.text, -1) {
 			id := m[1]
 			if byID[id] != nil || reported[id] {
@@ -279,4 +292,53 @@ func (p *parser) checkOutputRefs(n *Node, byID map[string]*Node) {
 			p.warnf(n.fieldLine(t.field), n.ID, t.field, CodeUnknownOutputRef, "$%s.output refers to unknown node %q; it will be replaced by an empty string", id, id)
 		}
 	}
+}
+
+// withoutCode blanks Markdown code in s: fenced blocks (``` or ~~~) and
+// inline spans (`...`, any number of backticks).
+func withoutCode(s string) string {
+	var b strings.Builder
+	lines := strings.SplitAfter(s, "\n")
+	fence := ""
+	for _, line := range lines {
+		t := strings.TrimLeft(line, " \t")
+		if fence != "" {
+			if strings.HasPrefix(t, fence) {
+				fence = ""
+			}
+			b.WriteString("\n")
+			continue
+		}
+		if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
+			fence = t[:3]
+			b.WriteString("\n")
+			continue
+		}
+		b.WriteString(withoutInlineCode(line))
+	}
+	return b.String()
+}
+
+func withoutInlineCode(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if s[i] != '`' {
+			b.WriteByte(s[i])
+			i++
+			continue
+		}
+		n := 0
+		for i+n < len(s) && s[i+n] == '`' {
+			n++
+		}
+		ticks := s[i : i+n]
+		end := strings.Index(s[i+n:], ticks)
+		if end < 0 {
+			b.WriteString(s[i:]) // an unclosed span is text
+			break
+		}
+		i += n + end + n
+		b.WriteByte(' ')
+	}
+	return b.String()
 }

@@ -414,6 +414,10 @@ func (p *parser) parseNode(idx int, item *yaml.Node) *Node {
 	if n.Kind.IsAI() && n.Context == "" {
 		n.Context = defaultNodeContextForAINodes
 	}
+	if n.Kind == KindLoop && n.Retry != nil {
+		line, _ := lookupPair(ps, "retry")
+		p.errorf(line.line, id, "retry", CodeInvalidRetry, "a loop node cannot retry (its iterations are its retries); remove `retry:`")
+	}
 	if n.Kind == KindScript && n.Runtime == "" {
 		if _, present := lookupPair(ps, "runtime"); !present {
 			p.errorf(m.Line, id, "runtime", CodeMissingRuntime, "script node needs `runtime: bun` or `runtime: uv`")
@@ -502,6 +506,7 @@ func (p *parser) parseCommon(n *Node, f field, v *yaml.Node) {
 		}
 		s = strings.TrimSpace(s)
 		if s == "" {
+			p.errorf(f.line, f.node, f.name, CodeInvalidTriggerRule, "trigger_rule must not be empty; use one of: %s (or leave the key out for %s)", strings.Join(TriggerRules, ", "), TriggerAllSuccess)
 			return
 		}
 		for _, r := range TriggerRules {
@@ -828,8 +833,8 @@ func (p *parser) parseRetry(f field, v *yaml.Node) *Retry {
 			}
 		case "delay_ms":
 			if d, present, ok := p.integer(sf, e.val); present && ok {
-				if d < 0 {
-					p.errorf(e.line, f.node, sf.name, CodeInvalidRetry, "must not be negative")
+				if d < MinRetryDelayMS || d > MaxRetryDelayMS {
+					p.errorf(e.line, f.node, sf.name, CodeInvalidRetry, "must be between %d and %d (milliseconds), not %d", MinRetryDelayMS, MaxRetryDelayMS, d)
 				} else {
 					r.DelayMS = d
 				}

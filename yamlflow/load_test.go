@@ -247,7 +247,7 @@ func TestParseValid(t *testing.T) {
 	c := wf.Node("classify")
 	if c.Kind != KindPrompt || c.Model != "haiku" || c.Provider != "anthropic" || c.SystemPrompt != "You are terse." ||
 		c.Effort != "low" || c.Context != ContextShared || c.IdleTimeoutMS != 60000 ||
-		!reflect.DeepEqual(c.Retry, &Retry{MaxAttempts: 3, DelayMS: 500, OnError: RetryOnAll}) {
+		!reflect.DeepEqual(c.Retry, &Retry{MaxAttempts: 3, DelayMS: 1500, OnError: RetryOnAll}) {
 		t.Errorf("classify = %+v (retry %+v)", c, c.Retry)
 	}
 	if c.OutputFormat["type"] != "object" || c.OutputSchema() == nil {

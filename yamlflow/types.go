@@ -68,6 +68,8 @@ const (
 // Defaults and limits of the format.
 const (
 	DefaultRetryDelayMS          = 3000
+	MinRetryDelayMS              = 1000
+	MaxRetryDelayMS              = 60000
 	MinRetryAttempts             = 1
 	MaxRetryAttempts             = 5
 	DefaultOnRejectMaxAttempts   = 3
