@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"time"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/switchyard/switchyard/graph"
 	"github.com/switchyard/switchyard/yamlflow"

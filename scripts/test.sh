@@ -1,16 +1,58 @@
 #!/usr/bin/env bash
-# Runs every Switchyard test: Go (vet, gofmt, race tests) and, when the web
-# UI is present, its unit and browser tests. CI calls exactly this.
-set -euo pipefail
+# Runs every Switchyard test: Go (vet, gofmt, go mod tidy, staticcheck, race
+# tests) and, when the web UI is present, its unit and browser tests. CI
+# calls exactly this. A failing Go test does not hide the web tests: every
+# stage runs, and the script fails at the end if any stage failed.
+#
+#   bash scripts/test.sh            everything
+#   bash scripts/test.sh --short    the inner loop: go test -short, no web
+#   bash scripts/test.sh --stress   the Go suite while two busy loops hog
+#                                   both cores (proves no test is timing-bound)
+set -uo pipefail
 cd "$(dirname "$0")/.."
 
-echo "== go vet"
-go vet ./...
+mode=full
+for arg in "$@"; do
+  case "$arg" in
+    --short) mode=short ;;
+    --stress) mode=stress ;;
+    *) echo "usage: $0 [--short|--stress]" >&2; exit 2 ;;
+  esac
+done
 
-echo "== gofmt"
-unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './web/node_modules/*'))
-if [ -n "$unformatted" ]; then
-  echo "gofmt would change:"; echo "$unformatted"; exit 1
+failed=()
+stage() { # stage NAME CMD...: runs CMD, remembers a failure, goes on
+  local name=$1; shift
+  echo "== $name"
+  local start=$SECONDS
+  if ! "$@"; then
+    failed+=("$name")
+    echo "!! $name failed"
+  fi
+  echo "   ($name: $((SECONDS - start)) s)"
+}
+
+check_gofmt() {
+  local unformatted
+  unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './web/node_modules/*'))
+  if [ -n "$unformatted" ]; then
+    echo "gofmt would change:"; echo "$unformatted"; return 1
+  fi
+}
+
+check_tidy() {
+  # go mod tidy -diff prints what tidy would change and fails if anything.
+  go mod tidy -diff
+}
+
+# staticcheck is pinned; go run fetches it from the module proxy once.
+check_staticcheck() { go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...; }
+
+stage "go vet" go vet ./...
+stage "gofmt" check_gofmt
+stage "go mod tidy" check_tidy
+if [ "$mode" != short ]; then
+  stage "staticcheck" check_staticcheck
 fi
 
 # YAML script nodes with runtime bun run for real in the tests.
@@ -19,16 +61,28 @@ if ! command -v bun >/dev/null 2>&1; then
   npm install -g bun >/dev/null 2>&1 || echo "bun could not be installed: its tests will skip"
 fi
 
-echo "== go test -race"
-go test -race -count=1 -timeout 20m ./...
+case "$mode" in
+  short)
+    stage "go test -short -race" go test -race -short -count=1 -timeout 10m ./...
+    ;;
+  stress)
+    echo "== hogging both cores with two busy loops"
+    hogs=()
+    for _ in 1 2; do sh -c 'while :; do :; done' & hogs+=($!); done
+    trap 'kill "${hogs[@]}" 2>/dev/null' EXIT
+    stage "go test -race (cores hogged)" go test -race -count=1 -timeout 30m ./...
+    kill "${hogs[@]}" 2>/dev/null
+    trap - EXIT
+    ;;
+  full)
+    stage "go test -race" go test -race -count=1 -timeout 20m ./...
+    ;;
+esac
 
-if [ -f web/package.json ] && [ "${SWITCHYARD_SKIP_WEB:-}" != "1" ]; then
-  echo "== web: npm ci"
-  npm ci --no-audit --no-fund
-  echo "== web: typecheck + unit tests"
-  npm run typecheck:web
-  npm run test:web
-  echo "== web: browser end-to-end tests (real server, fake LLM, Debian Chromium)"
+if [ "$mode" = full ] && [ -f web/package.json ] && [ "${SWITCHYARD_SKIP_WEB:-}" != "1" ]; then
+  stage "web: npm ci" npm ci --no-audit --no-fund
+  stage "web: typecheck" npm run typecheck:web
+  stage "web: unit tests" npm run test:web
   if [ ! -x /usr/bin/chromium ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
       apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
@@ -36,5 +90,11 @@ if [ -f web/package.json ] && [ "${SWITCHYARD_SKIP_WEB:-}" != "1" ]; then
       echo "chromium is missing and cannot be installed here (needs root and apt-get)"
     fi
   fi
-  npm run test:e2e
+  stage "web: browser end-to-end tests (real server, fake LLM, Debian Chromium)" npm run test:e2e
 fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "FAILED stages: ${failed[*]}"
+  exit 1
+fi
+echo "all stages passed"
