@@ -451,8 +451,48 @@ const (
 	maxEnvTotal     = 1 << 20
 )
 
-// nodeEnv builds a subprocess environment: the process's own, the run's
-// variables, and (for bash) the SWITCHYARD_REF_<n> values. A value over
+// nodeEnvAllowed are the variables of the Switchyard process that node
+// subprocesses inherit: what tools need to run, nothing that holds a secret
+// (API keys and the server token stay out of outputs, events and logs).
+// PassEnvVar and a workflow's pass_env name more, explicitly.
+var nodeEnvAllowed = map[string]bool{
+	"PATH": true, "HOME": true, "USER": true, "LOGNAME": true, "SHELL": true,
+	"LANG": true, "LANGUAGE": true, "TZ": true, "TERM": true,
+	"TMPDIR": true, "TMP": true, "TEMP": true,
+	"XDG_CONFIG_HOME": true, "XDG_CACHE_HOME": true, "XDG_DATA_HOME": true, "XDG_RUNTIME_DIR": true,
+	"SSL_CERT_FILE": true, "SSL_CERT_DIR": true,
+	"HTTP_PROXY": true, "HTTPS_PROXY": true, "NO_PROXY": true,
+	"http_proxy": true, "https_proxy": true, "no_proxy": true,
+}
+
+// PassEnvVar names a comma-separated list of extra variables the server
+// passes to every node subprocess (serve --pass-env sets it).
+const PassEnvVar = "SWITCHYARD_PASS_ENV"
+
+// inheritedEnv is the part of os.Environ() a node subprocess gets.
+func inheritedEnv(workflowPass []string) []string {
+	pass := map[string]bool{}
+	for _, n := range strings.Split(os.Getenv(PassEnvVar), ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			pass[n] = true
+		}
+	}
+	for _, n := range workflowPass {
+		pass[n] = true
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if nodeEnvAllowed[k] || strings.HasPrefix(k, "LC_") || pass[k] {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// nodeEnv builds a subprocess environment: the allowed part of the
+// process's own (inheritedEnv), the run's variables, and (for bash) the
+// SWITCHYARD_REF_<n> values. A value over
 // 100 KiB goes to a file under tmp instead: SWITCHYARD_<NAME>_FILE names
 // it, and for bash the returned prelude (run through BASH_ENV) reads it back
 // into the variable, so scripts see the whole value, never truncated.
@@ -462,7 +502,7 @@ func nodeEnv(x *Exec, vars *yamlVars, refs []string, tmp string, branch bool) (e
 	for _, name := range envVarNames {
 		drop[name] = true
 	}
-	for _, kv := range os.Environ() {
+	for _, kv := range inheritedEnv(vars.spec.rs.wf.PassEnv) {
 		k, _, _ := strings.Cut(kv, "=")
 		if drop[k] || strings.HasPrefix(k, "SWITCHYARD_REF_") {
 			continue

@@ -37,7 +37,7 @@ var approvalKeys = set("message", "capture_response", "on_reject")
 var onRejectKeys = set("prompt", "max_attempts")
 
 // topLevelFields are the workflow keys Switchyard implements.
-var topLevelFields = set("name", "description", "nodes", "provider", "model", "interactive", "mutates_checkout", "tags")
+var topLevelFields = set("name", "description", "nodes", "provider", "model", "interactive", "mutates_checkout", "tags", "pass_env")
 
 // notImplementedTopLevel are upstream workflow keys Switchyard accepts but
 // does not act on.

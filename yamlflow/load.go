@@ -252,6 +252,15 @@ func (p *parser) parse(data []byte) *Workflow {
 			wf.MutatesCheckout = p.boolean(f, e.val, true)
 		case "tags":
 			wf.Tags, _, _ = p.strList(f, e.val)
+		case "pass_env":
+			names, _, _ := p.strList(f, e.val)
+			for _, n := range names {
+				if !envNameRE.MatchString(n) {
+					p.errorf(e.line, "", "pass_env", CodeInvalidValue, "%q is not an environment variable name", n)
+					continue
+				}
+				wf.PassEnv = append(wf.PassEnv, n)
+			}
 		default:
 			p.extraTopLevel(wf, e)
 		}
@@ -859,6 +868,9 @@ func (p *parser) parseRetry(f field, v *yaml.Node) *Retry {
 	}
 	return r
 }
+
+// envNameRE is the shape of an environment variable name.
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // nodeIDRE is the id shape `$id.output` references can name.
 var nodeIDRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)

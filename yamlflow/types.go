@@ -89,7 +89,10 @@ type Workflow struct {
 	Interactive     bool
 	MutatesCheckout bool // default true
 	Tags            []string
-	Nodes           []*Node
+	// PassEnv names environment variables of the Switchyard process that
+	// this workflow's bash and script nodes may see (beyond the allowlist).
+	PassEnv []string
+	Nodes   []*Node
 
 	// File is the path the workflow was loaded from, as given to Load/Parse.
 	File string

@@ -31,7 +31,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address; other than loopback it needs a token")
 	data := dataFlag(fs)
-	token := fs.String("token", "", "require this token on API requests (default $SWITCHYARD_TOKEN)")
+	token := fs.String("token", "", "require this token on API requests; prefer --token-file or $SWITCHYARD_TOKEN (a command-line argument is readable by every local process)")
+	tokenFile := fs.String("token-file", os.Getenv("SWITCHYARD_TOKEN_FILE"), "read the token from this file (default $SWITCHYARD_TOKEN_FILE)")
+	passEnv := fs.String("pass-env", os.Getenv(engine.PassEnvVar), "comma-separated environment variables bash and script nodes may see beyond the allowlist (default $"+engine.PassEnvVar+")")
 	noRecover := fs.Bool("no-recover", false, "leave runs a dead process was driving interrupted instead of continuing them")
 	workflows := fs.String("workflows", filepath.Join(".switchyard", "workflows"), "folder of YAML workflows listed beside drawn ones")
 	maxBody := fs.String("max-body", "10MiB", "largest request body (bytes, or with KiB/MiB/GiB)")
@@ -42,7 +44,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	maxParallel := fs.Int("max-parallel", envInt("SWITCHYARD_MAX_PARALLEL", 16), "nodes of one run executing at once (default $SWITCHYARD_MAX_PARALLEL or 16)")
 	maxLLM := fs.Int("max-llm-calls", envInt("SWITCHYARD_MAX_LLM_CALLS", 64), "concurrent LLM calls across all runs (default $SWITCHYARD_MAX_LLM_CALLS or 64)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: switchyard serve [--addr 127.0.0.1:8080] [--data DIR] [--token T] [--no-recover] [--workflows DIR]")
+		fmt.Fprintln(stderr, "usage: switchyard serve [--addr 127.0.0.1:8080] [--data DIR] [--token-file F] [--no-recover] [--workflows DIR] [--pass-env NAMES]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -53,8 +55,31 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fs.Usage()
 		return exitUsage
 	}
+	if *token != "" {
+		fmt.Fprintln(stderr, "switchyard serve: warning: --token puts the token in the process's arguments, which every local user and every node process can read (/proc/PID/cmdline); use --token-file or $SWITCHYARD_TOKEN")
+	}
+	if *tokenFile != "" {
+		if *token != "" {
+			fmt.Fprintln(stderr, "switchyard serve: give --token or --token-file, not both")
+			return exitUsage
+		}
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "switchyard serve: --token-file: %v\n", err)
+			return exitUsage
+		}
+		if *token = strings.TrimSpace(string(b)); *token == "" {
+			fmt.Fprintf(stderr, "switchyard serve: --token-file %s is empty\n", *tokenFile)
+			return exitUsage
+		}
+	}
 	if *token == "" {
 		*token = os.Getenv("SWITCHYARD_TOKEN")
+	}
+	// Node subprocesses read the pass-through list from the environment.
+	if err := os.Setenv(engine.PassEnvVar, *passEnv); err != nil {
+		fmt.Fprintf(stderr, "switchyard serve: --pass-env: %v\n", err)
+		return exitUsage
 	}
 	host, _, err := net.SplitHostPort(*addr)
 	if err != nil {
