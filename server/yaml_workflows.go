@@ -150,8 +150,8 @@ func (y *YAMLWorkflows) scan(ctx context.Context) ([]yamlFile, error) {
 			return nil
 		}
 		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return nil
+		if err != nil || !y.contained(root, filepath.ToSlash(rel)) {
+			return nil // a symlink out of the folder
 		}
 		if len(out) >= MaxYAMLWorkflows {
 			y.log.Warn("yaml workflows: too many files; listing the first ones", "dir", y.dir, "max", MaxYAMLWorkflows)
@@ -268,6 +268,13 @@ func (y *YAMLWorkflows) resolve(ctx context.Context, id string) (yamlFile, error
 	}
 	if rel, ok := parseYAMLWorkflowID(id); ok {
 		abs := filepath.Join(y.absDir, filepath.FromSlash(rel))
+		root := y.absDir
+		if r, err := filepath.EvalSymlinks(root); err == nil {
+			root = r
+		}
+		if !y.contained(root, rel) {
+			return yamlFile{}, notFound
+		}
 		fi, err := os.Stat(abs)
 		if err != nil || !fi.Mode().IsRegular() {
 			return yamlFile{}, notFound
@@ -291,6 +298,24 @@ func (y *YAMLWorkflows) fileErr(id string, err error) error {
 		return fmt.Errorf("workflow %s: %w", id, engine.ErrNotFound)
 	}
 	return fmt.Errorf("workflow %s: %w", id, err)
+}
+
+// contained reports whether rel (slash-separated, under realRoot, the
+// folder's resolved path) is a file the listing shows: no folder on its way
+// is a symlink (the listing does not follow them), and its real path, with
+// a symlinked file resolved, stays inside the folder.
+func (y *YAMLWorkflows) contained(realRoot, rel string) bool {
+	p := filepath.Join(realRoot, filepath.FromSlash(rel))
+	dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+	if err != nil || dir != filepath.Dir(p) {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return false
+	}
+	r, err := filepath.Rel(realRoot, real)
+	return err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) && !filepath.IsAbs(r)
 }
 
 // display is the path people see: the folder as configured plus rel.

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -947,4 +948,47 @@ exec python3 "$@"
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
+// A workflow is listed, fetched and run only from inside the folder: a
+// symlinked subfolder (not listed) or a symlinked file pointing outside
+// (listed before) can be neither fetched nor run.
+func TestYAMLWorkflowsRefuseSymlinksOut(t *testing.T) {
+	t.Parallel()
+	dir, outside := t.TempDir(), t.TempDir()
+	writeFiles(t, dir, map[string]string{"in.yaml": greeterYAML, "sub/ok.yaml": greeterYAML})
+	writeFiles(t, outside, map[string]string{"secret.yaml": greeterYAML, "deep/x.yaml": greeterYAML})
+	if err := os.Symlink(filepath.Join(outside, "deep"), filepath.Join(dir, "linked")); err != nil {
+		t.Skip("no symlinks here:", err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "secret.yaml"), filepath.Join(dir, "out.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "in.yaml"), filepath.Join(dir, "alias.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	src, err := NewYAMLWorkflows(dir, YAMLOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := src.ListWorkflows(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, w := range ws {
+		ids = append(ids, w.ID)
+	}
+	want := []string{YAMLWorkflowID("alias.yaml"), YAMLWorkflowID("in.yaml"), YAMLWorkflowID("sub/ok.yaml")}
+	if strings.Join(ids, " ") != strings.Join(want, " ") {
+		t.Errorf("listed %v, want %v", ids, want)
+	}
+	for _, rel := range []string{"linked/x.yaml", "out.yaml", "../" + filepath.Base(outside) + "/secret.yaml"} {
+		if _, err := src.GetWorkflow(context.Background(), YAMLWorkflowID(rel)); !errors.Is(err, engine.ErrNotFound) {
+			t.Errorf("GetWorkflow(%s) = %v, want not found", rel, err)
+		}
+	}
+	if _, err := src.GetWorkflow(context.Background(), YAMLWorkflowID("sub/ok.yaml")); err != nil {
+		t.Errorf("a plain subfolder: %v", err)
+	}
 }
