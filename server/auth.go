@@ -1,28 +1,20 @@
 package server
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 )
 
 // SessionCookie is the cookie POST /login sets.
 const SessionCookie = "switchyard_session"
-
-// sessionValue derives the session cookie from the token, so the cookie
-// never holds the token itself and changing the token ends all sessions.
-func sessionValue(token string) string {
-	m := hmac.New(sha256.New, []byte(token))
-	m.Write([]byte("switchyard session v1"))
-	return hex.EncodeToString(m.Sum(nil))
-}
 
 // equalSecret compares in constant time (hashing first, so the length
 // of the secret does not leak either).
@@ -43,7 +35,7 @@ func (s *Server) authenticated(r *http.Request) bool {
 			return true
 		}
 	}
-	if ck, err := r.Cookie(SessionCookie); err == nil && equalSecret(ck.Value, s.session) {
+	if ck, err := r.Cookie(SessionCookie); err == nil && s.sessions.valid(ck.Value) {
 		return true
 	}
 	return false
@@ -53,7 +45,7 @@ func (s *Server) authenticated(r *http.Request) bool {
 // metrics. The UI shell stays public so the sign-in page can load.
 func needsAuth(path string) bool {
 	switch path {
-	case "/api/health", "/api/auth", "/login", "/logout":
+	case "/api/health", "/api/auth", "/login", "/logout", "/api/logout":
 		return false
 	}
 	return strings.HasPrefix(path, "/api/") || path == "/metrics"
@@ -180,6 +172,11 @@ type loginRequest struct {
 // login checks the token and sets the session cookie (HttpOnly,
 // SameSite=Strict).
 func (s *Server) login(c echo.Context) error {
+	if ok, wait := s.logins.allow(clientHost(c.Request())); !ok {
+		secs := int(wait/time.Second) + 1
+		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+		return newErr(http.StatusTooManyRequests, CodeRateLimited, "too many sign-in attempts; try again in %d s", secs)
+	}
 	var req loginRequest
 	if err := decodeBody(c, &req); err != nil {
 		return err
@@ -191,13 +188,18 @@ func (s *Server) login(c echo.Context) error {
 		return newErr(http.StatusUnauthorized, CodeUnauthorized, "that token was not accepted")
 	}
 	c.SetCookie(&http.Cookie{
-		Name: SessionCookie, Value: s.session, Path: "/", MaxAge: 30 * 24 * 3600,
+		Name: SessionCookie, Value: s.sessions.issue(), Path: "/", MaxAge: int(s.sessions.ttl / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: viaHTTPS(c.Request()),
 	})
 	return c.JSON(http.StatusOK, authJSON{AuthRequired: true, Authenticated: true})
 }
 
+// logout ends the session on the server too: the cookie stops working
+// even if a copy of it survives the browser's.
 func (s *Server) logout(c echo.Context) error {
+	if ck, err := c.Request().Cookie(SessionCookie); err == nil && s.sessions != nil {
+		s.sessions.revoke(ck.Value)
+	}
 	c.SetCookie(&http.Cookie{
 		Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: viaHTTPS(c.Request()),

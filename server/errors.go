@@ -30,6 +30,7 @@ const (
 	CodePayloadTooLarge  = "payload_too_large"
 	CodeNoLLM            = "no_llm"
 	CodeUnavailable      = "unavailable"
+	CodeRateLimited      = "rate_limited"
 	CodeInternal         = "internal"
 )
 

@@ -57,6 +57,8 @@ type Config struct {
 	// Token, when set, is required on every API and websocket request
 	// (bearer header or the session cookie POST /login sets).
 	Token string
+	// SessionTTL is how long a sign-in lasts (default DefaultSessionTTL).
+	SessionTTL time.Duration
 	// MaxBody limits request bodies in bytes (default 10 MiB).
 	MaxBody int64
 	Logger  *slog.Logger
@@ -94,7 +96,8 @@ type Server struct {
 	metrics  *Metrics
 	loopback bool
 	hosts    map[string]bool // Host names accepted while loopback-only
-	session  string          // session cookie value derived from the token
+	sessions *sessions       // sign-ins (nil without a token)
+	logins   *loginLimiter
 	started  time.Time
 
 	drainCtx context.Context // cancelled when shutdown begins
@@ -157,8 +160,9 @@ func New(cfg Config) (*Server, error) {
 		s.hosts[strings.ToLower(host)] = true
 	}
 	if cfg.Token != "" {
-		s.session = sessionValue(cfg.Token)
+		s.sessions = newSessions(cfg.Token, cfg.SessionTTL)
 	}
+	s.logins = newLoginLimiter()
 	s.drainCtx, s.drain = context.WithCancel(context.Background())
 	s.defModel = engine.DefaultModel
 	if llm, err := cfg.Engine.LLM(); err == nil {
@@ -253,12 +257,13 @@ func (s *Server) routes() *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.errorHandler
-	e.Use(s.logRequests, s.recoverPanics, s.checkHost, s.checkOrigin, s.limitBody, s.requireAuth)
+	e.Use(s.logRequests, s.recoverPanics, frameHeaders, s.checkHost, s.checkOrigin, s.limitBody, s.requireAuth)
 
 	e.GET("/api/health", s.health)
 	e.GET("/api/auth", s.authStatus)
 	e.POST("/login", s.login)
 	e.POST("/logout", s.logout)
+	e.POST("/api/logout", s.logout)
 	e.GET("/api/config", s.config)
 	e.GET("/api/openapi.json", s.openAPI)
 	e.GET("/metrics", s.metricsHandler)

@@ -1,0 +1,181 @@
+package server
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// DefaultSessionTTL is how long a sign-in lasts.
+const DefaultSessionTTL = 7 * 24 * time.Hour
+
+// sessions issues and checks session cookies. A cookie is
+// "v2.<id>.<expiry>.<mac>": the MAC is keyed by the token, so rotating the
+// token ends every session; the expiry bounds a stolen cookie; logout
+// revokes the id on the server (not only in the browser).
+type sessions struct {
+	token string
+	ttl   time.Duration
+	now   func() time.Time
+
+	mu      sync.Mutex
+	revoked map[string]time.Time // id → expiry, forgotten once expired
+}
+
+func newSessions(token string, ttl time.Duration) *sessions {
+	if ttl <= 0 {
+		ttl = DefaultSessionTTL
+	}
+	return &sessions{token: token, ttl: ttl, now: time.Now, revoked: map[string]time.Time{}}
+}
+
+func (s *sessions) mac(id string, exp int64) string {
+	m := hmac.New(sha256.New, []byte(s.token))
+	m.Write([]byte("switchyard session v2|" + id + "|" + strconv.FormatInt(exp, 10)))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// issue returns a new cookie value.
+func (s *sessions) issue() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	exp := s.now().Add(s.ttl).Unix()
+	return "v2." + id + "." + strconv.FormatInt(exp, 10) + "." + s.mac(id, exp)
+}
+
+// parse checks a cookie's MAC and expiry; it returns the session id.
+func (s *sessions) parse(v string) (id string, exp time.Time, ok bool) {
+	parts := strings.Split(v, ".")
+	if len(parts) != 4 || parts[0] != "v2" {
+		return "", time.Time{}, false
+	}
+	unix, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil {
+		return "", time.Time{}, false
+	}
+	if !equalSecret(parts[3], s.mac(parts[1], unix)) {
+		return "", time.Time{}, false
+	}
+	exp = time.Unix(unix, 0)
+	if !s.now().Before(exp) {
+		return "", time.Time{}, false
+	}
+	return parts[1], exp, true
+}
+
+// valid reports whether v is a live, unrevoked session.
+func (s *sessions) valid(v string) bool {
+	id, _, ok := s.parse(v)
+	if !ok {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, gone := s.revoked[id]
+	return !gone
+}
+
+// revoke ends the session of cookie value v.
+func (s *sessions) revoke(v string) {
+	id, exp, ok := s.parse(v)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for k, e := range s.revoked {
+		if !now.Before(e) {
+			delete(s.revoked, k)
+		}
+	}
+	s.revoked[id] = exp
+}
+
+// loginLimiter rate-limits sign-in attempts per client address: a token
+// bucket of loginBurst attempts refilled one per loginEvery.
+type loginLimiter struct {
+	mu      sync.Mutex
+	buckets map[string]*bucket
+	now     func() time.Time
+}
+
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+const (
+	loginBurst      = 10
+	loginEvery      = 6 * time.Second
+	loginMaxClients = 10000 // bounded memory: the oldest buckets go first
+)
+
+func newLoginLimiter() *loginLimiter {
+	return &loginLimiter{buckets: map[string]*bucket{}, now: time.Now}
+}
+
+// allow takes one attempt for client; when none is left it says how long
+// until the next.
+func (l *loginLimiter) allow(client string) (bool, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	b := l.buckets[client]
+	if b == nil {
+		if len(l.buckets) >= loginMaxClients {
+			l.prune(now)
+		}
+		b = &bucket{tokens: loginBurst, at: now}
+		l.buckets[client] = b
+	}
+	b.tokens = min(loginBurst, b.tokens+now.Sub(b.at).Seconds()/loginEvery.Seconds())
+	b.at = now
+	if b.tokens < 1 {
+		return false, time.Duration((1 - b.tokens) * float64(loginEvery))
+	}
+	b.tokens--
+	return true, 0
+}
+
+// prune drops full buckets (clients idle long enough), or all if none is.
+func (l *loginLimiter) prune(now time.Time) {
+	for k, b := range l.buckets {
+		if b.tokens+now.Sub(b.at).Seconds()/loginEvery.Seconds() >= loginBurst {
+			delete(l.buckets, k)
+		}
+	}
+	if len(l.buckets) >= loginMaxClients {
+		clear(l.buckets)
+	}
+}
+
+func clientHost(r *http.Request) string {
+	h, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return h
+}
+
+// frameHeaders forbid framing everywhere: an approval must not be
+// clickjackable from another site.
+func frameHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Content-Security-Policy", "frame-ancestors 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		return next(c)
+	}
+}
