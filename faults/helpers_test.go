@@ -436,11 +436,22 @@ func (p *proc) getRun(t *testing.T, id string) runView {
 	return rv
 }
 
+// events reads a run's whole log, page by page.
 func (p *proc) events(t *testing.T, id string) []engine.Event {
 	t.Helper()
-	var evs []engine.Event
-	p.must(t, http.MethodGet, "/api/runs/"+id+"/events", nil, http.StatusOK, &evs)
-	return evs
+	var all []engine.Event
+	for {
+		var page []engine.Event
+		after := int64(0)
+		if len(all) > 0 {
+			after = all[len(all)-1].Seq
+		}
+		p.must(t, http.MethodGet, fmt.Sprintf("/api/runs/%s/events?after=%d&limit=1000", id, after), nil, http.StatusOK, &page)
+		all = append(all, page...)
+		if len(page) < 1000 {
+			return all
+		}
+	}
 }
 
 // startGraph posts a graph and returns the new run's id.

@@ -261,6 +261,12 @@ func (s *Server) getRun(c echo.Context) error {
 	return c.JSON(http.StatusOK, d)
 }
 
+// Page sizes of GET /api/runs/{id}/events.
+const (
+	DefaultEventsPage = 1000
+	MaxEventsPage     = 10000
+)
+
 func (s *Server) runEvents(c echo.Context) error {
 	id, err := runIDParam(c, "id")
 	if err != nil {
@@ -270,11 +276,13 @@ func (s *Server) runEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit := 0
+	// A page at a time: a long run's log is not one response of unbounded
+	// size. A full page means there may be more after its last seq.
+	limit := DefaultEventsPage
 	if v := c.QueryParam("limit"); v != "" {
 		limit, err = strconv.Atoi(v)
-		if err != nil || limit <= 0 {
-			return badRequest("limit must be a positive integer, not %q", truncate(v, 40))
+		if err != nil || limit <= 0 || limit > MaxEventsPage {
+			return badRequest("limit must be an integer from 1 to %d, not %q", MaxEventsPage, truncate(v, 40))
 		}
 	}
 	evs, err := s.st.Events(c.Request().Context(), id, after, limit)

@@ -300,8 +300,8 @@ func paths() obj {
 		},
 		"/api/runs/{id}/events": obj{
 			"parameters": []obj{runIDParamDoc},
-			"get": operation{"runEvents", "The run's stored events in seq order.", []obj{afterParamDoc,
-				queryParam("limit", "At most this many.", obj{"type": "integer", "minimum": 1})}, nil,
+			"get": operation{"runEvents", "The run's stored events in seq order, a page at a time: a full page (limit events) means more may follow; ask again with after = the last seq.", []obj{afterParamDoc,
+				queryParam("limit", "Page size (default 1000).", obj{"type": "integer", "minimum": 1, "maximum": 10000})}, nil,
 				withErrors(obj{"200": resp("Events", arrayOf(ref("Event")))}, "400", "404")}.build(),
 		},
 		"/api/runs/{id}/ws": obj{

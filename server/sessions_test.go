@@ -1,10 +1,15 @@
 package server
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchyard/switchyard/engine"
 )
 
 func loginCookie(t *testing.T, v *env, token string, hdr ...string) string {
@@ -104,5 +109,36 @@ func TestResponsesForbidFraming(t *testing.T) {
 		if r.header.Get("X-Frame-Options") != "DENY" || !strings.Contains(r.header.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
 			t.Errorf("%s: X-Frame-Options %q, CSP %q", path, r.header.Get("X-Frame-Options"), r.header.Get("Content-Security-Policy"))
 		}
+	}
+}
+
+// GET /events answers a page at a time (1,000 by default, 10,000 at most);
+// a client reads on from the last seq of a full page.
+func TestEventsArePaged(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, func(o *envOpts) { o.noLLM = true })
+	const n = DefaultEventsPage + 500
+	id := newID()
+	now := time.Now().UTC()
+	evs := make([]*engine.Event, n)
+	for i := range evs {
+		evs[i] = &engine.Event{Seq: int64(i + 1), RunID: id, NodeID: "x", Type: engine.EvOutput, Content: "line", Timestamp: now}
+	}
+	r := &engine.Run{ID: id, Kind: engine.KindGraph, Definition: json.RawMessage(`{"nodes":[],"edges":[]}`),
+		Status: engine.StatusRunning, PendingApprovals: []engine.PendingApproval{}, CreatedAt: now, UpdatedAt: now}
+	if err := v.st.CreateRun(context.Background(), r, nil, evs); err != nil {
+		t.Fatal(err)
+	}
+	var first, rest []engine.Event
+	v.must(http.StatusOK, "GET", "/api/runs/"+id+"/events", nil, &first)
+	if len(first) != DefaultEventsPage || first[len(first)-1].Seq != DefaultEventsPage {
+		t.Fatalf("first page: %d events", len(first))
+	}
+	v.must(http.StatusOK, "GET", fmt.Sprintf("/api/runs/%s/events?after=%d", id, first[len(first)-1].Seq), nil, &rest)
+	if len(rest) != 500 || rest[0].Seq != DefaultEventsPage+1 {
+		t.Fatalf("second page: %d events", len(rest))
+	}
+	if r := v.request("GET", fmt.Sprintf("/api/runs/%s/events?limit=%d", id, MaxEventsPage+1), nil); r.status != http.StatusBadRequest {
+		t.Fatalf("limit over the maximum: %d", r.status)
 	}
 }

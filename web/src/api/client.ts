@@ -111,6 +111,8 @@ async function request<T>(method: string, path: string, body?: Body, signal?: Ab
 
 const enc = encodeURIComponent;
 
+const eventsPage = 1000;
+
 export const api = {
   listWorkflows: () => request<WorkflowSummary[]>('GET', '/api/workflows'),
   getWorkflow: (id: string) => request<Workflow>('GET', `/api/workflows/${enc(id)}`),
@@ -131,7 +133,17 @@ export const api = {
     return request<Run[]>('GET', `/api/runs${qs ? `?${qs}` : ''}`);
   },
   getRun: (id: string) => request<Run>('GET', `/api/runs/${enc(id)}`),
-  getEvents: (id: string, after: number) => request<RunEvent[]>('GET', `/api/runs/${enc(id)}/events?after=${after}`),
+  /** Every stored event after `after`, read page by page (the server sends at most `eventsPage` at once). */
+  getEvents: async (id: string, after: number): Promise<RunEvent[]> => {
+    const all: RunEvent[] = [];
+    for (;;) {
+      const page = await request<RunEvent[]>('GET', `/api/runs/${enc(id)}/events?after=${after}&limit=${eventsPage}`);
+      all.push(...page);
+      const last = page[page.length - 1];
+      if (page.length < eventsPage || !last) return all;
+      after = last.seq;
+    }
+  },
   decide: (id: string, nodeId: string, decision: 'approve' | 'reject', note: string) =>
     request<Run>('POST', `/api/runs/${enc(id)}/approvals/${enc(nodeId)}`, { decision, note }),
   cancelRun: (id: string) => request<unknown>('POST', `/api/runs/${enc(id)}/cancel`, {}),
