@@ -55,6 +55,9 @@ func (s *Server) requireAuth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if s.cfg.Token != "" && needsAuth(c.Request().URL.Path) && !s.authenticated(c.Request()) {
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="switchyard"`)
+			// Answer at once, without reading a body the client may be
+			// sending slowly: the connection closes after the 401.
+			c.Response().Header().Set("Connection", "close")
 			return newErr(http.StatusUnauthorized, CodeUnauthorized,
 				"authentication required: send Authorization: Bearer <token> or sign in")
 		}

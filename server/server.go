@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"golang.org/x/net/netutil"
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/store"
@@ -61,6 +62,18 @@ type Config struct {
 	SessionTTL time.Duration
 	// MaxBody limits request bodies in bytes (default 10 MiB).
 	MaxBody int64
+	// BodyTimeout bounds reading a request (headers and body) (default
+	// DefaultBodyTimeout): a client that sends a byte now and then cannot
+	// hold a connection.
+	BodyTimeout time.Duration
+	// WriteTimeout bounds writing an ordinary response (default
+	// DefaultWriteTimeout), so a client that does not read frees its
+	// connection. Websockets, event streams and the compatibility routes
+	// that wait for a run keep their own deadlines and pings.
+	WriteTimeout time.Duration
+	// MaxConns caps concurrent connections (default DefaultMaxConns);
+	// further ones wait in the kernel's backlog.
+	MaxConns int
 	Logger  *slog.Logger
 	// Metrics is registered at /metrics. Pass the same Metrics in the
 	// engine's Sinks to get node and LLM timings; nil makes a fresh one.
@@ -126,6 +139,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	if cfg.MaxConns == 0 {
+		cfg.MaxConns = DefaultMaxConns
 	}
 	if cfg.WSBuffer <= 0 {
 		cfg.WSBuffer = DefaultWSBuffer
@@ -194,9 +216,12 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 // Serve accepts connections on ln until Shutdown. It returns nil after a
 // graceful shutdown.
 func (s *Server) Serve(ln net.Listener) error {
+	if s.cfg.MaxConns > 0 {
+		ln = netutil.LimitListener(ln, s.cfg.MaxConns)
+	}
 	srv := &http.Server{
 		Handler:           s.echo,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: min(10*time.Second, s.cfg.BodyTimeout),
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return context.Background() },
@@ -257,7 +282,7 @@ func (s *Server) routes() *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.errorHandler
-	e.Use(s.logRequests, s.recoverPanics, frameHeaders, s.checkHost, s.checkOrigin, s.limitBody, s.requireAuth)
+	e.Use(s.readDeadline, s.logRequests, s.recoverPanics, frameHeaders, s.checkHost, s.checkOrigin, s.limitBody, s.requireAuth, s.longRoutes)
 
 	e.GET("/api/health", s.health)
 	e.GET("/api/auth", s.authStatus)

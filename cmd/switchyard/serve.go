@@ -42,6 +42,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
 	cpuProfile := fs.String("cpuprofile", os.Getenv("SWITCHYARD_CPUPROFILE"), "write a CPU profile to this file until shutdown (default $SWITCHYARD_CPUPROFILE)")
 	maxParallel := fs.Int("max-parallel", envInt("SWITCHYARD_MAX_PARALLEL", 16), "nodes of one run executing at once (default $SWITCHYARD_MAX_PARALLEL or 16)")
+	maxConns := fs.Int("max-conns", envInt("SWITCHYARD_MAX_CONNS", server.DefaultMaxConns), "concurrent connections; more wait (default $SWITCHYARD_MAX_CONNS or 1024)")
 	maxLLM := fs.Int("max-llm-calls", envInt("SWITCHYARD_MAX_LLM_CALLS", 64), "concurrent LLM calls across all runs (default $SWITCHYARD_MAX_LLM_CALLS or 64)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: switchyard serve [--addr 127.0.0.1:8080] [--data DIR] [--token-file F] [--no-recover] [--workflows DIR] [--pass-env NAMES]")
@@ -114,7 +115,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		defer stop()
 	}
 	if err := serve(ctx, serveOptions{addr: *addr, data: *data, token: *token, recover: !*noRecover,
-		workflows: *workflows, maxBody: limit, grace: *grace, announce: announce,
+		workflows: *workflows, maxBody: limit, maxConns: *maxConns, grace: *grace, announce: announce,
 		maxParallel: *maxParallel, maxLLM: *maxLLM}, logger); err != nil {
 		logger.Error("serve", "err", err)
 		fmt.Fprintln(stderr, "switchyard serve:", err)
@@ -158,6 +159,7 @@ type serveOptions struct {
 	addr, data, token, workflows string
 	recover                      bool
 	maxBody                      int64
+	maxConns                     int
 	grace                        time.Duration
 	maxParallel, maxLLM          int
 	announce                     *slog.Logger // start and stop lines, at any log level
@@ -207,7 +209,7 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 		logger.Info("built without the web UI (-tags noui): serving the API only")
 	}
 	srv, err := server.New(server.Config{
-		Engine: e, Store: st, UI: ui, Addr: o.addr, Token: o.token, MaxBody: o.maxBody, Logger: logger,
+		Engine: e, Store: st, UI: ui, Addr: o.addr, Token: o.token, MaxBody: o.maxBody, MaxConns: o.maxConns, Logger: logger,
 		Metrics: metrics, Workflows: src, WorkflowsDir: o.workflows,
 	})
 	if err != nil {

@@ -1,0 +1,167 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchyard/switchyard/internal/fakeopenai"
+)
+
+// serveWithLimits serves v's engine and store through Server.Serve on loopback
+// (listener, timeouts and connection cap as in production), with cfg's
+// limits applied on top.
+func serveWithLimits(t *testing.T, v *env, tune func(*Config)) string {
+	t.Helper()
+	cfg := Config{Engine: v.e, Store: v.st, Addr: "127.0.0.1:0", Token: v.srv.cfg.Token, Logger: v.srv.log}
+	tune(&cfg)
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	return ln.Addr().String()
+}
+
+// slowRequest sends a request's headers and the first byte of a body it
+// announces as longer, then stops sending.
+func slowRequest(t *testing.T, addr, method, path string, hdr ...string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n", method, path, addr)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		fmt.Fprintf(&b, "%s: %s\r\n", hdr[i], hdr[i+1])
+	}
+	b.WriteString("\r\n{")
+	if _, err := io.WriteString(c, b.String()); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// A client without the token that trickles a body gets its 401 at once,
+// not after the body (which never comes).
+func TestSlowBodyWithoutTokenGets401AtOnce(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = "tok"; o.noHTTP = true })
+	addr := serveWithLimits(t, v, func(c *Config) { c.BodyTimeout = time.Minute })
+	c := slowRequest(t, addr, "POST", "/api/runs")
+	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second)) // far below the body timeout
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer while the body trickles: %v", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("status %d, want 401", res.StatusCode)
+	}
+}
+
+// A body that trickles in is cut at the body timeout: the connection does
+// not stay held.
+func TestSlowBodyIsCutAtTheBodyTimeout(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.noHTTP = true })
+	addr := serveWithLimits(t, v, func(c *Config) { c.BodyTimeout = time.Second })
+	c := slowRequest(t, addr, "POST", "/api/validate")
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	start := time.Now()
+	_, err := io.ReadAll(c) // a 400 and/or the close
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("the connection was still held after %v", time.Since(start))
+	}
+}
+
+// Connections beyond MaxConns wait until one closes.
+func TestMaxConnsCapsConnections(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.noHTTP = true })
+	addr := serveWithLimits(t, v, func(c *Config) { c.MaxConns = 2; c.BodyTimeout = time.Minute })
+	health := func(c net.Conn) error {
+		if _, err := fmt.Fprintf(c, "GET /api/health HTTP/1.1\r\nHost: %s\r\n\r\n", addr); err != nil {
+			return err
+		}
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return err
+		}
+		res.Body.Close()
+		return nil
+	}
+	var held []net.Conn
+	for i := 0; i < 2; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+		if err := health(c); err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		held = append(held, c)
+	}
+	third, err := net.Dial("tcp", addr) // the kernel accepts; the server does not yet
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	_ = third.SetDeadline(time.Now().Add(time.Second))
+	if err := health(third); err == nil {
+		t.Fatal("a third connection was served while two were held (cap 2)")
+	}
+	third.Close()
+	held[0].Close()
+	fourth, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fourth.Close()
+	_ = fourth.SetDeadline(time.Now().Add(30 * time.Second))
+	if err := health(fourth); err != nil {
+		t.Fatalf("after a held connection closed: %v", err)
+	}
+}
+
+// The compatibility routes that wait for a run outlast the ordinary
+// read and write timeouts.
+func TestLongRoutesOutlastTheTimeouts(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, func(o *envOpts) {
+		o.noHTTP = true
+		o.llmOpts = []fakeopenai.Option{fakeopenai.WithLatency(2500 * time.Millisecond)}
+	})
+	addr := serveWithLimits(t, v, func(c *Config) { c.BodyTimeout = time.Second; c.WriteTimeout = time.Second })
+	body, _ := json.Marshal(map[string]any{"graph": threeNodeGraph()})
+	client := &http.Client{Timeout: 60 * time.Second}
+	res, err := client.Post("http://"+addr+"/api/run", "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	out, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(out), `"completed"`) {
+		t.Fatalf("status %d: %s", res.StatusCode, out)
+	}
+}
