@@ -74,7 +74,7 @@ type Config struct {
 	// MaxConns caps concurrent connections (default DefaultMaxConns);
 	// further ones wait in the kernel's backlog.
 	MaxConns int
-	Logger  *slog.Logger
+	Logger   *slog.Logger
 	// Metrics is registered at /metrics. Pass the same Metrics in the
 	// engine's Sinks to get node and LLM timings; nil makes a fresh one.
 	Metrics *Metrics
