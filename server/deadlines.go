@@ -14,7 +14,7 @@ import (
 const (
 	DefaultBodyTimeout  = 30 * time.Second
 	DefaultWriteTimeout = 2 * time.Minute
-	DefaultMaxConns     = 1024
+	DefaultMaxConns     = 4096
 )
 
 // longRoute reports whether a request may legitimately last long: the

@@ -42,7 +42,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
 	cpuProfile := fs.String("cpuprofile", os.Getenv("SWITCHYARD_CPUPROFILE"), "write a CPU profile to this file until shutdown (default $SWITCHYARD_CPUPROFILE)")
 	maxParallel := fs.Int("max-parallel", envInt("SWITCHYARD_MAX_PARALLEL", 16), "nodes of one run executing at once (default $SWITCHYARD_MAX_PARALLEL or 16)")
-	maxConns := fs.Int("max-conns", envInt("SWITCHYARD_MAX_CONNS", server.DefaultMaxConns), "concurrent connections; more wait (default $SWITCHYARD_MAX_CONNS or 1024)")
+	maxConns := fs.Int("max-conns", envInt("SWITCHYARD_MAX_CONNS", server.DefaultMaxConns), "concurrent connections; more wait (default $SWITCHYARD_MAX_CONNS or 4096)")
 	maxLLM := fs.Int("max-llm-calls", envInt("SWITCHYARD_MAX_LLM_CALLS", 64), "concurrent LLM calls across all runs (default $SWITCHYARD_MAX_LLM_CALLS or 64)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: switchyard serve [--addr 127.0.0.1:8080] [--data DIR] [--token-file F] [--no-recover] [--workflows DIR] [--pass-env NAMES]")
