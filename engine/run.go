@@ -736,13 +736,7 @@ func (r *runner) skipUndecided(reason string) {
 			continue
 		}
 		r.inPending[i] = false
-		now := time.Now().UTC()
-		r.stateMu.Lock()
-		ns.Status = NodeSkipped
-		ns.FinishedAt = &now
-		r.stateMu.Unlock()
-		r.markDirty(i)
-		r.emit(r.plan.nodes[i].id, EvStepEnd, "skipped", map[string]any{"status": NodeSkipped, "reason": reason})
+		r.markSkipped(i, reason)
 	}
 	r.pending = r.pending[:0]
 }
@@ -1279,6 +1273,12 @@ func (r *runner) decideNode(n int) {
 
 // skip marks a node skipped and lets the skip propagate.
 func (r *runner) skip(n int, reason string) {
+	r.markSkipped(n, reason)
+	r.notifyOut(n, "")
+}
+
+// markSkipped records node n as skipped, with its step_end event.
+func (r *runner) markSkipped(n int, reason string) {
 	ns := r.nodes[n]
 	now := time.Now().UTC()
 	r.stateMu.Lock()
@@ -1287,7 +1287,6 @@ func (r *runner) skip(n int, reason string) {
 	r.stateMu.Unlock()
 	r.markDirty(n)
 	r.emit(r.plan.nodes[n].id, EvStepEnd, "skipped", map[string]any{"status": NodeSkipped, "reason": reason})
-	r.notifyOut(n, "")
 }
 
 // blocked reports whether node n must wait: it is still busy with a
