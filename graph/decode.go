@@ -114,6 +114,9 @@ func Decode(data []byte) (*Graph, []Problem, error) {
 	}
 	g.Edges = append(g.Edges, raw.Edges...)
 	g.Edges = append(g.Edges, raw.Connections...)
+	if err := CheckLimits(g); err != nil {
+		return nil, nil, err
+	}
 	return g, Normalize(g), nil
 }
 

@@ -123,7 +123,7 @@ func Validate(g *Graph) []Problem {
 	v.nodes()
 	v.edges()
 	v.graph()
-	return v.problems
+	return CapProblems(v.problems)
 }
 
 type validator struct {

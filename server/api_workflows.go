@@ -124,7 +124,7 @@ func graphDefinition(raw json.RawMessage) (json.RawMessage, []graph.Problem, err
 	if err != nil {
 		return nil, nil, err
 	}
-	probs := append(warns, graph.Validate(g)...)
+	probs := graph.CapProblems(append(warns, graph.Validate(g)...))
 	def, err := json.Marshal(g)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode graph: %w", err)
@@ -361,7 +361,7 @@ func (s *Server) validate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	probs := nonNilProblems(append(warns, graph.Validate(g)...))
+	probs := nonNilProblems(graph.CapProblems(append(warns, graph.Validate(g)...)))
 	return c.JSON(http.StatusOK, validateResponse{Valid: !graph.HasErrors(probs), Problems: probs})
 }
 
@@ -381,5 +381,5 @@ func (s *Server) normalize(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, normalizeResponse{Graph: g, Problems: nonNilProblems(append(warns, graph.Validate(g)...))})
+	return c.JSON(http.StatusOK, normalizeResponse{Graph: g, Problems: nonNilProblems(graph.CapProblems(append(warns, graph.Validate(g)...)))})
 }

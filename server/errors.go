@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -221,14 +223,35 @@ func lineCol(raw []byte, off int64) (line, col int) {
 	return line, col
 }
 
+// decodeSlots bounds concurrent graph decodes; decodeWait is how long a
+// request waits for a slot before a 503.
+var (
+	decodeSlots = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
+	decodeWait  = 30 * time.Second
+)
+
 // decodeGraph decodes a graph in the current or legacy shape (graph.Decode
 // normalizes it) and returns the normalization warnings.
 func decodeGraph(raw json.RawMessage) (*graph.Graph, []graph.Problem, error) {
 	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		return nil, nil, badRequest("graph is required")
 	}
+	// Decoding a large graph costs many times its size in memory: a few at
+	// a time, so concurrent uploads cannot add up.
+	t := time.NewTimer(decodeWait)
+	defer t.Stop()
+	select {
+	case decodeSlots <- struct{}{}:
+		defer func() { <-decodeSlots }()
+	case <-t.C:
+		return nil, nil, newErr(http.StatusServiceUnavailable, CodeUnavailable,
+			"too many graphs are being decoded at once (at most %d); try again", cap(decodeSlots))
+	}
 	g, warns, err := graph.Decode(raw)
 	if err != nil {
+		if errors.Is(err, graph.ErrTooLarge) {
+			return nil, nil, newErr(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "graph: %v", err)
+		}
 		var de *graph.DecodeError
 		if errors.As(err, &de) {
 			return nil, nil, badRequest("graph: line %d, column %d of the graph value: %v", de.Line, de.Column, de.Err)

@@ -88,8 +88,8 @@ func withErrors(r obj, codes ...string) obj {
 		"403": "Cross-origin request or foreign Host header.",
 		"404": "Not found.",
 		"409": "Conflict.",
-		"413": "Request body too large.",
-		"503": "Unavailable (no LLM configured, or shutting down).",
+		"413": "Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it.",
+		"503": "Unavailable (no LLM configured, shutting down, or too many graphs being decoded at once: try again).",
 	}
 	r["401"] = errResp(descs["401"])
 	r["403"] = errResp(descs["403"])
@@ -253,7 +253,7 @@ func paths() obj {
 				withErrors(obj{"200": resp("Workflows", arrayOf(ref("Workflow")))})}.build(),
 			"post": operation{"createWorkflow", "Save a new workflow. The graph may be in the legacy shape (it is normalized) and may have errors (they are returned as problems).", nil,
 				body(ref("WorkflowWrite")),
-				withErrors(obj{"201": resp("Saved", ref("SavedWorkflow"))}, "400", "413")}.build(),
+				withErrors(obj{"201": resp("Saved", ref("SavedWorkflow"))}, "400", "413", "503")}.build(),
 		},
 		"/api/workflows/{id}": obj{
 			"parameters": []obj{workflowIDParamDoc},
@@ -261,7 +261,7 @@ func paths() obj {
 				withErrors(obj{"200": resp("Workflow", ref("Workflow"))}, "400", "404")}.build(),
 			"put": operation{"updateWorkflow", "Save the next version. Carries the version edited; a stale version gets 409. YAML workflows are read-only (400).", nil,
 				body(ref("WorkflowWrite")),
-				withErrors(obj{"200": resp("Saved", ref("SavedWorkflow"))}, "400", "404", "409", "413")}.build(),
+				withErrors(obj{"200": resp("Saved", ref("SavedWorkflow"))}, "400", "404", "409", "413", "503")}.build(),
 			"delete": operation{"deleteWorkflow", "Delete a workflow and its versions (its runs are kept). YAML workflows are read-only (400).", nil, nil,
 				withErrors(obj{"204": obj{"description": "Deleted"}}, "400", "404")}.build(),
 		},
@@ -277,10 +277,10 @@ func paths() obj {
 		},
 		"/api/validate": obj{"post": operation{"validate", "Validate a graph (current or legacy shape).", nil,
 			body(ref("GraphRequest")),
-			withErrors(obj{"200": resp("Result", ref("ValidateResult"))}, "400", "413")}.build()},
+			withErrors(obj{"200": resp("Result", ref("ValidateResult"))}, "400", "413", "503")}.build()},
 		"/api/normalize": obj{"post": operation{"normalize", "Turn a graph (legacy or current shape) into the current shape.", nil,
 			body(ref("GraphRequest")),
-			withErrors(obj{"200": resp("Result", ref("NormalizeResult"))}, "400", "413")}.build()},
+			withErrors(obj{"200": resp("Result", ref("NormalizeResult"))}, "400", "413", "503")}.build()},
 
 		"/api/runs": obj{
 			"get": operation{"listRuns", "List runs, newest first.", []obj{
@@ -291,7 +291,7 @@ func paths() obj {
 			}, nil, withErrors(obj{"200": resp("Runs", arrayOf(ref("RunSummary")))}, "400")}.build(),
 			"post": operation{"createRun", "Start a saved workflow (workflowId: a drawn workflow, or a YAML workflow of the folder as its file is now) or a graph given inline. 400 with problems for a workflow with errors.", nil,
 				body(ref("CreateRun")),
-				withErrors(obj{"201": resp("The started run", ref("Run"))}, "400", "404", "413")}.build(),
+				withErrors(obj{"201": resp("The started run", ref("Run"))}, "400", "404", "413", "503")}.build(),
 		},
 		"/api/runs/{id}": obj{
 			"parameters": []obj{runIDParamDoc},

@@ -165,3 +165,24 @@ func TestLongRoutesOutlastTheTimeouts(t *testing.T) {
 		t.Fatalf("status %d: %s", res.StatusCode, out)
 	}
 }
+
+// Graph decodes are bounded: with every slot taken, a request waits, then
+// gets a 503 saying so; once a slot frees, it is served. (Not parallel: it
+// holds the package's decode slots.)
+func TestGraphDecodesAreBounded(t *testing.T) {
+	v := newEnv(t, func(o *envOpts) { o.noLLM = true })
+	old := decodeWait
+	decodeWait = 100 * time.Millisecond
+	defer func() { decodeWait = old }()
+	for i := 0; i < cap(decodeSlots); i++ {
+		decodeSlots <- struct{}{}
+	}
+	r := v.request("POST", "/api/validate", map[string]any{"graph": threeNodeGraph()})
+	for i := 0; i < cap(decodeSlots); i++ {
+		<-decodeSlots
+	}
+	if r.status != http.StatusServiceUnavailable || !strings.Contains(string(r.body), "too many graphs") {
+		t.Fatalf("with every slot taken: %d %s", r.status, r.body)
+	}
+	v.must(http.StatusOK, "POST", "/api/validate", map[string]any{"graph": threeNodeGraph()}, nil)
+}
