@@ -306,7 +306,6 @@ func (m *refModel) begin() {
 			m.enqueue(i, m.c.Input, "")
 		}
 	}
-	m.settle()
 }
 
 func (m *refModel) busy(i int) bool {
@@ -752,7 +751,8 @@ func scriptedFailure(id string, visit int) string {
 	return fmt.Sprintf("scripted failure of %s, visit %d", id, visit)
 }
 
-// complete applies the result of node n's current visit.
+// complete applies the result of node n's current visit. Deciding what
+// follows is settle's: the engine decides after a batch of completions.
 func (m *refModel) complete(n int, res refResult) {
 	ns := &m.st[n]
 	if m.ending != "" {
@@ -772,7 +772,6 @@ func (m *refModel) complete(n int, res refResult) {
 		for _, e := range m.out[n] {
 			m.notify(m.edges[e].Dst)
 		}
-		m.settle()
 		return
 	}
 	if res.wait {
@@ -802,7 +801,6 @@ func (m *refModel) complete(n int, res refResult) {
 		}
 		m.notify(ed.Dst)
 	}
-	m.settle()
 }
 
 // status is the run's final status as a function of the outcomes.
@@ -838,6 +836,7 @@ func (m *refModel) undecided() []string {
 // first; at a deadlock the oldest candidate runs.
 func (m *refModel) runAlone() {
 	m.begin()
+	m.settle()
 	order := map[int]int{} // queue order
 	seq := 0
 	for m.ending == "" {
@@ -863,9 +862,11 @@ func (m *refModel) runAlone() {
 			delete(order, next)
 			m.st[next].status = NodeRunning
 			m.complete(next, m.result(next))
+			m.settle()
 		case waiting >= 0:
 			m.st[waiting].resumed = true
 			m.complete(waiting, m.result(waiting))
+			m.settle()
 		default:
 			for i := range m.st {
 				if m.st[i].overCap {

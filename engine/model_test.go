@@ -12,7 +12,10 @@ package engine
 //     once per visit; every completion, failure, wait and skip is what the
 //     model computes) and takes the engine's choices where the semantics
 //     leave one (the order nodes finish in, which node of a cycle of joins
-//     runs first).
+//     runs first). The engine decides after a batch of completions, and a
+//     join reads its sources' outputs when it is decided, so the model
+//     decides exactly where the engine did: markDecisions (export_test.go)
+//     logs each decision point as an x-decide event.
 //   - Invariants at the end: every node decided (nothing pending, queued,
 //     running or waiting) in a run that ended normally; the run's status is
 //     the function of the outcomes the model computes; node states equal
@@ -182,6 +185,7 @@ func runCase(env *caseEnv, c *mCase, pick func(n int) int) error {
 		return err
 	}
 	defer e.Close()
+	markDecisions(e)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var run *Run
@@ -299,7 +303,7 @@ func describeRun(c *mCase, m *refModel, evs []Event, final *Run, nodes []*NodeSt
 	}
 	b.WriteString("--- engine events:\n")
 	for _, ev := range evs {
-		if ev.Type == EvOutput || ev.Type == EvLogicCheck {
+		if ev.Type == EvOutput || ev.Type == EvLogicCheck || ev.Type == evDecide {
 			continue
 		}
 		fmt.Fprintf(&b, "  %3d %-8s %-13s %q %s\n", ev.Seq, ev.NodeID, ev.Type, ev.Content, ev.Data)
@@ -426,6 +430,8 @@ func (rp *replay) step(ev Event) error {
 			return fmt.Errorf("the engine hit maxVisits on %s; the model has it %q with %d visits", ev.NodeID, m.st[n].status, m.st[n].visits)
 		}
 		m.end(StatusFailed, ev.NodeID+" exceeds maxVisits")
+	case evDecide:
+		m.settle() // the engine decides here, after a batch of completions
 	case EvRunStatus:
 		switch RunStatus(ev.Content) {
 		case StatusPaused:
@@ -519,6 +525,7 @@ func (rp *replay) finish(final *Run, nodes []*NodeState, calls *callLog) error {
 		fail("the run stopped as %q", final.Status)
 	}
 	if m.ending == "" {
+		m.settle() // anything the engine left undecided shows below
 		if c := m.candidates(); len(c) > 0 {
 			var ids []string
 			for _, n := range c {

@@ -1176,6 +1176,9 @@ func (r *runner) evaluate() {
 	if r.ending != "" {
 		return
 	}
+	if r.e.onEvaluate != nil {
+		r.e.onEvaluate(r) // tests: where the loop decides
+	}
 	for progress := true; progress && len(r.pending) > 0; {
 		progress = false
 		// kept filters batch in place; r.pending collects the nodes that
