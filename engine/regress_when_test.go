@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/graph"
+	"github.com/switchyard/switchyard/internal/fakeopenai"
 )
 
 // issue13WhenYAML is the reproduction from issue #13: conditions and every
@@ -324,5 +325,67 @@ func TestRegressNoRestartMarkAfterResume(t *testing.T) {
 	}
 	if a := nodeStates(t, e, run.ID)["a"]; len(starts) != 2 || a.Visits != 2 || a.Attempts != 1 {
 		t.Fatalf("a: %d starts, visits %d, attempts %d; want 2, 2, 1 (attempts are per visit)", len(starts), a.Visits, a.Attempts)
+	}
+}
+
+// A rejection note that reaches a pending join along an edge that had
+// fired already is persisted too: a runner reloaded to apply an answer
+// used to run the join with the note from before.
+func TestRegressRejectionNoteSurvivesReload(t *testing.T) {
+	ctx := context.Background()
+	release := make(chan struct{})
+	// The "slow" agent answers only once released, so the gate k waits
+	// only after the gate r does.
+	e, _ := newLLMEngine(t, Config{}, fakeopenai.WithHandler(func(req *fakeopenai.Request) fakeopenai.Reply {
+		user := ""
+		for _, m := range req.Messages {
+			if m.Role == "system" && m.Content == "slow" {
+				<-release
+			}
+			if m.Role == "user" {
+				user = m.Content
+			}
+		}
+		return fakeopenai.Reply{Text: "echo: " + user}
+	}))
+	// s -> a -> r (approval) -reject-> a; a -> j; s -> slow -> k (approval)
+	// -reject-> j. Rejecting r runs a again with the note, which a passes
+	// to j; approving k then lets j run.
+	g := (&gb{}).node("s", "start", graph.NodeData{InitialInput: "x"}).
+		node("a", "agent", graph.NodeData{}).node("r", "approval", graph.NodeData{}).
+		node("slow", "agent", graph.NodeData{SystemPrompt: "slow"}).node("k", "approval", graph.NodeData{}).
+		node("j", "agent", graph.NodeData{}).
+		edge("s", "output", "a").edge("a", "output", "r").edge("r", "reject", "a").edge("a", "output", "j").
+		edge("s", "output", "slow").edge("slow", "output", "k").edge("k", "reject", "j").build()
+	run, err := e.StartGraph(ctx, g, StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for nodeStates(t, e, run.ID)["r"].Status != NodeWaiting {
+		if time.Now().After(deadline) {
+			t.Fatal("r never waited")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(release)
+	answer := func(node, decision, note string) {
+		t.Helper()
+		if r := waitRun(t, e, run.ID); r.Status != StatusPaused {
+			t.Fatalf("before answering %s: status %s (%s)", node, r.Status, r.Error)
+		}
+		if _, err := e.Resume(ctx, run.ID, node, Decision{Decision: decision, Note: note}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answer("r", "reject", "shorter please")
+	answer("k", "approve", "")
+	answer("r", "approve", "")
+	if r := waitRun(t, e, run.ID); r.Status != StatusCompleted {
+		t.Fatalf("status %s (%s)", r.Status, r.Error)
+	}
+	j := nodeStates(t, e, run.ID)["j"]
+	if j.Status != NodeCompleted || j.Input != "echo: echo: x" || j.Rejection != "shorter please" {
+		t.Fatalf("j %s input %q rejection %q, want completed \"echo: echo: x\" \"shorter please\"", j.Status, j.Input, j.Rejection)
 	}
 }

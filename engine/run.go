@@ -1136,9 +1136,12 @@ func (r *runner) fire(i int, res Result) {
 			if res.Decided {
 				rej = res.Rejection
 			}
-			r.stateMu.Lock()
-			r.nodes[ed.dst].Rejection = rej
-			r.stateMu.Unlock()
+			if r.nodes[ed.dst].Rejection != rej {
+				r.stateMu.Lock()
+				r.nodes[ed.dst].Rejection = rej
+				r.stateMu.Unlock()
+				r.markDirty(ed.dst) // persisted even when the edge had fired already
+			}
 		}
 		r.notify(ed.dst)
 	}
