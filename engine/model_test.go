@@ -142,7 +142,8 @@ func (s scriptedBash) Execute(ctx context.Context, x *Exec) (Result, error) {
 // modelCounts are the figures the tests report.
 type modelCounts struct {
 	cases, alone, events, paused, earlyEnd, forced atomic.Int64
-	status                                         sync.Map // RunStatus -> *atomic.Int64
+	leftover                                       atomic.Int64 // early ends leaving nodes pending or queued
+	status                                         sync.Map     // RunStatus -> *atomic.Int64
 }
 
 func (mc *modelCounts) addStatus(s RunStatus) {
@@ -157,9 +158,10 @@ func (mc *modelCounts) String() string {
 			st = append(st, fmt.Sprintf("%s %d", s, v.(*atomic.Int64).Load()))
 		}
 	}
-	return fmt.Sprintf("%d cases (%s; %d paused for approvals at least once; %d ended early; %d forced a cycle of joins), "+
-		"%d also compared with the model run alone, %d events replayed",
-		mc.cases.Load(), strings.Join(st, ", "), mc.paused.Load(), mc.earlyEnd.Load(), mc.forced.Load(), mc.alone.Load(), mc.events.Load())
+	return fmt.Sprintf("%d cases (%s; %d paused for approvals at least once; %d ended early, %d of them leaving nodes pending or queued; "+
+		"%d forced a cycle of joins), %d also compared with the model run alone, %d events replayed",
+		mc.cases.Load(), strings.Join(st, ", "), mc.paused.Load(), mc.earlyEnd.Load(), mc.leftover.Load(), mc.forced.Load(),
+		mc.alone.Load(), mc.events.Load())
 }
 
 // caseEnv is what a case runs in.
@@ -263,6 +265,12 @@ func runCase(env *caseEnv, c *mCase, pick func(n int) int) error {
 		}
 		if rp.m.ending != "" {
 			env.counts.earlyEnd.Add(1)
+			for _, ns := range nodes {
+				if ns.Status == NodePending || ns.Status == NodeQueued {
+					env.counts.leftover.Add(1)
+					break
+				}
+			}
 		}
 		if rp.forced > 0 {
 			env.counts.forced.Add(1)
