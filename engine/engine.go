@@ -66,6 +66,10 @@ type Engine struct {
 	// leased by a process that no longer drives them.
 	unreleasedMu sync.Mutex
 	unreleased   map[string]bool
+
+	// onEvaluate, set only by tests (export_test.go), is called on the
+	// loop goroutine each time it is about to decide pending nodes.
+	onEvaluate func(r *runner)
 }
 
 // StartOptions are the per-run inputs.

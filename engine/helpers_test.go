@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -126,4 +127,12 @@ func checkSeq(t *testing.T, evs []Event) {
 			t.Fatalf("event %d has seq %d (gap or reorder): %+v", i, ev.Seq, ev)
 		}
 	}
+}
+
+func stepEndStatus(ev Event) string {
+	var d struct {
+		Status string `json:"status"`
+	}
+	_ = json.Unmarshal(ev.Data, &d)
+	return d.Status
 }

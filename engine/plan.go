@@ -158,6 +158,7 @@ func compileGraph(g *graph.Graph, maxVisits int) *plan {
 		byID[n.ID] = n
 	}
 	p.subagents = map[string][]graph.Node{}
+	seen := make(map[[3]string]bool, len(g.Edges))
 	for _, e := range g.Edges {
 		if e.IsSubagent() {
 			if c, ok := byID[e.Target]; ok {
@@ -173,6 +174,13 @@ func compileGraph(g *graph.Graph, maxVisits int) *plan {
 		h := e.SourceHandle
 		if h == "" {
 			h = graph.HandleOutput
+		}
+		// A repeated edge is ignored, as validation warns: it would
+		// otherwise join the same input twice.
+		if k := [3]string{e.Source, h, e.Target}; seen[k] {
+			continue
+		} else {
+			seen[k] = true
 		}
 		p.addEdge(e.ID, s, d, h)
 	}

@@ -65,8 +65,7 @@ type runner struct {
 	running      int
 	dirty        []int
 	isDirty      []bool
-	restartRetry []bool // queued again after the previous owner died
-	anyFailed    bool
+	restartRetry []bool    // queued again after the previous owner died
 	ending       RunStatus // failed or cancelled once decided; loop drains then ends
 	endReason    string
 	stopping     bool        // engine shutdown: drain, persist nothing more, keep run resumable
@@ -215,6 +214,14 @@ func newRunner(e *Engine, p *plan, run *Run, states []*NodeState, lastSeq int64,
 			r.queue = append(r.queue, i)
 		case NodeWaiting:
 			r.waiting = append(r.waiting, i)
+		}
+	}
+	// A busy node whose inputs fired again was notified while busy: its
+	// status does not say it is pending too, its fired edges do.
+	for i := range r.nodes {
+		if r.firedCount[i] > 0 && !r.inPending[i] {
+			r.pending = append(r.pending, i)
+			r.inPending[i] = true
 		}
 	}
 	sortByKey(r.waiting, func(i int) int {
@@ -669,8 +676,10 @@ func (r *runner) settle() bool {
 	if len(r.queue) > 0 || len(r.pending) > 0 {
 		return false
 	}
-	if r.anyFailed {
-		return r.finish(StatusFailed, r.failSummary())
+	// Failed from the node states, not from a flag of this loop: a run
+	// paused and continued (reloaded) must remember failures too.
+	if why := r.failSummary(); why != "" {
+		return r.finish(StatusFailed, why)
 	}
 	return r.finish(StatusCompleted, "")
 }
@@ -727,7 +736,8 @@ func (r *runner) finish(s RunStatus, reason string) bool {
 
 // skipUndecided ends every node a failed or cancelled run never ran (or
 // left waiting for a human) as skipped, so no run ends with nodes
-// undecided. Nodes still running are ended by complete.
+// undecided; a node that ran before keeps its last result. Nodes still
+// running are ended by complete.
 func (r *runner) skipUndecided(reason string) {
 	for i, ns := range r.nodes {
 		switch ns.Status {
@@ -736,6 +746,15 @@ func (r *runner) skipUndecided(reason string) {
 			continue
 		}
 		r.inPending[i] = false
+		if ns.Visits > 0 {
+			// Activated again in a cycle but never run again: no new
+			// visit, so it keeps its last result (as decideNode does).
+			r.stateMu.Lock()
+			ns.Status = ns.lastStatus()
+			r.stateMu.Unlock()
+			r.markDirty(i)
+			continue
+		}
 		r.markSkipped(i, reason)
 	}
 	r.pending = r.pending[:0]
@@ -903,6 +922,18 @@ func (r *runner) end(s RunStatus, reason string) {
 	r.ending = s
 	r.endReason = reason
 	r.queue = nil
+	// A node waiting for a human is in flight like a running one: it ends
+	// with the run, rather than staying "waiting" in a finished run.
+	now := time.Now().UTC()
+	for _, i := range r.waiting {
+		ns := r.nodes[i]
+		r.stateMu.Lock()
+		ns.Status, ns.Error, ns.FinishedAt, ns.Wait = NodeFailed, string(s), &now, nil
+		r.stateMu.Unlock()
+		r.markDirty(i)
+		r.emit(r.plan.nodes[i].id, EvStepEnd, string(s), map[string]any{"status": NodeFailed, "error": string(s)})
+	}
+	r.waiting = nil
 	r.cancel()
 }
 
@@ -926,6 +957,7 @@ func (r *runner) enqueue(i int, input, rejection string) {
 	ns.Input = input
 	ns.Rejection = rejection
 	ns.Visits++
+	ns.Attempts = 0 // attempts are per visit: a new one was never started (see newRunner's restartRetry)
 	ns.Error = ""
 	r.stateMu.Unlock()
 	r.queue = append(r.queue, i)
@@ -1068,7 +1100,6 @@ func (r *runner) complete(d nodeDone) {
 			r.end(StatusFailed, fmt.Sprintf("%s failed: %s", pn.label, msg))
 			return
 		}
-		r.anyFailed = true
 		r.notifyOut(i, "")
 		return
 	}
@@ -1140,9 +1171,12 @@ func (r *runner) fire(i int, res Result) {
 			if res.Decided {
 				rej = res.Rejection
 			}
-			r.stateMu.Lock()
-			r.nodes[ed.dst].Rejection = rej
-			r.stateMu.Unlock()
+			if r.nodes[ed.dst].Rejection != rej {
+				r.stateMu.Lock()
+				r.nodes[ed.dst].Rejection = rej
+				r.stateMu.Unlock()
+				r.markDirty(ed.dst) // persisted even when the edge had fired already
+			}
 		}
 		r.notify(ed.dst)
 	}
@@ -1180,10 +1214,15 @@ func (r *runner) evaluate() {
 	if r.ending != "" {
 		return
 	}
+	if r.e.onEvaluate != nil {
+		r.e.onEvaluate(r) // tests: where the loop decides
+	}
 	for progress := true; progress && len(r.pending) > 0; {
 		progress = false
-		// kept filters batch in place; it must not share r.pending's array,
-		// which decideNode appends to (a skip notifies its targets).
+		// kept filters batch in place; r.pending collects the nodes that
+		// decisions notify. They must not share an array: a node appended
+		// to one would overwrite a node kept in the other, leaving it
+		// inPending but in no list, undecided for good (issue #13).
 		batch := append([]int(nil), r.pending...)
 		kept := batch[:0]
 		r.pending = r.pending[:0]
@@ -1257,9 +1296,10 @@ func (r *runner) decideNode(n int) {
 		r.enqueue(n, strings.Join(inputs, "\n\n"), r.nodes[n].Rejection)
 		return
 	}
-	if r.nodes[n].Visits > 0 {
+	if r.nodes[n].Visits > 0 || r.nodes[n].lastStatus() == NodeSkipped {
 		// In a cycle, a branch not taken back into a node that already ran
-		// is no new visit: keep its result, and propagate nothing.
+		// (or was skipped: skipping it again would go round the cycle for
+		// ever) is no new visit: keep its result, and propagate nothing.
 		if r.nodes[n].Status == NodePending {
 			r.stateMu.Lock()
 			r.nodes[n].Status = r.nodes[n].lastStatus()
@@ -1312,7 +1352,9 @@ func (r *runner) blocked(n int) bool {
 // settled". With cycles, s can fire if it is active, or reachable from an
 // active node without passing through n.
 func (r *runner) canStillFire(s, n int) bool {
-	if !r.plan.reachable[s] {
+	if s == n || !r.plan.reachable[s] {
+		// A self-loop fires only after n runs: it cannot hold up the
+		// decision to run n (it would deadlock n on itself).
 		return false
 	}
 	if r.plan.acyclic {

@@ -202,6 +202,8 @@ func (n *NodeState) lastStatus() NodeStatus {
 	switch {
 	case n.Error != "":
 		return NodeFailed
+	case n.FinishedAt != nil && n.Visits == 0:
+		return NodeSkipped // skip sets FinishedAt; every run counts a visit
 	case n.FinishedAt != nil:
 		return NodeCompleted
 	}
