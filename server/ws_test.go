@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -494,5 +495,82 @@ func TestWSKeepaliveAndReadLimit(t *testing.T) {
 	_, _, err := big.ReadMessage()
 	if closeCode(err) != websocket.CloseMessageTooBig {
 		t.Fatalf("oversized message: %v, want close 1009", err)
+	}
+}
+
+// stallCloseListener's connections hold back the server's close frame
+// for stall, as a network whose buffers are full would (the write still
+// honours its deadline).
+type stallCloseListener struct {
+	net.Listener
+	stall time.Duration
+}
+
+func (l stallCloseListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &stallCloseConn{Conn: c, stall: l.stall}, nil
+}
+
+type stallCloseConn struct {
+	net.Conn
+	stall    time.Duration
+	mu       sync.Mutex
+	deadline time.Time
+}
+
+func (c *stallCloseConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c *stallCloseConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *stallCloseConn) Write(p []byte) (int, error) {
+	if len(p) > 0 && p[0] == 0x80|websocket.CloseMessage {
+		c.mu.Lock()
+		deadline := c.deadline
+		c.mu.Unlock()
+		if !deadline.IsZero() && time.Until(deadline) < c.stall {
+			time.Sleep(time.Until(deadline))
+			return 0, os.ErrDeadlineExceeded
+		}
+		time.Sleep(c.stall)
+	}
+	return c.Conn.Write(p)
+}
+
+// TestWSCloseFrameWaitsLikeAnyWrite: the close frame that ends a stream
+// may wait for the network as long as an event may (the write timeout):
+// a client that is behind but reading gets every event and a normal
+// close, not an abnormal closure (1006). Under load, closes that gave up
+// after closeTimeout (1s) made TestWSHundredWatchers fail that way.
+func TestWSCloseFrameWaitsLikeAnyWrite(t *testing.T) {
+	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.noHTTP = true; o.writeLimit = time.Minute })
+	ts := httptest.NewUnstartedServer(v.srv.Handler())
+	ts.Listener = stallCloseListener{Listener: ts.Listener, stall: 2 * closeTimeout}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	v.url = ts.URL
+
+	id := createRawRun(t, v.st, engine.StatusRunning)
+	emitEvents(v.st, id, 0, 50, "x")
+	finishRawRun(t, v.st, id, 50)
+	evs, err := readEvents(v.mustDial("/api/runs/"+id+"/ws"), time.Minute)
+	if closeCode(err) != websocket.CloseNormalClosure {
+		t.Fatalf("ended with %v after %d events, want a normal close", err, len(evs))
+	}
+	checkSeqs(t, evs, 0)
+	if len(evs) != 51 {
+		t.Fatalf("%d events, want 51", len(evs))
 	}
 }
