@@ -54,6 +54,7 @@ func startStack(t *testing.T, latency time.Duration) *Client {
 }
 
 func TestScenariosAgainstARealServer(t *testing.T) {
+	t.Parallel()
 	c := startStack(t, 50*time.Millisecond)
 	ctx := context.Background()
 
@@ -101,6 +102,7 @@ func TestScenariosAgainstARealServer(t *testing.T) {
 }
 
 func TestSummaryPercentiles(t *testing.T) {
+	t.Parallel()
 	var l Latencies
 	for i := 1; i <= 100; i++ {
 		l.Add(time.Duration(i) * time.Millisecond)
