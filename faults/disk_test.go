@@ -121,6 +121,7 @@ func afterFault(t *testing.T, h *harness, p *proc, id string, errsBefore float64
 // than the store's busy timeout (5s), and for longer than two of them, so
 // that the run's checkpoint itself gives up.
 func TestDatabaseLocked(t *testing.T) {
+	t.Parallel()
 	holds := []time.Duration{7 * time.Second, 12 * time.Second}
 	if testing.Short() {
 		holds = holds[:1]
@@ -250,6 +251,7 @@ func chunks(n, size int, letter string) []string {
 // TestDiskFull runs the data directory on a 32 MiB tmpfs and fills it
 // while a node whose answer is 1 MiB runs.
 func TestDiskFull(t *testing.T) {
+	t.Parallel()
 	h, dir := tmpfsHarness(t, "full", fakeReply{Chunks: chunks(16, 64<<10, "x"), Latency: 500 * time.Millisecond})
 	p := h.start()
 	base := p.baseline(t)
@@ -282,6 +284,7 @@ func TestDiskFull(t *testing.T) {
 // streams its answer (events only, no checkpoint), then frees it before
 // the node completes: the run goes on, and its log must still be gapless.
 func TestDiskFullBriefly(t *testing.T) {
+	t.Parallel()
 	h, dir := tmpfsHarness(t, "brief", fakeReply{Chunks: chunks(14, 24<<10, "y"), ChunkDelay: 150 * time.Millisecond})
 	p := h.start()
 	base := p.baseline(t)

@@ -51,6 +51,7 @@ func wantAPIError(t *testing.T, what string, code int, body []byte, wantCode int
 
 // TestBadBodies sends malformed, huge and deeply nested request bodies.
 func TestBadBodies(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	p := h.start()
 	base := p.baseline(t)
@@ -164,6 +165,7 @@ func bigGraph(n int, lastType string) []byte {
 
 // TestHugeGraph validates and starts 100,000-node graphs.
 func TestHugeGraph(t *testing.T) {
+	t.Parallel()
 	n := 100_000
 	if testing.Short() {
 		n = 20_000
@@ -228,6 +230,7 @@ func TestHugeGraph(t *testing.T) {
 // edge, and starting them is refused with the same problems (or, for a
 // self-loop, which is legal, the run ends within its visit cap).
 func TestBadGraphs(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	p := h.start()
 	base := p.baseline(t)
@@ -360,6 +363,7 @@ func TestBadGraphs(t *testing.T) {
 // TestWebsocketGarbage sends binary garbage over websockets, broken frames
 // after the upgrade and non-HTTP bytes to the port.
 func TestWebsocketGarbage(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	p := h.start()
 	base := p.baseline(t)
@@ -484,6 +488,7 @@ func pauseGraph(key string) *graph.Graph {
 // answers, every status stream gets a new run's status, and closing them
 // gives everything back.
 func TestIdleWebsockets(t *testing.T) {
+	t.Parallel()
 	n := 2000
 	if testing.Short() {
 		n = 500

@@ -537,6 +537,7 @@ func durations(ds []time.Duration) string {
 // graphs with every node type run, and restarts it once the dead owner's
 // leases ran out (an earlier restart is TestKillRestartWithinLeaseTTL).
 func TestKillGraphRuns(t *testing.T) {
+	t.Parallel()
 	rounds, perRound := 4, 4
 	if testing.Short() {
 		rounds, perRound = 2, 3
@@ -590,6 +591,7 @@ func TestKillGraphRuns(t *testing.T) {
 // as a supervisor does, before the dead process's leases (1s) ran out.
 // The runs it was driving must still be taken over and finish.
 func TestKillRestartWithinLeaseTTL(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.llm.setLatency(func(string, string) time.Duration { return 600 * time.Millisecond })
 	p := h.start()
@@ -733,6 +735,7 @@ func loopDone(h *harness, key string) {
 // workflows of its --workflows folder; TestKillYAMLRunsCLI covers the same
 // workflows through `switchyard run`/`resume` processes either way.
 func TestKillYAMLRunsServer(t *testing.T) {
+	t.Parallel()
 	rounds := 3
 	if testing.Short() {
 		rounds = 2

@@ -95,6 +95,7 @@ func llmCaseGraph(c llmCase, key string) *graph.Graph {
 // TestLLMFaults runs one run per failure mode, all at once on one server,
 // plus a run whose LLM call hangs until it is cancelled.
 func TestLLMFaults(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	p := h.start()
 	base := p.baseline(t)
@@ -274,6 +275,7 @@ func containsAny(s string, parts []string) bool {
 // run stays resumable, and the next server finishes it once the LLM
 // answers again.
 func TestStopWithHungLLM(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	var hang atomic.Bool
 	hang.Store(true)
