@@ -128,7 +128,10 @@ func TestDatabaseLocked(t *testing.T) {
 		holds = holds[:1]
 	}
 	for _, hold := range holds {
-		t.Run(hold.String(), func(t *testing.T) { lockDuringRun(t, hold) })
+		t.Run(hold.String(), func(t *testing.T) {
+			t.Parallel() // each has its own server and database
+			lockDuringRun(t, hold)
+		})
 	}
 }
 
