@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ const (
 // waitCalled waits until node of run key made its first LLM call.
 func waitCalled(t *testing.T, h *harness, key, node string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for len(h.llm.callsOf(key, node)) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s of run %s never called the LLM", node, key)
@@ -47,7 +48,7 @@ func waitCalled(t *testing.T, h *harness, key, node string) {
 func afterFault(t *testing.T, h *harness, p *proc, id string, errsBefore float64, causes []string) runView {
 	t.Helper()
 	var rv runView
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		rv = p.getRun(t, id)
 		if rv.Status.Terminal() || rv.Status == engine.StatusPaused || time.Now().After(deadline) {
 			break
@@ -62,17 +63,17 @@ func afterFault(t *testing.T, h *harness, p *proc, id string, errsBefore float64
 			t.Errorf("run error %q names none of the causes %q", rv.Error, causes)
 		}
 	default:
-		t.Errorf("run is %s 15s after the fault cleared (error %q): nobody drives it any more; in the database: %s",
+		t.Errorf("run is %s a minute after the fault cleared (error %q): nobody drives it any more; in the database: %s",
 			rv.Status, rv.Error, leaseOf(t, h.data, id))
 	}
-	// The store may still be retrying the last writes: give it 10s to
+	// The store may still be retrying the last writes: give it time to
 	// make the end durable.
 	var evs []engine.Event
 	ended := func() bool {
 		n := len(evs)
 		return n > 0 && evs[n-1].Type == engine.EvRunStatus && engine.RunStatus(evs[n-1].Content).Terminal()
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		if evs = p.events(t, id); ended() || time.Now().After(deadline) {
 			break
 		}
@@ -87,7 +88,7 @@ func afterFault(t *testing.T, h *harness, p *proc, id string, errsBefore float64
 	} else {
 		// The stored header agrees with the log (give its retries time too).
 		var row string
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 			if row = leaseOf(t, h.data, id); strings.HasPrefix(row, "status "+string(last)+",") || time.Now().After(deadline) {
 				break
 			}
@@ -107,7 +108,7 @@ func afterFault(t *testing.T, h *harness, p *proc, id string, errsBefore float64
 	code, body, err := p.do(http.MethodPost, "/api/runs", map[string]any{"graph": chainGraph("next", "a")})
 	if err != nil || code != http.StatusCreated || json.Unmarshal(body, &next) != nil {
 		t.Errorf("starting a run after the fault cleared: %d %v %s", code, err, truncate(string(body), 300))
-	} else if rv := p.waitRun(t, next.RunID, 30*time.Second); rv.Status != engine.StatusCompleted {
+	} else if rv := p.waitRun(t, next.RunID, time.Minute); rv.Status != engine.StatusCompleted {
 		t.Errorf("a run after the fault cleared: %s (%s)", rv.Status, rv.Error)
 	}
 	if t.Failed() {
@@ -121,12 +122,16 @@ func afterFault(t *testing.T, h *harness, p *proc, id string, errsBefore float64
 // than the store's busy timeout (5s), and for longer than two of them, so
 // that the run's checkpoint itself gives up.
 func TestDatabaseLocked(t *testing.T) {
+	t.Parallel()
 	holds := []time.Duration{7 * time.Second, 12 * time.Second}
 	if testing.Short() {
 		holds = holds[:1]
 	}
 	for _, hold := range holds {
-		t.Run(hold.String(), func(t *testing.T) { lockDuringRun(t, hold) })
+		t.Run(hold.String(), func(t *testing.T) {
+			t.Parallel() // each has its own server and database
+			lockDuringRun(t, hold)
+		})
 	}
 }
 
@@ -219,8 +224,9 @@ func fill(t *testing.T, dir string) string {
 }
 
 // tmpfsHarness keeps the server's data on a fresh 32 MiB tmpfs (returned
-// as dir); node "a" of fault's graph answers with reply.
-func tmpfsHarness(t *testing.T, fault string, reply fakeReply) (h *harness, dir string) {
+// as dir); node "a" of fault's graph answers with reply, once gate (if not
+// nil) is closed.
+func tmpfsHarness(t *testing.T, fault string, reply fakeReply, gate <-chan struct{}) (h *harness, dir string) {
 	t.Helper()
 	dir = filepath.Join(t.TempDir(), "data")
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -231,6 +237,9 @@ func tmpfsHarness(t *testing.T, fault string, reply fakeReply) (h *harness, dir 
 	h.data = dir
 	h.llm.setFault(fault, func(c llmCall, _ int) (fakeReply, bool) {
 		if c.node == "a" {
+			if gate != nil {
+				<-gate
+			}
 			return reply, true
 		}
 		return fakeReply{}, false
@@ -250,19 +259,28 @@ func chunks(n, size int, letter string) []string {
 // TestDiskFull runs the data directory on a 32 MiB tmpfs and fills it
 // while a node whose answer is 1 MiB runs.
 func TestDiskFull(t *testing.T) {
-	h, dir := tmpfsHarness(t, "full", fakeReply{Chunks: chunks(16, 64<<10, "x"), Latency: 500 * time.Millisecond})
+	t.Parallel()
+	// a answers once the disk is full: its events and checkpoint fail
+	// however slow this machine is.
+	full := make(chan struct{})
+	var fullOnce sync.Once
+	setFull := func() { fullOnce.Do(func() { close(full) }) }
+	h, dir := tmpfsHarness(t, "full", fakeReply{Chunks: chunks(16, 64<<10, "x"), Latency: 500 * time.Millisecond}, full)
+	t.Cleanup(setFull) // before the fake LLM closes
 	p := h.start()
 	base := p.baseline(t)
 	errsBefore := p.metrics(t)[writeErrors]
 	id := p.startGraph(t, chainGraph("full", "a", "b"), "")
 	waitCalled(t, h, "full", "a")
 	filler := fill(t, dir)
+	setFull()
 	var st syscall.Statfs_t
 	_ = syscall.Statfs(dir, &st)
 	t.Logf("disk full: %d bytes free", st.Bavail*uint64(st.Bsize))
 
-	// Hold the disk full until the server reported a failed write (or 10s).
-	deadline := time.Now().Add(10 * time.Second)
+	// Hold the disk full until the server reported a failed write (or a
+	// minute: afterFault reports it then).
+	deadline := time.Now().Add(time.Minute)
 	for p.metrics(t)[writeErrors] <= errsBefore && time.Now().Before(deadline) {
 		p.healthy(t)
 		time.Sleep(100 * time.Millisecond)
@@ -279,16 +297,23 @@ func TestDiskFull(t *testing.T) {
 }
 
 // TestDiskFullBriefly fills the disk for about a second while a node
-// streams its answer (events only, no checkpoint), then frees it before
-// the node completes: the run goes on, and its log must still be gapless.
+// streams its answer (events only, no checkpoint; 4.5s of it), then frees
+// it before the node completes: the run goes on, and its log must still be
+// gapless.
 func TestDiskFullBriefly(t *testing.T) {
-	h, dir := tmpfsHarness(t, "brief", fakeReply{Chunks: chunks(14, 24<<10, "y"), ChunkDelay: 150 * time.Millisecond})
+	t.Parallel()
+	h, dir := tmpfsHarness(t, "brief", fakeReply{Chunks: chunks(30, 24<<10, "y"), ChunkDelay: 150 * time.Millisecond}, nil)
 	p := h.start()
 	base := p.baseline(t)
 	errsBefore := p.metrics(t)[writeErrors]
 	id := p.startGraph(t, chainGraph("brief", "a", "b"), "")
 	waitCalled(t, h, "brief", "a")
-	time.Sleep(300 * time.Millisecond)
+	// The disk fills once the stream has begun to be stored.
+	for deadline := time.Now().Add(time.Minute); !hasEvent(p.events(t, id), "a", engine.EvLLMDelta); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no streamed delta of a stored within a minute")
+		}
+	}
 	droppedBefore := p.metrics(t)[eventsDropped]
 	filler := fill(t, dir)
 	full := time.Now()
@@ -303,6 +328,15 @@ func TestDiskFullBriefly(t *testing.T) {
 	t.Logf("disk full for %s while node a streamed", time.Since(full).Round(time.Millisecond))
 	afterFault(t, h, p, id, errsBefore, []string{"full"})
 	p.settled(t, base, "after the disk was briefly full")
+}
+
+func hasEvent(evs []engine.Event, node, typ string) bool {
+	for _, ev := range evs {
+		if ev.NodeID == node && ev.Type == typ {
+			return true
+		}
+	}
+	return false
 }
 
 func tail(s string, n int) string {

@@ -602,7 +602,7 @@ func (p *proc) baseline(t *testing.T) usage {
 	t.Helper()
 	g := chainGraph("warm", "a")
 	id := p.startGraph(t, g, "")
-	if rv := p.waitRun(t, id, 30*time.Second); rv.Status != engine.StatusCompleted {
+	if rv := p.waitRun(t, id, time.Minute); rv.Status != engine.StatusCompleted {
 		t.Fatalf("warm-up run %s: %s", rv.Status, rv.Error)
 	}
 	var wg sync.WaitGroup
@@ -621,12 +621,12 @@ func (p *proc) baseline(t *testing.T) usage {
 	return u
 }
 
-// settled waits (up to 15s) until goroutines and open files are back
-// within slack of base, and fails the test if they never are.
+// settled waits (up to a minute) until goroutines and open files are
+// back within slack of base, and fails the test if they never are.
 func (p *proc) settled(t *testing.T, base usage, what string) usage {
 	t.Helper()
 	p.h.http.CloseIdleConnections()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		u := p.usage(t)
 		okG := base.goroutines < 0 || u.goroutines <= base.goroutines+goroutineSlack
@@ -636,7 +636,7 @@ func (p *proc) settled(t *testing.T, base usage, what string) usage {
 			return u
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("%s: resources not given back after 15s: %s, baseline %s (slack %d goroutines, %d fds, at most %d database fds); open files: %s",
+			t.Errorf("%s: resources not given back after a minute: %s, baseline %s (slack %d goroutines, %d fds, at most %d database fds); open files: %s",
 				what, u, base, goroutineSlack, fdSlack, maxDBFiles, p.openFiles())
 			return u
 		}

@@ -60,6 +60,7 @@ func bigGraph(n int) *Graph {
 }
 
 func TestBigGraphIsValid(t *testing.T) {
+	t.Parallel()
 	g := bigGraph(10_000)
 	if len(g.Nodes) != 10_000 {
 		t.Fatalf("%d nodes", len(g.Nodes))

@@ -9,6 +9,7 @@ import (
 )
 
 func TestDecodeErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		in        string
@@ -88,6 +89,7 @@ func TestDecodeErrors(t *testing.T) {
 }
 
 func TestDecodeUnwrapsJSONErrors(t *testing.T) {
+	t.Parallel()
 	_, _, err := Decode([]byte(`{"nodes": [}`))
 	var se *json.SyntaxError
 	if !errors.As(err, &se) {
@@ -96,6 +98,7 @@ func TestDecodeUnwrapsJSONErrors(t *testing.T) {
 }
 
 func TestDecodeShapes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		in        string
@@ -164,6 +167,7 @@ func TestDecodeShapes(t *testing.T) {
 }
 
 func TestDecodeKeepsExtraData(t *testing.T) {
+	t.Parallel()
 	in := `{"nodes":[{"id":"w","type":"agent","position":{"x":0,"y":0},
 	  "data":{"agentName":"W","label":"Writer <b>","ui":{"collapsed":true,"n":[1,2]}}}],"edges":[]}`
 	g, _, err := Decode([]byte(in))
@@ -199,6 +203,7 @@ func TestDecodeKeepsExtraData(t *testing.T) {
 // a known field must stay in Extra and must not fill the field, or a round
 // trip would change the node.
 func TestDecodeCaseVariantKeys(t *testing.T) {
+	t.Parallel()
 	in := `{"nodes":[{"id":"c","type":"if","position":{"x":0,"y":0},
 	  "data":{"agentName":"A","agentname":"B","Condition":"x","TOOLS":7}}],"edges":[]}`
 	g, ps, err := Decode([]byte(in))
@@ -225,6 +230,7 @@ func TestDecodeCaseVariantKeys(t *testing.T) {
 }
 
 func TestEncodeEmptyGraph(t *testing.T) {
+	t.Parallel()
 	out, err := Encode(&Graph{})
 	if err != nil {
 		t.Fatal(err)

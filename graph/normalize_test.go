@@ -16,6 +16,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 const sharedAgentflow = "../../shared/fixtures/agentflow"
 
 func TestNormalizeRules(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		in, want  Graph
@@ -156,6 +157,7 @@ func TestNormalizeRules(t *testing.T) {
 // TestGolden decodes every legacy graph in testdata/legacy and compares the
 // normalized result with testdata/golden; -update rewrites the golden files.
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("testdata/legacy/*.json")
 	if err != nil {
 		t.Fatal(err)
@@ -212,6 +214,7 @@ func TestGolden(t *testing.T) {
 // TestSharedFixtures checks the shared legacy graphs themselves, so a
 // change there is noticed, and that testdata holds the same bytes.
 func TestSharedFixtures(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join(sharedAgentflow, "*.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -249,6 +252,7 @@ func TestSharedFixtures(t *testing.T) {
 }
 
 func TestLegacyFixtureDetails(t *testing.T) {
+	t.Parallel()
 	in, err := os.ReadFile("testdata/legacy/legacy-input-node.json")
 	if err != nil {
 		t.Fatal(err)

@@ -48,6 +48,7 @@ func errorAt(code, node, edge string) want   { return want{code, SeverityError, 
 func warningAt(code, node, edge string) want { return want{code, SeverityWarning, node, edge} }
 
 func TestValidateCodes(t *testing.T) {
+	t.Parallel()
 	yes := Condition{OpEqual, "yes"}
 	tests := []struct {
 		name    string
@@ -372,6 +373,7 @@ func assertMessageNames(t *testing.T, g *Graph, p Problem) {
 }
 
 func TestValidateAllowed(t *testing.T) {
+	t.Parallel()
 	yes := Condition{OpEqual, "yes"}
 	tests := []struct {
 		name string
@@ -434,6 +436,7 @@ func TestValidateAllowed(t *testing.T) {
 // TestValidateReportsEverything checks that one call returns all problems,
 // in node order then edge order.
 func TestValidateReportsEverything(t *testing.T) {
+	t.Parallel()
 	g := Graph{
 		Nodes: nodes(start("s"), Node{ID: "x", Type: "mystery"}, start("s2"), ifNode("c", Condition{"like", ""})),
 		Edges: edges(exec("e1", "s", "output", "c"), exec("e2", "c", "condition-5", "x"), exec("e3", "c", "output", "nowhere")),
@@ -450,6 +453,7 @@ func TestValidateReportsEverything(t *testing.T) {
 }
 
 func TestNodeHandles(t *testing.T) {
+	t.Parallel()
 	c := ifNode("c", Condition{OpEqual, "a"}, Condition{OpEqual, "b"})
 	if got := c.SourceHandles(); !slices.Equal(got, []string{"condition-0", "condition-1", "false"}) {
 		t.Errorf("SourceHandles = %v", got)

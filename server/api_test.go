@@ -43,6 +43,7 @@ type wfJSON struct {
 }
 
 func TestWorkflowCRUD(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t, func(o *envOpts) { o.noLLM = true })
 
 	// Import in the legacy shape: stored normalized, with the warnings.
@@ -132,6 +133,7 @@ func hasCode(ps []graph.Problem, code string) bool {
 // TestAPIErrors is a table of every error status the API gives for bad
 // input, with its code.
 func TestAPIErrors(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t, func(o *envOpts) { o.maxBody = 64 << 10 })
 	var wf wfJSON
 	v.must(http.StatusCreated, "POST", "/api/workflows", map[string]any{"name": "W", "graph": threeNodeGraph()}, &wf)
@@ -205,6 +207,7 @@ func TestAPIErrors(t *testing.T) {
 }
 
 func TestValidateAndNormalize(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t, func(o *envOpts) { o.noLLM = true })
 	cases := []struct {
 		name  string
@@ -241,6 +244,7 @@ func TestValidateAndNormalize(t *testing.T) {
 }
 
 func TestConfigHealthAndDefaultWorkflow(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	var cfg configJSON
 	r := v.must(http.StatusOK, "GET", "/api/config", nil, &cfg)
@@ -289,6 +293,7 @@ func (stubSource) GetWorkflow(_ context.Context, id string) (*Workflow, error) {
 }
 
 func TestWorkflowSourceListedBesideDrawn(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.source = stubSource{} })
 	v.must(http.StatusCreated, "POST", "/api/workflows", map[string]any{"name": "Drawn", "graph": threeNodeGraph()}, nil)
 	var list []Workflow
@@ -315,6 +320,7 @@ func TestWorkflowSourceListedBesideDrawn(t *testing.T) {
 // TestConcurrentSavesOneWins: two tabs saving the same version at once —
 // exactly one wins, the other gets 409.
 func TestConcurrentSavesOneWins(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t, func(o *envOpts) { o.noLLM = true })
 	var wf wfJSON
 	v.must(http.StatusCreated, "POST", "/api/workflows", map[string]any{"name": "W", "graph": threeNodeGraph()}, &wf)
@@ -346,6 +352,7 @@ func TestConcurrentSavesOneWins(t *testing.T) {
 // TestNoSecretsAnywhere runs an agent graph and checks the API key shows
 // up in no response, event or log line.
 func TestNoSecretsAnywhere(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	var run map[string]any
 	v.must(http.StatusCreated, "POST", "/api/runs", map[string]any{"graph": threeNodeGraph()}, &run)
@@ -373,6 +380,7 @@ func TestNoSecretsAnywhere(t *testing.T) {
 }
 
 func TestSplitDefinition(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		kind, def, graph, source string
 	}{

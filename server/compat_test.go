@@ -8,8 +8,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/graph"
@@ -41,6 +41,7 @@ func checkLogShape(t *testing.T, logs []map[string]any) {
 }
 
 func TestCompatRunAndResume(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	// A legacy-shaped graph: the answer's workflow is normalized.
 	var res compatJSON
@@ -80,6 +81,7 @@ func TestCompatRunAndResume(t *testing.T) {
 }
 
 func TestCompatErrors(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	noLLM := newEnv(t, func(o *envOpts) { o.noLLM = true })
 	cases := []struct {
@@ -122,11 +124,24 @@ func TestCompatErrors(t *testing.T) {
 // TestCompatConcurrentResume: a second resume while one is in progress
 // gets 409 at once.
 func TestCompatConcurrentResume(t *testing.T) {
+	t.Parallel()
+	// The LLM calls of the first resume wait until the second resume was
+	// answered: the first is in progress however slow the machine is.
+	var gated atomic.Bool
+	release := make(chan struct{})
+	var once sync.Once
 	v := newEnv(t, func(o *envOpts) {
-		o.llmOpts = []fakeopenai.Option{fakeopenai.WithLatency(200 * time.Millisecond)}
+		o.llmOpts = []fakeopenai.Option{fakeopenai.WithHandler(func(req *fakeopenai.Request) fakeopenai.Reply {
+			if gated.Load() {
+				<-release
+			}
+			return fakeopenai.DefaultReply(req)
+		})}
 	})
+	t.Cleanup(func() { once.Do(func() { close(release) }) }) // before the fake server closes
 	var res compatJSON
 	v.must(http.StatusOK, "POST", "/api/run", map[string]any{"graph": approvalGraph()}, &res)
+	gated.Store(true)
 	first := make(chan *response, 1)
 	go func() {
 		first <- v.request("POST", "/api/resume", map[string]any{"runId": res.RunID, "input": map[string]any{"decision": "approve"}})
@@ -140,6 +155,7 @@ func TestCompatConcurrentResume(t *testing.T) {
 	if r.status != http.StatusConflict {
 		t.Fatalf("second resume: %d %s", r.status, r.body)
 	}
+	once.Do(func() { close(release) })
 	if r := <-first; r.status != http.StatusOK || !strings.Contains(string(r.body), `"status":"completed"`) {
 		t.Fatalf("first resume: %d %s", r.status, r.body)
 	}
@@ -187,6 +203,7 @@ func (v *env) readSSE(path string, body any) []sseMsg {
 }
 
 func TestCompatStreams(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	msgs := v.readSSE("/api/run-stream", map[string]any{"graph": approvalGraph()})
 	if len(msgs) < 3 || msgs[0].Type != "start" || msgs[0].RunID == "" || msgs[len(msgs)-1].Type != "done" {
@@ -231,6 +248,7 @@ func TestCompatStreams(t *testing.T) {
 
 // TestCompatParallelRuns: several AgentFlow clients at once.
 func TestCompatParallelRuns(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	var wg sync.WaitGroup
 	errs := make(chan string, 8)

@@ -19,6 +19,7 @@ func (c *countConn) Write(p []byte) (int, error) {
 }
 
 func TestCorkConnBatchesWrites(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		do     func(c *corkConn)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestParseEventData(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		data string

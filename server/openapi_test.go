@@ -14,6 +14,7 @@ import (
 // TestOpenAPIMatchesRoutes checks every registered echo route against the
 // OpenAPI document and every documented operation against the routes.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	var doc struct {
 		OpenAPI string                                `json:"openapi"`
@@ -67,6 +68,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 // TestOpenAPIParametersMatchPaths checks that every {param} of a documented
 // path is declared, so generated clients work.
 func TestOpenAPIParametersMatchPaths(t *testing.T) {
+	t.Parallel()
 	raw, err := buildOpenAPI()
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,6 +40,7 @@ func (r *runJSON) node(id string) *nodeJSON {
 }
 
 func TestRunLifecycleWithApproval(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	var wf wfJSON
 	v.must(http.StatusCreated, "POST", "/api/workflows", map[string]any{"name": "Approve me", "graph": approvalGraph()}, &wf)
@@ -102,6 +104,7 @@ func TestRunLifecycleWithApproval(t *testing.T) {
 }
 
 func TestRunRejectAndCancel(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	var run runJSON
 	v.must(http.StatusCreated, "POST", "/api/runs", map[string]any{"graph": approvalGraph()}, &run)
@@ -127,6 +130,7 @@ func TestRunRejectAndCancel(t *testing.T) {
 // TestApprovalRace: many clients answer one approval at once; exactly one
 // wins with 200, the others get 409.
 func TestApprovalRace(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	for round := range 5 {
 		var run runJSON
@@ -165,7 +169,18 @@ func TestApprovalRace(t *testing.T) {
 // TestInterruptedRunContinues: a run whose process died is left
 // interrupted by --no-recover and continued through the API.
 func TestInterruptedRunContinues(t *testing.T) {
-	v := newEnv(t, func(o *envOpts) { o.llmOpts = []fakeopenai.Option{fakeopenai.WithLatency(300 * time.Millisecond)} })
+	t.Parallel()
+	// The first agent's call hangs until the engine "dies" (Close cancels
+	// it): the run is caught mid-node however slow the machine is.
+	var calls atomic.Int32
+	v := newEnv(t, func(o *envOpts) {
+		o.llmOpts = []fakeopenai.Option{fakeopenai.WithHandler(func(req *fakeopenai.Request) fakeopenai.Reply {
+			if calls.Add(1) == 1 {
+				return fakeopenai.Reply{Hang: true}
+			}
+			return fakeopenai.DefaultReply(req)
+		})}
+	})
 	var run runJSON
 	v.must(http.StatusCreated, "POST", "/api/runs", map[string]any{"graph": threeNodeGraph()}, &run)
 	waitFor(t, "the first agent to start", func() bool { return v.fake.InFlight() > 0 })
@@ -206,6 +221,7 @@ func TestInterruptedRunContinues(t *testing.T) {
 // and its DAG as a read-only graph projection (yaml_graph.go), and streams
 // like any other run.
 func TestYAMLRunDetail(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t, func(o *envOpts) { o.noLLM = true })
 	src := "name: hello\ndescription: says hi\nnodes:\n  - id: a\n    bash: echo hi\n"
 	run, err := v.e.StartYAML(context.Background(), "hello.yaml", []byte(src), engine.StartOptions{WorkDir: t.TempDir()})
@@ -218,7 +234,7 @@ func TestYAMLRunDetail(t *testing.T) {
 	if raw["kind"] != "yaml" || raw["source"] != src || raw["graph"] == nil || raw["status"] != "completed" {
 		t.Fatalf("yaml run %v", raw)
 	}
-	evs, err := readEvents(v.mustDial("/api/runs/"+run.ID+"/ws"), 10*time.Second)
+	evs, err := readEvents(v.mustDial("/api/runs/"+run.ID+"/ws"), 30*time.Second)
 	if closeCode(err) != 1000 || len(evs) == 0 {
 		t.Fatalf("yaml run stream: %d events, %v", len(evs), err)
 	}

@@ -11,6 +11,7 @@ import (
 )
 
 func TestOriginChecks(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t, func(o *envOpts) { o.noLLM = true })
 	self := v.url // http://127.0.0.1:PORT
 	body := map[string]any{"graph": threeNodeGraph()}
@@ -77,6 +78,7 @@ func TestOriginChecks(t *testing.T) {
 }
 
 func TestHostChecks(t *testing.T) {
+	t.Parallel()
 	loop := newEnv(t, func(o *envOpts) { o.noLLM = true })
 	port := loop.url[strings.LastIndex(loop.url, ":")+1:]
 	cases := []struct {
@@ -120,6 +122,7 @@ func TestHostChecks(t *testing.T) {
 }
 
 func TestNonLoopbackNeedsToken(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t, func(o *envOpts) { o.noLLM = true })
 	for _, addr := range []string{"0.0.0.0:8080", ":8080", "192.168.1.5:80", "[::]:80", "example.com:80"} {
 		_, err := New(Config{Engine: v.e, Store: v.st, Addr: addr})
@@ -138,6 +141,7 @@ func TestNonLoopbackNeedsToken(t *testing.T) {
 }
 
 func TestTokenAuth(t *testing.T) {
+	t.Parallel()
 	ui := fstest.MapFS{
 		"index.html":       {Data: []byte("<html>app</html>")},
 		"assets/app-1a.js": {Data: []byte("console.log(1)")},
@@ -239,6 +243,7 @@ func TestTokenAuth(t *testing.T) {
 
 // TestLoginWithoutToken: with no token configured, login is a no-op.
 func TestLoginWithoutToken(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t, func(o *envOpts) { o.noLLM = true })
 	var st authJSON
 	v.must(http.StatusOK, "POST", "/login", map[string]any{"token": "anything"}, &st)
@@ -252,6 +257,7 @@ func TestLoginWithoutToken(t *testing.T) {
 }
 
 func TestEqualSecret(t *testing.T) {
+	t.Parallel()
 	if !equalSecret("abc", "abc") || equalSecret("abc", "abd") || equalSecret("abc", "abcd") || equalSecret("", "x") {
 		t.Fatal("equalSecret is wrong")
 	}

@@ -35,6 +35,7 @@ func serveReal(t *testing.T, v *env) <-chan error {
 // websockets with 1001, answers long waits with the run's current state,
 // refuses new connections, and leaves a running run resumable.
 func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t, func(o *envOpts) {
 		o.noHTTP = true
 		o.llmOpts = []fakeopenai.Option{fakeopenai.WithLatency(time.Minute)} // agents "think" until shutdown
@@ -169,6 +170,7 @@ func TestGracefulShutdown(t *testing.T) {
 
 // TestShutdownRefusesNewWebsockets: once draining, upgrades get 503.
 func TestShutdownRefusesNewWebsockets(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t, func(o *envOpts) { o.noLLM = true })
 	id := createRawRun(t, v.st, engine.StatusRunning)
 	v.srv.drain()

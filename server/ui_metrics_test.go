@@ -13,6 +13,7 @@ import (
 )
 
 func TestUIServing(t *testing.T) {
+	t.Parallel()
 	ui := fstest.MapFS{
 		"index.html":          {Data: []byte("<!doctype html><div id=root></div>")},
 		"favicon.svg":         {Data: []byte("<svg/>")},
@@ -88,6 +89,7 @@ func metricValue(t *testing.T, text, name string, labels ...string) float64 {
 }
 
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	v.fake.Enqueue(fakeopenai.Reply{Status: 500}) // one failed attempt, retried
 	var run runJSON
@@ -151,6 +153,7 @@ func TestMetrics(t *testing.T) {
 // TestMetricsSinkIgnoresNoise: the sink copes with events it does not
 // measure and with data it cannot parse.
 func TestMetricsSinkIgnoresNoise(t *testing.T) {
+	t.Parallel()
 	m := NewMetrics()
 	m.Emit(&engine.Event{RunID: "r", NodeID: "n", Type: engine.EvStepEnd, Data: []byte(`{not json`)})
 	m.Emit(&engine.Event{RunID: "r", NodeID: "n", Type: engine.EvLLMResponse})

@@ -28,7 +28,7 @@ const (
 const (
 	wsReadLimit  = 4096 // clients only send control frames; anything bigger is abuse
 	replayPage   = 512
-	closeTimeout = time.Second
+	closeTimeout = time.Second // how long a close waits for the client's answer
 )
 
 var errTooSlow = errors.New("client too slow")
@@ -359,17 +359,21 @@ func (w *wsConn) writeEvent(ev *engine.Event, le *liveEvent) error {
 }
 
 // close sends a close frame, waits briefly for the client's answer and
-// closes the connection.
+// closes the connection. The close frame gets the write timeout, like any
+// event: a client still reading its backlog is healthy, and cutting it off
+// after closeTimeout would end its stream as abnormal (1006).
 func (w *wsConn) close(code int, reason string) {
 	if len(reason) > 120 {
 		reason = reason[:120]
 	}
 	msg := websocket.FormatCloseMessage(code, reason)
-	if err := w.c.WriteControl(websocket.CloseMessage, msg, time.Now().Add(closeTimeout)); err == nil {
+	if err := w.c.WriteControl(websocket.CloseMessage, msg, time.Now().Add(w.s.cfg.WSWriteTimeout)); err == nil {
 		select {
 		case <-w.gone:
 		case <-time.After(closeTimeout):
 		}
+	} else {
+		w.s.log.Debug("websocket close frame not sent", "code", code, "err", err)
 	}
 	_ = w.c.Close()
 	<-w.gone

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,7 @@ import (
 // random after values) while the run keeps emitting: every watcher gets
 // each event after its after exactly once, in order, then a normal close.
 func TestWSReplayThenLiveNoGaps(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t, func(o *envOpts) { o.noLLM = true })
 	id := createRawRun(t, v.st, engine.StatusRunning)
 	emitEvents(v.st, id, 0, 300, "early")
@@ -83,6 +85,7 @@ func TestWSReplayThenLiveNoGaps(t *testing.T) {
 // TestWSReconnectWithAfter: a client that drops and reconnects with the
 // last seq it saw loses nothing and gets nothing twice.
 func TestWSReconnectWithAfter(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t, func(o *envOpts) { o.noLLM = true })
 	id := createRawRun(t, v.st, engine.StatusRunning)
 	emitEvents(v.st, id, 0, 200, "x")
@@ -128,6 +131,7 @@ func TestWSReconnectWithAfter(t *testing.T) {
 // TestWSEndedRunReplaysAndCloses: watching a finished run replays its log
 // and closes normally at once.
 func TestWSEndedRunReplaysAndCloses(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	var run runJSON
 	v.must(http.StatusCreated, "POST", "/api/runs", map[string]any{"graph": threeNodeGraph()}, &run)
@@ -136,7 +140,7 @@ func TestWSEndedRunReplaysAndCloses(t *testing.T) {
 	v.must(http.StatusOK, "GET", "/api/runs/"+run.RunID+"/events", nil, &stored)
 
 	c := v.mustDial("/api/runs/" + run.RunID + "/ws")
-	evs, err := readEvents(c, 10*time.Second)
+	evs, err := readEvents(c, 30*time.Second)
 	if closeCode(err) != websocket.CloseNormalClosure {
 		t.Fatalf("ended with %v", err)
 	}
@@ -146,7 +150,7 @@ func TestWSEndedRunReplaysAndCloses(t *testing.T) {
 	checkSeqs(t, evs, 0)
 
 	c = v.mustDial(fmt.Sprintf("/api/runs/%s/ws?after=%d", run.RunID, len(stored)))
-	evs, err = readEvents(c, 10*time.Second)
+	evs, err = readEvents(c, 30*time.Second)
 	if closeCode(err) != websocket.CloseNormalClosure || len(evs) != 0 {
 		t.Fatalf("after the last seq: %d events, %v", len(evs), err)
 	}
@@ -154,6 +158,7 @@ func TestWSEndedRunReplaysAndCloses(t *testing.T) {
 
 // TestWSLiveRunThroughEngine follows a real engine run from its start.
 func TestWSLiveRunThroughEngine(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	var run runJSON
 	v.must(http.StatusCreated, "POST", "/api/runs", map[string]any{"graph": approvalGraph()}, &run)
@@ -180,6 +185,7 @@ func TestWSLiveRunThroughEngine(t *testing.T) {
 }
 
 func TestWSHandshakeErrors(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t, func(o *envOpts) { o.noLLM = true })
 	cases := []struct {
 		path   string
@@ -234,6 +240,7 @@ var smallReadDialer = &websocket.Dialer{
 // with 4000 and a reason naming the seq to resume after; it reconnects
 // and loses nothing; a fast client of the same run is unaffected.
 func TestWSSlowClientDisconnected(t *testing.T) {
+	t.Parallel()
 	// The backlog allowed (256 KiB, ~250 events) is ample for a client that
 	// reads as fast as it can, not for one that sleeps between messages.
 	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.wsBuffer = 256 << 10; o.noHTTP = true })
@@ -352,6 +359,7 @@ func asCloseErr(err error, ce **websocket.CloseError) bool {
 // TestWSHundredWatchers: 100 concurrent watchers of one busy run all get
 // every event in order.
 func TestWSHundredWatchers(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t, func(o *envOpts) { o.noLLM = true })
 	id := createRawRun(t, v.st, engine.StatusRunning)
 	const watchers, total = 100, 1500
@@ -404,6 +412,7 @@ func TestWSHundredWatchers(t *testing.T) {
 
 // TestWSStatusStream: /api/ws reports each run's status changes.
 func TestWSStatusStream(t *testing.T) {
+	t.Parallel()
 	v := newEnv(t)
 	c := v.mustDial("/api/ws")
 	waitFor(t, "the status subscriber", func() bool { _, n := v.srv.hub.subscriberCounts(); return n == 1 })
@@ -451,7 +460,11 @@ func contains(ss []string, s string) bool {
 // that stop reading are dropped; oversized client messages close the
 // connection with 1009.
 func TestWSKeepaliveAndReadLimit(t *testing.T) {
-	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.ping = 200 * time.Millisecond })
+	t.Parallel()
+	// The server reads with a deadline of two ping intervals, renewed by
+	// each pong.
+	const ping = time.Second
+	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.ping = ping })
 	id := createRawRun(t, v.st, engine.StatusRunning)
 
 	// A reading client answers pings and stays connected.
@@ -459,16 +472,31 @@ func TestWSKeepaliveAndReadLimit(t *testing.T) {
 	var pings atomic.Int32
 	live.SetPingHandler(func(data string) error {
 		pings.Add(1)
-		return live.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(5*time.Second))
+		return live.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(30*time.Second))
 	})
-	_ = live.SetReadDeadline(time.Now().Add(1200 * time.Millisecond))
-	if _, _, err := live.ReadMessage(); !isTimeout(err) {
-		t.Fatalf("a reading client was dropped: %v", err)
+	dropped := make(chan error, 1)
+	go func() {
+		_ = live.SetReadDeadline(time.Now().Add(5 * time.Minute))
+		_, _, err := live.ReadMessage()
+		dropped <- err
+	}()
+	// Three pings answered: the client outlived the server's first read
+	// deadline (two intervals) because its pongs renewed it.
+	for deadline := time.Now().Add(time.Minute); pings.Load() < 3; {
+		select {
+		case err := <-dropped:
+			t.Fatalf("a reading client was dropped after %d pings: %v", pings.Load(), err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pings in a minute, want 3", pings.Load())
+		}
 	}
-	if pings.Load() < 2 {
-		t.Fatalf("%d pings in 1.2s, want at least 2", pings.Load())
+	if n, _ := v.srv.hub.subscriberCounts(); n != 1 {
+		t.Fatalf("%d run subscribers with the reading client connected, want 1", n)
 	}
 	live.Close()
+	<-dropped
 
 	// A client that never reads never answers pings: the server drops it.
 	silent := v.mustDial("/api/runs/" + id + "/ws")
@@ -476,7 +504,7 @@ func TestWSKeepaliveAndReadLimit(t *testing.T) {
 		n, _ := v.srv.hub.subscriberCounts()
 		return n == 0
 	})
-	_ = silent.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = silent.SetReadDeadline(time.Now().Add(30 * time.Second))
 	for {
 		if _, _, err := silent.ReadMessage(); err != nil {
 			if isTimeout(err) {
@@ -490,9 +518,87 @@ func TestWSKeepaliveAndReadLimit(t *testing.T) {
 	if err := big.WriteMessage(websocket.TextMessage, []byte(strings.Repeat("a", 10<<10))); err != nil {
 		t.Fatal(err)
 	}
-	_ = big.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = big.SetReadDeadline(time.Now().Add(30 * time.Second))
 	_, _, err := big.ReadMessage()
 	if closeCode(err) != websocket.CloseMessageTooBig {
 		t.Fatalf("oversized message: %v, want close 1009", err)
+	}
+}
+
+// stallCloseListener's connections hold back the server's close frame
+// for stall, as a network whose buffers are full would (the write still
+// honours its deadline).
+type stallCloseListener struct {
+	net.Listener
+	stall time.Duration
+}
+
+func (l stallCloseListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &stallCloseConn{Conn: c, stall: l.stall}, nil
+}
+
+type stallCloseConn struct {
+	net.Conn
+	stall    time.Duration
+	mu       sync.Mutex
+	deadline time.Time
+}
+
+func (c *stallCloseConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c *stallCloseConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *stallCloseConn) Write(p []byte) (int, error) {
+	if len(p) > 0 && p[0] == 0x80|websocket.CloseMessage {
+		c.mu.Lock()
+		deadline := c.deadline
+		c.mu.Unlock()
+		if !deadline.IsZero() && time.Until(deadline) < c.stall {
+			time.Sleep(time.Until(deadline))
+			return 0, os.ErrDeadlineExceeded
+		}
+		time.Sleep(c.stall)
+	}
+	return c.Conn.Write(p)
+}
+
+// TestWSCloseFrameWaitsLikeAnyWrite: the close frame that ends a stream
+// may wait for the network as long as an event may (the write timeout):
+// a client that is behind but reading gets every event and a normal
+// close, not an abnormal closure (1006). Under load, closes that gave up
+// after closeTimeout (1s) made TestWSHundredWatchers fail that way.
+func TestWSCloseFrameWaitsLikeAnyWrite(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.noHTTP = true; o.writeLimit = time.Minute })
+	ts := httptest.NewUnstartedServer(v.srv.Handler())
+	ts.Listener = stallCloseListener{Listener: ts.Listener, stall: 2 * closeTimeout}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	v.url = ts.URL
+
+	id := createRawRun(t, v.st, engine.StatusRunning)
+	emitEvents(v.st, id, 0, 50, "x")
+	finishRawRun(t, v.st, id, 50)
+	evs, err := readEvents(v.mustDial("/api/runs/"+id+"/ws"), time.Minute)
+	if closeCode(err) != websocket.CloseNormalClosure {
+		t.Fatalf("ended with %v after %d events, want a normal close", err, len(evs))
+	}
+	checkSeqs(t, evs, 0)
+	if len(evs) != 51 {
+		t.Fatalf("%d events, want 51", len(evs))
 	}
 }

@@ -91,6 +91,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) engine.Store {
 		s := openStore(t)
 		for _, id := range []string{storetest.WorkflowA, storetest.WorkflowB} {
@@ -125,6 +126,7 @@ func TestDefaultPathAndDirectory(t *testing.T) {
 }
 
 func TestPathWithURICharacters(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "we?ird #dir%20", "db?x.db")
 	s := openAt(t, path)
 	mustOK(t, s.CreateRun(testCtx(t), newRun("r"), nil, nil), "CreateRun")
@@ -157,6 +159,7 @@ func tableNames(t *testing.T, db *sql.DB) []string {
 }
 
 func TestMigrateEmptyDatabase(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	if got, want := schemaVersion(t, s.rdb), SchemaVersion(); got != want || want < 1 {
 		t.Fatalf("schema version %d, want %d (>= 1)", got, want)
@@ -175,6 +178,7 @@ func TestMigrateEmptyDatabase(t *testing.T) {
 // TestMigrateFromEachVersion brings a database to each schema version this
 // binary knows, then lets Open apply the rest.
 func TestMigrateFromEachVersion(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	p0, err := newProvider(mustRawDB(t, filepath.Join(t.TempDir(), "list.db")))
 	mustOK(t, err, "newProvider")
@@ -203,6 +207,7 @@ func TestMigrateFromEachVersion(t *testing.T) {
 // TestDefinitionsMoveToTheirOwnTable: runs stored before migration 3 keep
 // their definitions, and going back down to 2 puts them back in the row.
 func TestDefinitionsMoveToTheirOwnTable(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	path := filepath.Join(t.TempDir(), "switchyard.db")
 	db := mustRawDB(t, path)
@@ -248,6 +253,7 @@ func mustRawDB(t *testing.T, path string) *sql.DB {
 }
 
 func TestMigrationsDownAndUpAgain(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	db := mustRawDB(t, filepath.Join(t.TempDir(), "switchyard.db"))
 	p, err := newProvider(db)
@@ -264,6 +270,7 @@ func TestMigrationsDownAndUpAgain(t *testing.T) {
 }
 
 func TestRefuseNewerSchema(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "switchyard.db")
 	s, err := Open(testCtx(t), path, WithLogger(testLogger(t)))
 	mustOK(t, err, "Open")
@@ -291,6 +298,7 @@ func TestRefuseNewerSchema(t *testing.T) {
 // --- connection settings ---
 
 func TestPragmasOnEveryConnection(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	const readers = 3
 	s := openStore(t, WithReadConns(readers))
@@ -340,6 +348,7 @@ func TestPragmasOnEveryConnection(t *testing.T) {
 // --- durability and time handling ---
 
 func TestDurableAcrossReopen(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	path := filepath.Join(t.TempDir(), "switchyard.db")
 	s, err := Open(ctx, path, WithLogger(testLogger(t)))
@@ -378,6 +387,7 @@ func TestDurableAcrossReopen(t *testing.T) {
 }
 
 func TestTimesComeBackUTCAtMicroseconds(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := openStore(t)
 	zone := time.FixedZone("UTC+5:30", 5*3600+1800)
@@ -412,6 +422,7 @@ func TestTimesComeBackUTCAtMicroseconds(t *testing.T) {
 // TestQueriesUseIndexes: the statements that run per event, per step or
 // on a timer never scan a whole table (the runs table grows forever).
 func TestQueriesUseIndexes(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	for _, q := range []string{sqlInsertEvent, sqlInsertEventFenced, sqlUpdateRun, sqlUpsertNode, sqlInsertRun,
 		sqlInsertDefinition, sqlAcquireRun, sqlReleaseRun, sqlRenewLeases, sqlCancelPending, sqlTakeCancels,
@@ -479,6 +490,7 @@ func holdWriter(t testing.TB, s *Store, first *engine.Event, seen *[]int64) (rel
 // queue up, then checks they went in as a few transactions: slices that
 // double from 128 ops (so the first events are durable early).
 func TestGroupCommit(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := openStore(t)
 	r := newRun("run-group")
@@ -513,6 +525,7 @@ func TestGroupCommit(t *testing.T) {
 // ahead of an earlier one; the events are retried in order and the log
 // ends gapless.
 func TestFailedSliceFailsTheRest(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := openStore(t, withRetry(0, time.Millisecond))
 	r := newRun("run-slices")
@@ -558,6 +571,7 @@ func TestFailedSliceFailsTheRest(t *testing.T) {
 // once one was written in the transaction, so a takeover queued between
 // them must still fence the old owner's later events out.
 func TestFencingWithinOneTransaction(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := openStore(t)
 	r := newRun("run-fence-batch")
@@ -595,6 +609,7 @@ func TestFencingWithinOneTransaction(t *testing.T) {
 
 // TestGroupCommitUnderLoad emits freely: the writer should still batch.
 func TestGroupCommitUnderLoad(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := openStore(t)
 	r := newRun("run-load")
@@ -618,6 +633,7 @@ func TestGroupCommitUnderLoad(t *testing.T) {
 // TestEmitBlocksWhenQueueFull: a full queue makes Emit wait (backpressure)
 // instead of dropping or growing without bound.
 func TestEmitBlocksWhenQueueFull(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := openStore(t, WithQueueSize(2))
 	r := newRun("run-bp")
@@ -647,6 +663,7 @@ func TestEmitBlocksWhenQueueFull(t *testing.T) {
 }
 
 func TestOnCommitSeesCommittedEventsInOrder(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := openStore(t)
 	runs := []*engine.Run{newRun("run-h1"), newRun("run-h2")}
@@ -725,6 +742,7 @@ func TestOnCommitSeesCommittedEventsInOrder(t *testing.T) {
 }
 
 func TestBadEventDoesNotPoisonBatch(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := openStore(t)
 	r := newRun("run-ok")
@@ -750,6 +768,7 @@ func TestBadEventDoesNotPoisonBatch(t *testing.T) {
 }
 
 func TestCloseStopsAcceptingWrites(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "switchyard.db"), WithLogger(testLogger(t)))
 	mustOK(t, err, "Open")
@@ -767,6 +786,7 @@ func TestCloseStopsAcceptingWrites(t *testing.T) {
 }
 
 func TestCheckpointWithDoneContext(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	mustOK(t, s.CreateRun(testCtx(t), newRun("r"), nil, nil), "CreateRun")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -805,6 +825,7 @@ func integrityOK(t *testing.T, s *Store) {
 }
 
 func TestWriteErrorThenRecovery(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	// Events of failed batches are retried (nearly) forever here, so that
 	// none is dropped before the "disk" is freed.
@@ -850,6 +871,7 @@ func TestWriteErrorThenRecovery(t *testing.T) {
 }
 
 func TestEventsDroppedAfterRetries(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := openStore(t, withRetry(2, time.Millisecond))
 	r := newRun("run-drop")
@@ -873,6 +895,7 @@ func TestEventsDroppedAfterRetries(t *testing.T) {
 // --- workflows ---
 
 func TestWorkflowsCRUD(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	var clock atomic.Int64
 	clock.Store(t0.UnixMicro())
@@ -955,6 +978,7 @@ func TestWorkflowsCRUD(t *testing.T) {
 }
 
 func TestWorkflowValidation(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	tests := []struct {
 		name string
@@ -981,6 +1005,7 @@ func TestWorkflowValidation(t *testing.T) {
 }
 
 func TestConcurrentWorkflowUpdatesOneWins(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	s := openStore(t)
 	w, err := s.CreateWorkflow(ctx, Workflow{Name: "w", Kind: engine.KindGraph, Definition: json.RawMessage(`{}`)})

@@ -47,6 +47,7 @@ func corpusFiles(t testing.TB) []string {
 // error, and every field the corpus uses is either implemented or reported
 // as not implemented (no unknown_field warnings).
 func TestCorpusLoads(t *testing.T) {
+	t.Parallel()
 	notImpl := map[string]bool{}
 	kinds := map[Kind]int{}
 	for _, file := range corpusFiles(t) {
@@ -92,6 +93,7 @@ func TestCorpusLoads(t *testing.T) {
 }
 
 func TestCorpusDeterministic(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(sharedDir(t), "fixtures", "archon", "workflows", "test-workflows", "e2e-deterministic.yaml")
 	wf, diags, err := Load(file)
 	if err != nil || len(diags) != 0 {
@@ -120,6 +122,7 @@ func TestCorpusDeterministic(t *testing.T) {
 }
 
 func TestCorpusNesting(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(sharedDir(t), "fixtures", "archon", "workflows", "defaults")
 	wf, _, err := Load(filepath.Join(dir, "archon-interactive-prd.yaml"))
 	if err != nil {

@@ -61,6 +61,7 @@ func readWants(t *testing.T, path string) []want {
 // diagnostics are exactly the ones its want comments list: same severity,
 // code, node id and line, nothing missing and nothing extra.
 func TestLoaderErrors(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("testdata/errors/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no testdata: %v", err)
@@ -119,6 +120,7 @@ func sortWants(ws []want) {
 
 // TestLoaderMessages checks the wording the spec asks for.
 func TestLoaderMessages(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file, code string
 		contains   []string
@@ -161,6 +163,7 @@ func TestLoaderMessages(t *testing.T) {
 }
 
 func TestDiagnosticFormat(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		d    Diagnostic
 		want string
@@ -181,6 +184,7 @@ func TestDiagnosticFormat(t *testing.T) {
 }
 
 func TestYAMLSyntaxError(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, src string
 		line      int
@@ -213,6 +217,7 @@ func TestYAMLSyntaxError(t *testing.T) {
 }
 
 func TestParseValid(t *testing.T) {
+	t.Parallel()
 	wf, diags, err := Load("testdata/valid/full.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -288,6 +293,7 @@ func TestParseValid(t *testing.T) {
 }
 
 func TestDefaults(t *testing.T) {
+	t.Parallel()
 	src := `
 name: d
 description: defaults
@@ -317,6 +323,7 @@ nodes:
 
 // TestExtraKept checks that fields we do not implement are kept, not dropped.
 func TestExtraKept(t *testing.T) {
+	t.Parallel()
 	wf, _, err := Load("testdata/errors/unknown_fields.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -340,6 +347,7 @@ func TestExtraKept(t *testing.T) {
 }
 
 func TestAnchorsAndMerge(t *testing.T) {
+	t.Parallel()
 	src := `
 name: anchors
 description: anchors and merge keys
@@ -374,6 +382,7 @@ nodes:
 
 // TestAliasBomb makes sure alias expansion is bounded.
 func TestAliasBomb(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString("name: bomb\ndescription: d\nnodes:\n  - id: a\n    bash: echo\n    junk:\n      a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
 	for i := 1; i < 9; i++ {
@@ -393,6 +402,7 @@ func TestAliasBomb(t *testing.T) {
 }
 
 func TestMultipleDocuments(t *testing.T) {
+	t.Parallel()
 	src := "name: x\ndescription: d\nnodes:\n  - id: a\n    bash: echo\n---\nname: y\n"
 	wf, diags, err := Parse("m.yaml", []byte(src))
 	if err != nil || wf.Name != "x" {
@@ -404,6 +414,7 @@ func TestMultipleDocuments(t *testing.T) {
 }
 
 func TestFileTooLarge(t *testing.T) {
+	t.Parallel()
 	data := make([]byte, MaxFileSize+1)
 	_, diags, err := Parse("big.yaml", data)
 	if err == nil || len(diags) != 1 || diags[0].Code != CodeFileTooLarge {
@@ -412,6 +423,7 @@ func TestFileTooLarge(t *testing.T) {
 }
 
 func TestLoadUnreadable(t *testing.T) {
+	t.Parallel()
 	_, _, err := Load(filepath.Join(t.TempDir(), "missing.yaml"))
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("err = %v, want os.ErrNotExist", err)
@@ -423,6 +435,7 @@ func TestLoadUnreadable(t *testing.T) {
 }
 
 func TestIsYAMLFile(t *testing.T) {
+	t.Parallel()
 	for path, want := range map[string]bool{
 		"a.yaml": true, "b.yml": true, "C.YAML": true, "dir/x.Yml": true,
 		"a.json": false, "yaml": false, "a.yaml.bak": false, "": false,
@@ -434,6 +447,7 @@ func TestIsYAMLFile(t *testing.T) {
 }
 
 func TestValidCommandName(t *testing.T) {
+	t.Parallel()
 	for name, ok := range map[string]bool{
 		"archon-assist": true, "e2e-echo-command": true, "a.b": true, "x_1": true,
 		"": false, "a/b": false, `a\b`: false, "..": false, "a..b": false, ".hidden": false, "../x": false,
@@ -449,6 +463,7 @@ func TestValidCommandName(t *testing.T) {
 }
 
 func TestIsNamedScript(t *testing.T) {
+	t.Parallel()
 	for s, named := range map[string]bool{
 		"echo-args": true, "echo_py": true, "extract.ts": true, "  echo-args\n": true,
 		"console.log(1)": false, "print('x')": false, "a b": false, "line1\nline2": false,
@@ -461,6 +476,7 @@ func TestIsNamedScript(t *testing.T) {
 }
 
 func TestTopoOrder(t *testing.T) {
+	t.Parallel()
 	src := `
 name: t
 description: topo

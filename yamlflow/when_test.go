@@ -31,6 +31,7 @@ func (o outputs) lookup(nodeID, field string) (any, bool, error) {
 }
 
 func TestWhenEval(t *testing.T) {
+	t.Parallel()
 	run := outputs{
 		"classify":   `{"issue_type":"bug","needs_server":true,"score":0.8,"count":3,"big":12345678901234567890,"nothing":null}`,
 		"check":      "NOT_REPRODUCED",
@@ -106,6 +107,7 @@ func TestWhenEval(t *testing.T) {
 }
 
 func TestWhenEvalErrors(t *testing.T) {
+	t.Parallel()
 	run := outputs{"a": `{"s":"high","n":5}`, "text": "hello"}
 	tests := []struct {
 		expr    string
@@ -157,6 +159,7 @@ func TestWhenEvalErrors(t *testing.T) {
 
 // TestWhenLookupArgs checks the (nodeID, field) pairs the engine is asked for.
 func TestWhenLookupArgs(t *testing.T) {
+	t.Parallel()
 	e, err := ParseWhen("$a.output == 'x' || $b.output.f == 'y' || $c.g == 'z' || $d.output.output == 'w'")
 	if err != nil {
 		t.Fatal(err)
@@ -179,6 +182,7 @@ func TestWhenLookupArgs(t *testing.T) {
 }
 
 func TestWhenRefsDistinct(t *testing.T) {
+	t.Parallel()
 	e, err := ParseWhen("$a.x == '1' && $a.output.x == '2' || $b.output == $a.x")
 	if err != nil {
 		t.Fatal(err)
@@ -189,6 +193,7 @@ func TestWhenRefsDistinct(t *testing.T) {
 }
 
 func TestWhenSyntaxErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		expr string
 		pos  int    // 0-based byte offset of the error
@@ -249,6 +254,7 @@ func TestWhenSyntaxErrors(t *testing.T) {
 }
 
 func TestWhenString(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"$a.output=='x'", "$a.output == 'x'"},
 		{"$a.f == 'x'", "$a.output.f == 'x'"},
@@ -277,6 +283,7 @@ func TestWhenString(t *testing.T) {
 }
 
 func TestValueText(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		v    any
 		want string

@@ -13,6 +13,7 @@ import (
 // it starts its own server, completes runs, reports the CPU per run of both
 // processes, and writes the two CPU profiles asked for.
 func TestLoadRunsReportsCPUAndProfiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	driverProf, serverProf := filepath.Join(dir, "load.prof"), filepath.Join(dir, "serve.prof")
 	cmd := exec.Command(binary, "load", "runs", "--duration", "1s", "--clients", "2", "--json", "--quiet",
@@ -52,6 +53,7 @@ func TestLoadRunsReportsCPUAndProfiles(t *testing.T) {
 // TestLoadApprovalsReportsPausedMemory: with every run paused the load
 // command reads the server's RSS and goroutines; each approval is won once.
 func TestLoadApprovalsReportsPausedMemory(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(binary, "load", "approvals", "--runs", "30", "--json", "--quiet")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

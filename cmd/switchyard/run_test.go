@@ -66,6 +66,7 @@ func lastJSON(t *testing.T, out string) runResult {
 }
 
 func TestRunResumeExitCodes(t *testing.T) {
+	t.Parallel()
 	fake := fakeopenai.StartT(t)
 	c := newCLI(t, fake)
 	g := writeFile(t, t.TempDir(), "g.json", approvalGraphJSON)
@@ -127,6 +128,7 @@ func TestRunResumeExitCodes(t *testing.T) {
 }
 
 func TestRunFailedCancelledInvalid(t *testing.T) {
+	t.Parallel()
 	fake := fakeopenai.StartT(t)
 	fake.Enqueue(fakeopenai.Reply{Status: 400})
 	c := newCLI(t, fake)
@@ -159,6 +161,7 @@ func TestRunFailedCancelledInvalid(t *testing.T) {
 }
 
 func TestRunWithoutLLMConfigured(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t, nil)
 	code, out, _ := c.run("run", writeFile(t, t.TempDir(), "g.json", validGraph), "--input", "x")
 	res := lastJSON(t, out)

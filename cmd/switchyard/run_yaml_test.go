@@ -28,6 +28,7 @@ func decodeResult(t *testing.T, stdout string) runResult {
 }
 
 func TestRunYAMLCompletes(t *testing.T) {
+	t.Parallel()
 	file := writeYAML(t, `
   - id: a
     bash: printf '%s' "$ARGUMENTS"
@@ -47,6 +48,7 @@ func TestRunYAMLCompletes(t *testing.T) {
 }
 
 func TestRunYAMLEvents(t *testing.T) {
+	t.Parallel()
 	file := writeYAML(t, "  - id: a\n    bash: echo hi\n")
 	code, stdout, stderr := run(t, "run", file, "--events", "--cwd", t.TempDir(), "--data", t.TempDir())
 	if code != exitOK {
@@ -84,6 +86,7 @@ func TestRunYAMLExitCodes(t *testing.T) {
 }
 
 func TestRunYAMLInvalid(t *testing.T) {
+	t.Parallel()
 	file := writeYAML(t, `
   - id: a
     bash: echo a
@@ -105,6 +108,7 @@ func TestRunYAMLInvalid(t *testing.T) {
 }
 
 func TestRunYAMLApprovalResume(t *testing.T) {
+	t.Parallel()
 	file := writeYAML(t, `
   - id: prep
     bash: echo prepared

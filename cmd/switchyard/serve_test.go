@@ -89,7 +89,7 @@ func startServeDir(t *testing.T, dir string, env []string, args ...string) *serv
 	case p.url = <-found:
 	case <-p.exited:
 		t.Fatalf("serve exited (%d) before listening:\n%s", p.code, p.log())
-	case <-time.After(30 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatalf("serve did not report its address:\n%s", p.log())
 	}
 	return p
@@ -101,7 +101,7 @@ func (p *serverProc) stop(t *testing.T) int {
 	_ = p.cmd.Process.Signal(os.Interrupt)
 	select {
 	case <-p.exited:
-	case <-time.After(30 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatalf("serve did not stop on SIGINT:\n%s", p.log())
 	}
 	return p.code
@@ -135,6 +135,7 @@ func (p *serverProc) post(t *testing.T, path string, body any) (int, []byte) {
 }
 
 func TestServeHealthUIAndSignal(t *testing.T) {
+	t.Parallel()
 	p := startServe(t, nil, "--addr", "127.0.0.1:0", "--data", t.TempDir())
 	status, _, body := p.get(t, "/api/health", "")
 	if status != http.StatusOK || !strings.Contains(string(body), `"status":"ok"`) {
@@ -164,6 +165,7 @@ func TestServeHealthUIAndSignal(t *testing.T) {
 }
 
 func TestServeRefusesNonLoopbackWithoutToken(t *testing.T) {
+	t.Parallel()
 	cases := [][]string{
 		{"--addr", "0.0.0.0:0"},
 		{"--addr", ":0"},
@@ -193,6 +195,7 @@ func TestServeRefusesNonLoopbackWithoutToken(t *testing.T) {
 }
 
 func TestServeNonLoopbackWithToken(t *testing.T) {
+	t.Parallel()
 	p := startServe(t, []string{"SWITCHYARD_TOKEN=tk-1"}, "--addr", "0.0.0.0:0", "--data", t.TempDir())
 	p.url = strings.Replace(p.url, "0.0.0.0", "127.0.0.1", 1)
 	p.url = strings.Replace(p.url, "[::]", "127.0.0.1", 1)
@@ -228,7 +231,7 @@ func startAgentRun(t *testing.T, p *serverProc, fake *fakeopenai.Server) runInfo
 	}
 	var run runInfo
 	_ = json.Unmarshal(body, &run)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for fake.InFlight() == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the agent's LLM call never started")
@@ -242,13 +245,14 @@ func startAgentRun(t *testing.T, p *serverProc, fake *fakeopenai.Server) runInfo
 // the server's database leaves a request the server acts on: the run and
 // its in-flight LLM call stop, and the CLI reports it cancelled (exit 4).
 func TestCancelFromTheCLIWhileTheServerDrivesTheRun(t *testing.T) {
+	t.Parallel()
 	fake := fakeopenai.StartT(t, fakeopenai.WithLatency(time.Minute))
 	data := t.TempDir()
 	env := []string{"OPENAI_BASE_URL=" + fake.URL(), "OPENAI_API_KEY=k"}
 	p := startServe(t, env, "--addr", "127.0.0.1:0", "--data", data)
 	defer p.stop(t)
 	run := startAgentRun(t, p, fake)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	cmd := exec.Command(binary, "cancel", run.RunID, "--data", data)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -279,16 +283,20 @@ func TestCancelFromTheCLIWhileTheServerDrivesTheRun(t *testing.T) {
 // TestServeRecovery: a server killed mid-run leaves the run to the next
 // one: --no-recover marks it interrupted; a normal start continues it.
 func TestServeRecovery(t *testing.T) {
+	t.Parallel()
 	fake := fakeopenai.StartT(t, fakeopenai.WithLatency(time.Minute))
 	data := t.TempDir()
 	env := []string{"OPENAI_BASE_URL=" + fake.URL(), "OPENAI_API_KEY=k", "SWITCHYARD_LEASE_TTL=1s"}
 
 	p := startServe(t, env, "--addr", "127.0.0.1:0", "--data", data)
 	run := startAgentRun(t, p, fake)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(time.Minute)
+	killed := time.Now()
 	_ = p.cmd.Process.Signal(syscall.SIGKILL) // a crash
 	<-p.exited
-	time.Sleep(1200 * time.Millisecond) // let the dead server's lease expire
+	// The dead server renewed its lease at the latest when it died: the
+	// lease has run out once its TTL (1s) passed since.
+	time.Sleep(time.Until(killed.Add(1200 * time.Millisecond)))
 
 	p2 := startServe(t, env, "--addr", "127.0.0.1:0", "--data", data, "--no-recover")
 	_, _, body := p2.get(t, "/api/runs/"+run.RunID, "")
@@ -308,7 +316,7 @@ func TestServeRecovery(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("continue: %d %s", status, body)
 	}
-	for time.Now().Before(deadline.Add(30 * time.Second)) {
+	for time.Now().Before(deadline.Add(time.Minute)) {
 		_, _, body = p3.get(t, "/api/runs/"+run.RunID, "")
 		_ = json.Unmarshal(body, &run)
 		if run.Status == "completed" {
@@ -323,6 +331,7 @@ func TestServeRecovery(t *testing.T) {
 }
 
 func TestParseSize(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in   string
 		want int64

@@ -73,6 +73,7 @@ type apiWorkflow struct {
 }
 
 func TestServeYAMLWorkflowsEndToEnd(t *testing.T) {
+	t.Parallel()
 	cwd := t.TempDir()
 	folder := t.TempDir()
 	writeWorkflowFiles(t, folder, map[string]string{"where.yaml": whereYAML, "team/broken.yml": brokenWorkflowYAML})
@@ -165,6 +166,7 @@ func TestServeYAMLWorkflowsEndToEnd(t *testing.T) {
 }
 
 func TestServeDefaultWorkflowsFolder(t *testing.T) {
+	t.Parallel()
 	cwd := t.TempDir()
 	writeWorkflowFiles(t, cwd, map[string]string{".switchyard/workflows/where.yaml": whereYAML})
 	p := startServeIn(t, cwd, nil, "--data", t.TempDir())
@@ -196,6 +198,7 @@ func TestServeDefaultWorkflowsFolder(t *testing.T) {
 }
 
 func TestServeWorkflowsNotAFolder(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "where.yaml")
 	writeWorkflowFiles(t, filepath.Dir(file), map[string]string{"where.yaml": whereYAML})
 	cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--workflows", file)
@@ -233,6 +236,7 @@ func contains(list []string, s string) bool {
 // e2e-deterministic.yaml (bash, bun and uv scripts, when, trigger rules)
 // through a real `switchyard serve` to completion.
 func TestServeArchonE2EDeterministic(t *testing.T) {
+	t.Parallel()
 	fx, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "fixtures", "archon"))
 	if err != nil {
 		t.Fatal(err)

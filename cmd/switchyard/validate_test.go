@@ -77,6 +77,7 @@ func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 func TestValidateText(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	valid := writeFile(t, dir, "valid.json", validGraph)
 	broken := writeFile(t, dir, "broken.json", brokenGraph)
@@ -186,6 +187,7 @@ type jsonProblem struct {
 }
 
 func TestValidateJSON(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	valid := writeFile(t, dir, "valid.json", validGraph)
 	broken := writeFile(t, dir, "broken.json", brokenGraph)
@@ -246,6 +248,7 @@ func TestValidateJSON(t *testing.T) {
 }
 
 func TestValidateYAMLIsDispatched(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// Not JSON: the graph decoder would stop at "invalid character".
 	path := writeFile(t, dir, "flow.yaml", "name: demo\ndescription: a YAML workflow\n")
@@ -260,6 +263,7 @@ func TestValidateYAMLIsDispatched(t *testing.T) {
 }
 
 func TestNormalize(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	malformed := writeFile(t, dir, "malformed.json", malformedGraph)
 
@@ -310,6 +314,7 @@ func TestNormalize(t *testing.T) {
 // TestBinaryExitCodes runs the real binary, so the exit status a shell or CI
 // sees is checked, not just runMain's return value.
 func TestBinaryExitCodes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	valid := writeFile(t, dir, "valid.json", validGraph)
 	broken := writeFile(t, dir, "broken.json", brokenGraph)

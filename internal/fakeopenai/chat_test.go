@@ -13,6 +13,7 @@ import (
 )
 
 func TestChatNonStreamingDefaultEcho(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.StartT(t)
 	client := newClient(srv)
 
@@ -61,6 +62,7 @@ func TestChatNonStreamingDefaultEcho(t *testing.T) {
 }
 
 func TestChatStreamingAccumulator(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.StartT(t)
 	client := newClient(srv)
 	text := "The quick brown fox jumps over the lazy dog."
@@ -134,6 +136,7 @@ func TestChatStreamingAccumulator(t *testing.T) {
 }
 
 func TestChatStreamingExactChunks(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.StartT(t)
 	client := newClient(srv)
 	srv.Enqueue(fakeopenai.Reply{Chunks: []string{"Hel", "lo", ", wor", "ld"}})
@@ -170,6 +173,7 @@ func TestChatStreamingExactChunks(t *testing.T) {
 // A full tool round trip: the model calls a tool, the client runs it and
 // sends the result back as a role "tool" message, the model answers.
 func TestChatToolRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, streaming := range []bool{false, true} {
 		name := map[bool]string{false: "plain", true: "stream"}[streaming]
 		t.Run(name, func(t *testing.T) {
@@ -237,6 +241,7 @@ func TestChatToolRoundTrip(t *testing.T) {
 }
 
 func TestChatJSONSchemaDefaultReply(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.StartT(t)
 	client := newClient(srv)
 	schema := map[string]any{
@@ -279,6 +284,7 @@ func TestChatJSONSchemaDefaultReply(t *testing.T) {
 }
 
 func TestModels(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.StartT(t, fakeopenai.WithModels("m-one", "m-two"))
 	client := newClient(srv)
 	ctx := context.Background()

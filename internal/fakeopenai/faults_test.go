@@ -39,6 +39,7 @@ func chatParams() openai.ChatCompletionNewParams {
 }
 
 func TestChatFaultsNonStreaming(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		reply fakeopenai.Reply
@@ -137,6 +138,7 @@ func drainChat(stream interface {
 }
 
 func TestChatFaultsStreaming(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.StartT(t)
 	client := newClient(srv, option.WithMaxRetries(0))
 	full := "echo: one two three four five six seven eight"
@@ -182,6 +184,7 @@ func TestChatFaultsStreaming(t *testing.T) {
 }
 
 func TestResponsesFaultsStreaming(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.StartT(t)
 	client := newClient(srv, option.WithMaxRetries(0))
 	drain := func() (types []string, err error) {
@@ -224,6 +227,7 @@ func TestResponsesFaultsStreaming(t *testing.T) {
 // retried transparently. (The reset goes first: connection errors back off
 // 0.5s on the first retry and 1s on the second.)
 func TestClientRetriesAgainstFaults(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.StartT(t)
 	client := newClient(srv, option.WithMaxRetries(2))
 	srv.Enqueue(fakeopenai.Reply{Reset: true}, fakeopenai.Reply{Status: 429}, fakeopenai.Reply{Text: "finally"})
@@ -241,6 +245,7 @@ func TestClientRetriesAgainstFaults(t *testing.T) {
 }
 
 func TestAPIKeyRequired(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.StartT(t, fakeopenai.WithAPIKey("sk-right"))
 	wrong := newClient(srv, option.WithMaxRetries(0))
 	_, err := wrong.Chat.Completions.New(context.Background(), chatParams())
@@ -260,6 +265,7 @@ func TestAPIKeyRequired(t *testing.T) {
 }
 
 func TestCloseReleasesHangingRequest(t *testing.T) {
+	t.Parallel()
 	srv, err := fakeopenai.Start(fakeopenai.WithHandler(func(*fakeopenai.Request) fakeopenai.Reply {
 		return fakeopenai.Reply{Hang: true}
 	}))

@@ -8,6 +8,7 @@ import (
 )
 
 func TestSplitWords(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want []string
@@ -31,6 +32,7 @@ func TestSplitWords(t *testing.T) {
 }
 
 func TestSplitN(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		n    int
@@ -49,6 +51,7 @@ func TestSplitN(t *testing.T) {
 }
 
 func TestSampleFromSchema(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, schema, want string
 	}{

@@ -26,6 +26,7 @@ func webSearchParams(input string) responses.ResponseNewParams {
 }
 
 func TestResponsesNonStreamingWebSearch(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.StartT(t)
 	client := newClient(srv)
 
@@ -66,6 +67,7 @@ func TestResponsesNonStreamingWebSearch(t *testing.T) {
 }
 
 func TestResponsesStreaming(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.StartT(t)
 	client := newClient(srv)
 	text := "Go 1.26 is the latest release, with several improvements."
@@ -145,6 +147,7 @@ func TestResponsesStreaming(t *testing.T) {
 }
 
 func TestResponsesToolRoundTrip(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.StartT(t, fakeopenai.WithHandler(func(req *fakeopenai.Request) fakeopenai.Reply {
 		if res := req.ToolResults(); len(res) > 0 {
 			return fakeopenai.Reply{Text: "noted: " + res[0].Content}
@@ -190,6 +193,7 @@ func TestResponsesToolRoundTrip(t *testing.T) {
 }
 
 func TestResponsesJSONSchemaRecorded(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.StartT(t)
 	client := newClient(srv)
 	params := responses.ResponseNewParams{
@@ -218,6 +222,7 @@ func TestResponsesJSONSchemaRecorded(t *testing.T) {
 }
 
 func TestResponsesIncomplete(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.StartT(t)
 	client := newClient(srv)
 	srv.Enqueue(fakeopenai.Reply{Text: "cut", FinishReason: "length"}, fakeopenai.Reply{Text: "cut", FinishReason: "length"})

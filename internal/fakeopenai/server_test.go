@@ -21,6 +21,7 @@ import (
 // Ten parallel requests must all be in flight at once: each handler waits
 // until it sees ten in flight, so a server that serialised them would fail.
 func TestConcurrencyCounters(t *testing.T) {
+	t.Parallel()
 	const n = 10
 	const latency = 50 * time.Millisecond
 	var srv *fakeopenai.Server
@@ -74,6 +75,7 @@ func TestConcurrencyCounters(t *testing.T) {
 }
 
 func TestReplyLatencyOverridesDefault(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.StartT(t, fakeopenai.WithLatency(time.Hour))
 	client := newClient(srv)
 	srv.Enqueue(fakeopenai.Reply{Text: "quick", Latency: 30 * time.Millisecond})
@@ -95,6 +97,7 @@ func TestReplyLatencyOverridesDefault(t *testing.T) {
 }
 
 func TestRequestLogBounded(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.StartT(t, fakeopenai.WithRequestLogLimit(3))
 	client := newClient(srv)
 	for range 5 {
@@ -129,6 +132,7 @@ func seqs(reqs []fakeopenai.Request) []int64 {
 }
 
 func TestQueueBeforeHandler(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.StartT(t, fakeopenai.WithHandler(func(*fakeopenai.Request) fakeopenai.Reply {
 		return fakeopenai.Reply{Text: "handler"}
 	}))
@@ -156,6 +160,7 @@ func TestQueueBeforeHandler(t *testing.T) {
 
 // Bad requests get a 400 whose message names the offending field.
 func TestBadRequests(t *testing.T) {
+	t.Parallel()
 	srv := fakeopenai.StartT(t)
 	tests := []struct {
 		name, path, body string
@@ -208,6 +213,7 @@ func TestBadRequests(t *testing.T) {
 
 // Handler() works when mounted elsewhere, with or without the /v1 prefix.
 func TestHandlerMounted(t *testing.T) {
+	t.Parallel()
 	fake := fakeopenai.New()
 	hs := httptest.NewServer(fake.Handler())
 	defer hs.Close()
@@ -234,6 +240,7 @@ func TestHandlerMounted(t *testing.T) {
 }
 
 func TestStartOptions(t *testing.T) {
+	t.Parallel()
 	if _, err := fakeopenai.Start(fakeopenai.WithAddr("0.0.0.0:0")); !errors.Is(err, fakeopenai.ErrInvalidAddr) {
 		t.Errorf("non-loopback addr: err = %v", err)
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 // startStack runs a real server (SQLite file, engine, fake LLM) on loopback.
-func startStack(t *testing.T, latency time.Duration) *Client {
+func startStack(t *testing.T, latency time.Duration) (*Client, *fakeopenai.Server) {
 	t.Helper()
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -50,11 +50,12 @@ func startStack(t *testing.T, latency time.Duration) *Client {
 		e.Close()
 		st.Close()
 	})
-	return NewClient("http://"+ln.Addr().String(), "")
+	return NewClient("http://"+ln.Addr().String(), ""), fake
 }
 
 func TestScenariosAgainstARealServer(t *testing.T) {
-	c := startStack(t, 50*time.Millisecond)
+	t.Parallel()
+	c, fake := startStack(t, 50*time.Millisecond)
 	ctx := context.Background()
 
 	runs, err := Runs(ctx, c, RunsConfig{Duration: time.Second, Clients: 4}, nil)
@@ -66,12 +67,15 @@ func TestScenariosAgainstARealServer(t *testing.T) {
 		t.Errorf("runs %+v", runs)
 	}
 
+	fake.Reset()
 	fan, err := Fanout(ctx, c, FanoutConfig{Width: 40, LLMLatency: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fan.Status != "completed" || fan.WallMs < fan.IdealMs || fan.WallMs > 40*50 {
-		t.Errorf("fanout %+v: branches did not overlap", fan)
+	// The branches overlap: their LLM calls were in flight together (how
+	// many depends on how busy the machine is, not the wall time).
+	if fan.Status != "completed" || fan.WallMs < fan.IdealMs || fake.MaxConcurrent() < 2 {
+		t.Errorf("fanout %+v, %d LLM calls at most in flight together: branches did not overlap", fan, fake.MaxConcurrent())
 	}
 
 	for _, burst := range []bool{false, true} {
@@ -101,6 +105,7 @@ func TestScenariosAgainstARealServer(t *testing.T) {
 }
 
 func TestSummaryPercentiles(t *testing.T) {
+	t.Parallel()
 	var l Latencies
 	for i := 1; i <= 100; i++ {
 		l.Add(time.Duration(i) * time.Millisecond)
