@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"net/http"
 	"time"
@@ -60,11 +59,7 @@ func (s *Server) longRoutes(next echo.HandlerFunc) echo.HandlerFunc {
 		if r.Body != nil && r.Body != http.NoBody {
 			b, err := io.ReadAll(r.Body)
 			if err != nil {
-				var tooBig *http.MaxBytesError
-				if errors.As(err, &tooBig) {
-					return newErr(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "request body is larger than %d bytes", s.cfg.MaxBody)
-				}
-				return badRequest("reading the request body: %v", err)
+				return bodyError(err)
 			}
 			r.Body = io.NopCloser(bytes.NewReader(b))
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -30,6 +31,7 @@ const (
 	CodeUnauthorized     = "unauthorized"
 	CodeForbidden        = "forbidden"
 	CodePayloadTooLarge  = "payload_too_large"
+	CodeRequestTimeout   = "request_timeout"
 	CodeNoLLM            = "no_llm"
 	CodeUnavailable      = "unavailable"
 	CodeRateLimited      = "rate_limited"
@@ -143,6 +145,8 @@ func codeForStatus(status int) string {
 		return CodeConflict
 	case http.StatusRequestEntityTooLarge:
 		return CodePayloadTooLarge
+	case http.StatusRequestTimeout:
+		return CodeRequestTimeout
 	case http.StatusServiceUnavailable:
 		return CodeUnavailable
 	}
@@ -157,14 +161,24 @@ func codeForStatus(status int) string {
 func decodeBody(c echo.Context, v any) error {
 	raw, err := io.ReadAll(c.Request().Body)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return newErr(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
-				"request body is larger than %d bytes", mbe.Limit)
-		}
-		return badRequest("reading request body: %v", err)
+		return bodyError(err)
 	}
 	return decodeJSON(raw, v)
+}
+
+// bodyError says why reading a request body failed: too large (413), too
+// slow (408, the read deadline), or cut off (400).
+func bodyError(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return newErr(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
+			"request body is larger than %d bytes", mbe.Limit)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return newErr(http.StatusRequestTimeout, CodeRequestTimeout,
+			"the request body did not arrive within the read timeout")
+	}
+	return badRequest("reading the request body: %v", err)
 }
 
 // decodeJSON decodes raw into v, locating errors by line and column.

@@ -89,12 +89,16 @@ func withErrors(r obj, codes ...string) obj {
 		"404": "Not found.",
 		"409": "Conflict.",
 		"413": "Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it.",
+		"408": "The request body did not arrive within the read timeout (serve --read-timeout).",
 		"503": "Unavailable (no LLM configured, shutting down, or too many graphs being decoded at once: try again).",
 	}
 	r["401"] = errResp(descs["401"])
 	r["403"] = errResp(descs["403"])
 	for _, c := range codes {
 		r[c] = errResp(descs[c])
+		if c == "413" { // a route that reads a body may time out reading it
+			r["408"] = errResp(descs["408"])
+		}
 	}
 	return r
 }

@@ -87,9 +87,12 @@ func TestSlowBodyIsCutAtTheBodyTimeout(t *testing.T) {
 	c := slowRequest(t, addr, "POST", "/api/validate")
 	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	start := time.Now()
-	_, err := io.ReadAll(c) // a 400 and/or the close
+	got, err := io.ReadAll(c) // a 408 and the close
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		t.Fatalf("the connection was still held after %v", time.Since(start))
+	}
+	if !strings.HasPrefix(string(got), "HTTP/1.1 408 ") || !strings.Contains(string(got), `"code":"request_timeout"`) {
+		t.Fatalf("answer %q, want a 408 request_timeout", got)
 	}
 }
 

@@ -318,8 +318,13 @@ func (y *YAMLWorkflows) contained(realRoot, rel string) bool {
 	return err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) && !filepath.IsAbs(r)
 }
 
-// display is the path people see: the folder as configured plus rel.
+// display is the path people see: the folder as configured plus rel when
+// that is a relative path inside the working directory, else rel alone, so
+// answers never carry the server's absolute paths.
 func (y *YAMLWorkflows) display(rel string) string {
+	if !filepath.IsLocal(y.dir) {
+		return rel
+	}
 	return filepath.Join(y.dir, filepath.FromSlash(rel))
 }
 
@@ -345,6 +350,10 @@ func (y *YAMLWorkflows) entryByStat(f yamlFile) *yamlEntry {
 	src, err := readYAML(f.abs)
 	if err != nil {
 		y.log.Warn("yaml workflows: cannot read", "path", f.abs, "err", err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // its path is absolute
+		}
 		return &yamlEntry{problems: []graph.Problem{{Code: "unreadable", Severity: graph.SeverityError,
 			Message: fmt.Sprintf("%s: cannot read the file: %v", y.display(f.rel), err)}}}
 	}

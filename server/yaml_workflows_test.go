@@ -181,7 +181,7 @@ func TestGetYAMLWorkflow(t *testing.T) {
 	var w yamlWorkflowJSON
 	v.must(http.StatusOK, "GET", "/api/workflows/yaml.greeter.yaml", nil, &w)
 	if w.Source != greeterYAML || w.Name != "Greeter" || w.Description != "Says hello, then shouts it" ||
-		!w.ReadOnly || w.Kind != "yaml" || w.Path != filepath.Join(dir, "greeter.yaml") || len(w.Problems) != 0 {
+		!w.ReadOnly || w.Kind != "yaml" || w.Path != "greeter.yaml" || len(w.Problems) != 0 {
 		t.Fatalf("workflow %+v", w.Workflow)
 	}
 	if w.Graph == nil || len(w.Graph.Nodes) != 2 || len(w.Graph.Edges) != 1 {
@@ -697,7 +697,7 @@ func TestNewYAMLWorkflowsFolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ws, err = src.ListWorkflows(context.Background()); err != nil || len(ws) != 1 || ws[0].Path != filepath.Join(link, "x.yaml") {
+	if ws, err = src.ListWorkflows(context.Background()); err != nil || len(ws) != 1 || ws[0].Path != "x.yaml" {
 		t.Fatalf("symlinked folder: %+v, %v", ws, err)
 	}
 }

@@ -36,6 +36,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	passEnv := fs.String("pass-env", os.Getenv(engine.PassEnvVar), "comma-separated environment variables bash and script nodes may see beyond the allowlist (default $"+engine.PassEnvVar+")")
 	noRecover := fs.Bool("no-recover", false, "leave runs a dead process was driving interrupted instead of continuing them")
 	workflows := fs.String("workflows", filepath.Join(".switchyard", "workflows"), "folder of YAML workflows listed beside drawn ones")
+	readTimeout := fs.Duration("read-timeout", server.DefaultBodyTimeout, "how long a client may take to send a request's headers and body")
+	writeTimeout := fs.Duration("write-timeout", server.DefaultWriteTimeout, "how long a client may take to read an ordinary answer (not streams)")
 	maxBody := fs.String("max-body", "10MiB", "largest request body (bytes, or with KiB/MiB/GiB)")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", envOr("SWITCHYARD_LOG_LEVEL", "info"), "log level: debug, info, warn or error (default $SWITCHYARD_LOG_LEVEL or info)")
@@ -115,7 +117,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		defer stop()
 	}
 	if err := serve(ctx, serveOptions{addr: *addr, data: *data, token: *token, recover: !*noRecover,
-		workflows: *workflows, maxBody: limit, maxConns: *maxConns, grace: *grace, announce: announce,
+		workflows: *workflows, maxBody: limit, maxConns: *maxConns, readTimeout: *readTimeout, writeTimeout: *writeTimeout, grace: *grace, announce: announce,
 		maxParallel: *maxParallel, maxLLM: *maxLLM}, logger); err != nil {
 		logger.Error("serve", "err", err)
 		fmt.Fprintln(stderr, "switchyard serve:", err)
@@ -160,6 +162,7 @@ type serveOptions struct {
 	recover                      bool
 	maxBody                      int64
 	maxConns                     int
+	readTimeout, writeTimeout    time.Duration
 	grace                        time.Duration
 	maxParallel, maxLLM          int
 	announce                     *slog.Logger // start and stop lines, at any log level
@@ -209,7 +212,7 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 		logger.Info("built without the web UI (-tags noui): serving the API only")
 	}
 	srv, err := server.New(server.Config{
-		Engine: e, Store: st, UI: ui, Addr: o.addr, Token: o.token, MaxBody: o.maxBody, MaxConns: o.maxConns, Logger: logger,
+		Engine: e, Store: st, UI: ui, Addr: o.addr, Token: o.token, MaxBody: o.maxBody, MaxConns: o.maxConns, BodyTimeout: o.readTimeout, WriteTimeout: o.writeTimeout, Logger: logger,
 		Metrics: metrics, Workflows: src, WorkflowsDir: o.workflows,
 	})
 	if err != nil {
