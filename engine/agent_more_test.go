@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchyard/switchyard/graph"
 	"github.com/switchyard/switchyard/internal/fakeopenai"
+	"github.com/switchyard/switchyard/llm"
 )
 
 func subGraph() *graph.Graph {
@@ -68,11 +69,11 @@ func TestSubagentErrorIsReportedToParent(t *testing.T) {
 
 func TestSubagentsOverResponsesAPI(t *testing.T) {
 	srv := fakeopenai.StartT(t)
-	llm, err := NewLLM(LLMConfig{BaseURL: srv.URL(), APIKey: "k", Responses: true, RetryBase: time.Millisecond})
+	client, err := llm.New(llm.Config{BaseURL: srv.URL(), APIKey: "k", Responses: true, RetryBase: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, rec := newTestEngine(t, Config{LLM: llm})
+	e, rec := newTestEngine(t, Config{LLM: client})
 	srv.SetHandler(func(req *fakeopenai.Request) fakeopenai.Reply {
 		if req.HasTool("subagent_kid_kid") {
 			if res := req.ToolResults(); len(res) > 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchyard/switchyard/graph"
 	"github.com/switchyard/switchyard/internal/fakeopenai"
+	"github.com/switchyard/switchyard/llm"
 )
 
 func agent(name string) graph.NodeData { return graph.NodeData{AgentName: name} }
@@ -83,7 +84,7 @@ func TestAgentPromptAndVariables(t *testing.T) {
 		t.Errorf("model %q effort %q stream %v", last.Model, last.ReasoningEffort, last.Stream)
 	}
 	first := srv.Requests()[0]
-	if first.Messages[0].Content != DefaultSystemPrompt || first.LastUserMessage() != "the input" || first.Model != DefaultModel {
+	if first.Messages[0].Content != DefaultSystemPrompt || first.LastUserMessage() != "the input" || first.Model != llm.DefaultModel {
 		t.Errorf("defaults: %+v", first.Messages)
 	}
 	var sawWarning, sawPrompt bool

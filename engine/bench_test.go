@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchyard/switchyard/graph"
 	"github.com/switchyard/switchyard/internal/fakeopenai"
+	"github.com/switchyard/switchyard/llm"
 )
 
 // handlerTransport serves openai-go's requests from the fake's handler in
@@ -22,15 +23,15 @@ func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return rec.Result(), nil
 }
 
-func instantLLM(b *testing.B) *LLM {
+func instantLLM(b *testing.B) *llm.Client {
 	b.Helper()
 	fake := fakeopenai.New()
-	llm, err := NewLLM(LLMConfig{BaseURL: "http://fake.invalid/v1", APIKey: "x",
+	client, err := llm.New(llm.Config{BaseURL: "http://fake.invalid/v1", APIKey: "x",
 		HTTPClient: &http.Client{Transport: handlerTransport{fake.Handler()}}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return llm
+	return client
 }
 
 // chainGraph: start -> n nodes of typ in a line. Pass-through if nodes

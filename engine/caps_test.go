@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchyard/switchyard/graph"
 	"github.com/switchyard/switchyard/internal/fakeopenai"
+	"github.com/switchyard/switchyard/llm"
 )
 
 func wideGraph(n int) *graph.Graph {
@@ -39,11 +40,11 @@ func TestCaps(t *testing.T) {
 			// own counter also includes its handlers' tails.)
 			srv := fakeopenai.StartT(t, fakeopenai.WithLatency(50*time.Millisecond))
 			ct := &countingTransport{base: http.DefaultTransport}
-			llm, err := NewLLM(LLMConfig{BaseURL: srv.URL(), APIKey: "k", HTTPClient: &http.Client{Transport: ct}})
+			client, err := llm.New(llm.Config{BaseURL: srv.URL(), APIKey: "k", HTTPClient: &http.Client{Transport: ct}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			tc.cfg.LLM = llm
+			tc.cfg.LLM = client
 			e, _ := newTestEngine(t, tc.cfg)
 			var ids []string
 			for i := 0; i < tc.runs; i++ {

@@ -34,6 +34,7 @@ import (
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/graph"
 	"github.com/switchyard/switchyard/internal/fakeopenai"
+	"github.com/switchyard/switchyard/llm"
 	"github.com/switchyard/switchyard/store"
 )
 
@@ -148,12 +149,12 @@ func (h *durHarness) openStore() *store.Store {
 // Engines close before their stores (cleanups run last-in first-out).
 func (h *durHarness) process(tag string, ttl time.Duration, st engine.Store, sinks ...engine.Sink) *engine.Engine {
 	h.t.Helper()
-	llm, err := engine.NewLLM(engine.LLMConfig{BaseURL: h.fake.URL(), APIKey: "test",
+	client, err := llm.New(llm.Config{BaseURL: h.fake.URL(), APIKey: "test",
 		RetryBase: 10 * time.Millisecond, HTTPClient: &http.Client{Transport: tagTransport{tag}}})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	e, err := engine.New(engine.Config{Store: st, LLM: llm, Owner: tag, LeaseTTL: ttl,
+	e, err := engine.New(engine.Config{Store: st, LLM: client, Owner: tag, LeaseTTL: ttl,
 		ArtifactsRoot: h.t.TempDir(), Logger: quietLog, Sinks: sinks})
 	if err != nil {
 		h.t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/switchyard/switchyard/graph"
+	"github.com/switchyard/switchyard/llm"
 )
 
 // Config configures an Engine. Zero values pick the defaults.
@@ -22,7 +23,7 @@ type Config struct {
 	// Store persists runs; nil keeps them in memory only.
 	Store Store
 	// LLM answers agent and prompt nodes; nil means no LLM configured.
-	LLM *LLM
+	LLM *llm.Client
 	// MaxParallel caps the nodes of one run executing at once (default 16).
 	MaxParallel int
 	// MaxLLMCalls caps concurrent LLM calls across all runs (default 64).
@@ -132,7 +133,7 @@ func New(cfg Config) (*Engine, error) {
 func (e *Engine) Store() Store { return e.store }
 
 // LLM returns the configured LLM, or ErrNoLLM.
-func (e *Engine) LLM() (*LLM, error) {
+func (e *Engine) LLM() (*llm.Client, error) {
 	if e.cfg.LLM == nil {
 		return nil, ErrNoLLM
 	}

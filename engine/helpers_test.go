@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchyard/switchyard/graph"
 	"github.com/switchyard/switchyard/internal/fakeopenai"
+	"github.com/switchyard/switchyard/llm"
 )
 
 // recorder is a Sink that keeps every event, for assertions.
@@ -83,11 +84,11 @@ func newTestEngine(t *testing.T, cfg Config) (*Engine, *recorder) {
 func newLLMEngine(t *testing.T, cfg Config, opts ...fakeopenai.Option) (*Engine, *recorder) {
 	t.Helper()
 	srv := fakeopenai.StartT(t, opts...)
-	llm, err := NewLLM(LLMConfig{BaseURL: srv.URL(), APIKey: "test", RetryBase: 10 * time.Millisecond})
+	client, err := llm.New(llm.Config{BaseURL: srv.URL(), APIKey: "test", RetryBase: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.LLM = llm
+	cfg.LLM = client
 	testFake[t.Name()] = srv
 	return newTestEngine(t, cfg)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/graph"
+	"github.com/switchyard/switchyard/llm"
 )
 
 // defaultExecutors is the one place node types are registered.
@@ -106,7 +107,7 @@ type agentExec struct{}
 
 func (agentExec) Execute(ctx context.Context, x *Exec) (Result, error) {
 	n := x.Spec().(graph.Node)
-	llm, err := x.Engine().LLM()
+	client, err := x.Engine().LLM()
 	if err != nil {
 		return Result{}, err
 	}
@@ -123,8 +124,8 @@ func (agentExec) Execute(ctx context.Context, x *Exec) (Result, error) {
 	} else if system, err = x.substitute(system, vars); err != nil {
 		return Result{}, err
 	}
-	x.Emit(EvStartPrompt, user, startPromptData{Model: llm.Model(n.Data.Model), SystemPrompt: system})
-	a := &agentCall{x: x, llm: llm, subagents: x.r.plan.subagents}
+	x.Emit(EvStartPrompt, user, startPromptData{Model: client.Model(n.Data.Model), SystemPrompt: system})
+	a := &agentCall{x: x, llm: client, subagents: x.r.plan.subagents}
 	text, err := a.run(ctx, n, system, user, 0, "")
 	if err != nil {
 		return Result{}, err
@@ -145,7 +146,7 @@ func (x *Exec) substitute(s string, src VarSource) (string, error) {
 // agentCall runs one agent invocation with its subagent tools.
 type agentCall struct {
 	x         *Exec
-	llm       *LLM
+	llm       *llm.Client
 	subagents map[string][]graph.Node
 	callSeq   int64
 	mu        sync.Mutex
@@ -215,7 +216,7 @@ func (a *agentCall) run(ctx context.Context, n graph.Node, system, user string, 
 		children = nil
 	}
 	byName := make(map[string]graph.Node, len(children))
-	var tools []ToolSpec
+	var tools []llm.ToolSpec
 	for _, c := range children {
 		name := SubagentToolName(c)
 		byName[name] = c
@@ -223,19 +224,19 @@ func (a *agentCall) run(ctx context.Context, n graph.Node, system, user string, 
 		if desc == "" {
 			desc = "Ask the " + c.Data.AgentName + " agent."
 		}
-		tools = append(tools, ToolSpec{Name: name, Description: desc, Parameters: map[string]any{
+		tools = append(tools, llm.ToolSpec{Name: name, Description: desc, Parameters: map[string]any{
 			"type":       "object",
 			"properties": map[string]any{"input": map[string]any{"type": "string", "description": "What to ask the agent."}},
 			"required":   []string{"input"},
 		}})
 	}
-	msgs := []Message{{Role: "system", Content: system}, {Role: "user", Content: user}}
+	msgs := []llm.Message{{Role: "system", Content: system}, {Role: "user", Content: user}}
 	var deltas *coalescer
 	if depth == 0 {
 		deltas = newCoalescer(a.x)
 	}
 	for turn := 0; turn < maxAgentTurns; turn++ {
-		resp, err := a.complete(ctx, LLMRequest{
+		resp, err := a.complete(ctx, llm.Request{
 			Model: n.Data.Model, Effort: n.Data.ReasoningEffort, Messages: msgs,
 			Tools: tools, WebSearch: n.WebSearchEnabled(),
 		}, deltas, callID)
@@ -245,7 +246,7 @@ func (a *agentCall) run(ctx context.Context, n graph.Node, system, user string, 
 		if len(resp.ToolCalls) == 0 {
 			return resp.Text, nil
 		}
-		msgs = append(msgs, Message{Role: "assistant", Content: resp.Text, ToolCalls: resp.ToolCalls})
+		msgs = append(msgs, llm.Message{Role: "assistant", Content: resp.Text, ToolCalls: resp.ToolCalls})
 		results := make([]string, len(resp.ToolCalls))
 		var wg sync.WaitGroup
 		for k, tc := range resp.ToolCalls {
@@ -260,14 +261,14 @@ func (a *agentCall) run(ctx context.Context, n graph.Node, system, user string, 
 			return "", err
 		}
 		for k, tc := range resp.ToolCalls {
-			msgs = append(msgs, Message{Role: "tool", ToolCallID: tc.ID, Content: results[k]})
+			msgs = append(msgs, llm.Message{Role: "tool", ToolCallID: tc.ID, Content: results[k]})
 		}
 	}
 	return "", fmt.Errorf("agent %q made %d model turns without a final answer", n.ID, maxAgentTurns)
 }
 
 // complete makes one model call under the process-wide LLM cap.
-func (a *agentCall) complete(ctx context.Context, req LLMRequest, deltas *coalescer, callID string) (*LLMResponse, error) {
+func (a *agentCall) complete(ctx context.Context, req llm.Request, deltas *coalescer, callID string) (*llm.Response, error) {
 	e := a.x.Engine()
 	select {
 	case e.llmSem <- struct{}{}:
@@ -293,7 +294,7 @@ func (a *agentCall) complete(ctx context.Context, req LLMRequest, deltas *coales
 }
 
 // callTool runs one subagent tool call and returns the tool result text.
-func (a *agentCall) callTool(ctx context.Context, parent graph.Node, byName map[string]graph.Node, tc ToolCall, depth int, parentCallID string) string {
+func (a *agentCall) callTool(ctx context.Context, parent graph.Node, byName map[string]graph.Node, tc llm.ToolCall, depth int, parentCallID string) string {
 	child, ok := byName[tc.Name]
 	if !ok {
 		return fmt.Sprintf("error: no tool named %q", tc.Name)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/graph"
+	"github.com/switchyard/switchyard/llm"
 )
 
 // RunStatus is a run's lifecycle state:
@@ -167,7 +168,7 @@ var (
 	ErrNotWaiting      = errors.New("node is not waiting for input")
 	ErrNotPaused       = errors.New("run is not paused")
 	ErrInvalidDecision = errors.New("decision must be approve or reject")
-	ErrNoLLM           = errors.New("no LLM configured: set OPENAI_API_KEY or OPENAI_BASE_URL")
+	ErrNoLLM           = llm.ErrNotConfigured
 	ErrInvalidWorkflow = errors.New("invalid workflow")
 	ErrTerminal        = errors.New("run has already ended")
 	// ErrLeaseLost: this process no longer holds the run's lease.

@@ -9,14 +9,17 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/switchyard/switchyard/internal/proc"
+	"github.com/switchyard/switchyard/llm"
 )
 
 // loopState is where a loop node stands; an interactive loop keeps it in
 // its Wait state between iterations, so it survives a restart.
 type loopState struct {
-	Iteration int       `json:"iteration"` // iterations done
-	Prev      string    `json:"prev"`      // cleaned output of the last one
-	History   []Message `json:"history,omitempty"`
+	Iteration int           `json:"iteration"` // iterations done
+	Prev      string        `json:"prev"`      // cleaned output of the last one
+	History   []llm.Message `json:"history,omitempty"`
 }
 
 // runLoop runs iterations after st until the completion signal (or
@@ -66,7 +69,7 @@ func loopFrom(ctx context.Context, x *Exec, spec *yamlSpec, st loopState, userIn
 		if err != nil {
 			return Result{}, permanent(err)
 		}
-		var hist []Message
+		var hist []llm.Message
 		if !lp.FreshContext {
 			hist = history
 		}
@@ -92,7 +95,7 @@ func loopFrom(ctx context.Context, x *Exec, spec *yamlSpec, st loopState, userIn
 			map[string]any{"iteration": i, "maxIterations": lp.MaxIterations, "result": done})
 		if !lp.FreshContext {
 			spec.rs.mu.Lock()
-			history = append([]Message(nil), spec.rs.histories[n.ID]...)
+			history = append([]llm.Message(nil), spec.rs.histories[n.ID]...)
 			spec.rs.mu.Unlock()
 		}
 		st = loopState{Iteration: i, Prev: clean}
@@ -129,7 +132,7 @@ func untilBash(ctx context.Context, x *Exec, spec *yamlSpec, prev string) (bool,
 	if err == nil {
 		return true, nil
 	}
-	var pe *ProcError
+	var pe *proc.Error
 	if errors.As(err, &pe) && pe.Timeout == 0 && pe.Signal == "" {
 		return false, nil
 	}

@@ -16,6 +16,9 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/switchyard/switchyard/internal/bashref"
+	"github.com/switchyard/switchyard/internal/proc"
+	"github.com/switchyard/switchyard/llm"
 	"github.com/switchyard/switchyard/yamlflow"
 )
 
@@ -148,11 +151,11 @@ func retryable(onError string, err error) bool {
 	if onError == yamlflow.RetryOnAll {
 		return true
 	}
-	var le *LLMError
+	var le *llm.CallError
 	if errors.As(err, &le) {
 		return le.Transient
 	}
-	var proc *ProcError
+	var proc *proc.Error
 	if errors.As(err, &proc) {
 		return proc.Transient()
 	}
@@ -185,7 +188,7 @@ func runPromptNode(ctx context.Context, x *Exec, spec *yamlSpec) (Result, error)
 // contextFor returns the conversation a node continues: with context
 // shared, that of its single dependency when it is an AI node whose
 // conversation this process holds; otherwise none (a fresh conversation).
-func contextFor(x *Exec, spec *yamlSpec) []Message {
+func contextFor(x *Exec, spec *yamlSpec) []llm.Message {
 	n := spec.n
 	if n.Context != yamlflow.ContextShared {
 		return nil
@@ -208,7 +211,7 @@ func contextFor(x *Exec, spec *yamlSpec) []Message {
 		x.Emit(EvWarning, fmt.Sprintf("context: shared cannot continue %q: %s; starting a fresh conversation", dep, why), nil)
 		return nil
 	}
-	return append([]Message(nil), h...)
+	return append([]llm.Message(nil), h...)
 }
 
 // resolveProvider refuses providers other than the OpenAI-compatible one.
@@ -237,12 +240,12 @@ func (e *providerError) Is(target error) bool { return target == ErrProviderUnsu
 // llmTurn sends one user message (after history, if any) and returns the
 // answer, validated against output_format when the node has one. The
 // conversation is kept for nodes that continue it (context: shared).
-func llmTurn(ctx context.Context, x *Exec, spec *yamlSpec, vars *yamlVars, history []Message, user string, data map[string]any) (string, error) {
+func llmTurn(ctx context.Context, x *Exec, spec *yamlSpec, vars *yamlVars, history []llm.Message, user string, data map[string]any) (string, error) {
 	n := spec.n
 	if err := resolveProvider(spec); err != nil {
 		return "", err
 	}
-	llm, err := x.Engine().LLM()
+	client, err := x.Engine().LLM()
 	if err != nil {
 		return "", permanent(err)
 	}
@@ -258,10 +261,10 @@ func llmTurn(ctx context.Context, x *Exec, spec *yamlSpec, vars *yamlVars, histo
 				return "", permanent(err)
 			}
 		}
-		msgs = []Message{{Role: "system", Content: system}}
+		msgs = []llm.Message{{Role: "system", Content: system}}
 	}
-	msgs = append(msgs, Message{Role: "user", Content: user})
-	ev := map[string]any{"systemPrompt": msgs[0].Content, "model": llm.Model(model)}
+	msgs = append(msgs, llm.Message{Role: "user", Content: user})
+	ev := map[string]any{"systemPrompt": msgs[0].Content, "model": client.Model(model)}
 	for k, v := range data {
 		ev[k] = v
 	}
@@ -271,8 +274,8 @@ func llmTurn(ctx context.Context, x *Exec, spec *yamlSpec, vars *yamlVars, histo
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(n.TimeoutMS)*time.Millisecond)
 		defer cancel()
 	}
-	a := &agentCall{x: x, llm: llm}
-	resp, err := a.complete(ctx, LLMRequest{Model: model, Effort: n.Effort, Messages: msgs, Schema: n.OutputFormat,
+	a := &agentCall{x: x, llm: client}
+	resp, err := a.complete(ctx, llm.Request{Model: model, Effort: n.Effort, Messages: msgs, Schema: n.OutputFormat,
 		IdleTimeout: time.Duration(n.IdleTimeoutMS) * time.Millisecond},
 		newCoalescer(x), "")
 	if err != nil {
@@ -285,7 +288,7 @@ func llmTurn(ctx context.Context, x *Exec, spec *yamlSpec, vars *yamlVars, histo
 			return "", err
 		}
 	}
-	msgs = append(msgs, Message{Role: "assistant", Content: text})
+	msgs = append(msgs, llm.Message{Role: "assistant", Content: text})
 	spec.rs.mu.Lock()
 	spec.rs.histories[n.ID] = msgs
 	spec.rs.mu.Unlock()
@@ -384,7 +387,7 @@ func procTimeout(n *yamlflow.Node) time.Duration {
 	if n.TimeoutMS > 0 {
 		return time.Duration(n.TimeoutMS) * time.Millisecond
 	}
-	return DefaultProcTimeout
+	return proc.DefaultTimeout
 }
 
 // runBash substitutes and runs a bash script in the run's working
@@ -397,7 +400,7 @@ func runBash(ctx context.Context, x *Exec, spec *yamlSpec, vars *yamlVars, scrip
 	vars.refs = &refs
 	text, err := vars.substitute(script, func(v string) string {
 		refs = append(refs, v)
-		return refToken(len(refs) - 1)
+		return bashref.Token(len(refs) - 1)
 	})
 	if err != nil {
 		return "", "", permanent(err)
@@ -405,7 +408,7 @@ func runBash(ctx context.Context, x *Exec, spec *yamlSpec, vars *yamlVars, scrip
 	for i := range refs {
 		refs[i] = strings.ReplaceAll(refs[i], "\x00", "") // bash cannot hold NUL
 	}
-	rendered, err := renderBash(text, refs)
+	rendered, err := bashref.Render(text, refs)
 	if err != nil {
 		return "", "", permanent(err)
 	}
@@ -437,9 +440,9 @@ func runBash(ctx context.Context, x *Exec, spec *yamlSpec, vars *yamlVars, scrip
 		}
 		args = []string{p}
 	}
-	out, stderr, err := runProc(ctx, x, procSpec{name: "bash", args: args, dir: x.WorkDir(), env: env, timeout: timeout, stream: stream})
+	out, stderr, err := runProc(ctx, x, proc.Spec{Name: "bash", Args: args, Dir: x.WorkDir(), Env: env, Timeout: timeout, Stream: stream})
 	if err == nil && strings.TrimSpace(stderr) != "" {
-		x.Emit(EvWarning, "stderr: "+tail(strings.TrimRight(stderr, "\n"), maxStderrKept), map[string]any{"stream": "stderr"})
+		x.Emit(EvWarning, "stderr: "+proc.Tail(strings.TrimRight(stderr, "\n"), proc.MaxStderrKept), map[string]any{"stream": "stderr"})
 	}
 	return out, stderr, err
 }
@@ -542,7 +545,7 @@ func nodeEnv(x *Exec, vars *yamlVars, refs []string, tmp string, branch bool) (e
 		}
 	}
 	for i, v := range refs {
-		if err := put(refEnv(i), v); err != nil {
+		if err := put(bashref.EnvName(i), v); err != nil {
 			return nil, "", err
 		}
 	}
@@ -592,7 +595,7 @@ func runScriptNode(ctx context.Context, x *Exec, spec *yamlSpec) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
-	var ps procSpec
+	var ps proc.Spec
 	switch n.Runtime {
 	case yamlflow.RuntimeBun:
 		if len(n.Deps) > 0 {
@@ -602,23 +605,23 @@ func runScriptNode(ctx context.Context, x *Exec, spec *yamlSpec) (Result, error)
 			}
 			env = append(env, "NODE_PATH="+mods)
 		}
-		ps = procSpec{name: "bun", args: []string{"--no-env-file", "run", path}}
+		ps = proc.Spec{Name: "bun", Args: []string{"--no-env-file", "run", path}}
 	case yamlflow.RuntimeUV:
 		args := []string{"run"}
 		for _, d := range n.Deps {
 			args = append(args, "--with", d)
 		}
-		ps = procSpec{name: "uv", args: append(args, path)}
+		ps = proc.Spec{Name: "uv", Args: append(args, path)}
 	default:
 		return Result{}, permanent(fmt.Errorf("script runtime %q is not supported (bun or uv)", n.Runtime))
 	}
-	ps.dir, ps.env, ps.timeout = x.WorkDir(), env, procTimeout(n)
+	ps.Dir, ps.Env, ps.Timeout = x.WorkDir(), env, procTimeout(n)
 	out, stderr, err := runProc(ctx, x, ps)
 	if err != nil {
 		return Result{}, err
 	}
 	if strings.TrimSpace(stderr) != "" {
-		x.Emit(EvWarning, "stderr: "+tail(strings.TrimRight(stderr, "\n"), maxStderrKept), map[string]any{"stream": "stderr"})
+		x.Emit(EvWarning, "stderr: "+proc.Tail(strings.TrimRight(stderr, "\n"), proc.MaxStderrKept), map[string]any{"stream": "stderr"})
 	}
 	return Result{Output: out}, nil
 }
@@ -701,8 +704,8 @@ func bunDeps(ctx context.Context, x *Exec, deps []string, env []string) (string,
 		return "", err
 	}
 	x.Emit(EvOutput, "installing "+strings.Join(sorted, " ")+" with bun add\n", map[string]any{"stream": "setup"})
-	_, _, err = runProc(ctx, x, procSpec{name: "bun", args: append([]string{"add"}, sorted...), dir: dir, env: env,
-		timeout: 5 * time.Minute, stream: "setup"})
+	_, _, err = runProc(ctx, x, proc.Spec{Name: "bun", Args: append([]string{"add"}, sorted...), Dir: dir, Env: env,
+		Timeout: 5 * time.Minute, Stream: "setup"})
 	if err != nil {
 		return "", fmt.Errorf("install script deps with bun add: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/graph"
+	"github.com/switchyard/switchyard/llm"
 	"github.com/switchyard/switchyard/yamlflow"
 )
 
@@ -184,7 +185,7 @@ type yamlRunState struct {
 	cfg yamlConfig
 
 	mu        sync.Mutex
-	histories map[string][]Message // prompt/command/loop conversations, by node id
+	histories map[string][]llm.Message // prompt/command/loop conversations, by node id
 	branch    string
 	branchErr error
 	branchSet bool
@@ -196,7 +197,7 @@ type yamlRunState struct {
 // node, an edge per depends_on entry, trigger rules and `when:` as join
 // policies. Node failures settle as failed (no fail-fast).
 func compileYAML(wf *yamlflow.Workflow, cfg yamlConfig, maxVisits int) *plan {
-	rs := &yamlRunState{wf: wf, cfg: cfg, histories: map[string][]Message{}}
+	rs := &yamlRunState{wf: wf, cfg: cfg, histories: map[string][]llm.Message{}}
 	p := &plan{kind: KindYAML, failFast: false, maxVisits: maxVisits}
 	p.init(len(wf.Nodes))
 	for _, n := range wf.Nodes {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/internal/fakeopenai"
+	"github.com/switchyard/switchyard/internal/proc"
+	"github.com/switchyard/switchyard/llm"
 )
 
 // ---- helpers ----
@@ -30,11 +32,11 @@ func yamlEngine(t *testing.T) (*Engine, *recorder) {
 func yamlLLMEngine(t *testing.T, opts ...fakeopenai.Option) (*Engine, *recorder, *fakeopenai.Server) {
 	t.Helper()
 	srv := fakeopenai.StartT(t, opts...)
-	llm, err := NewLLM(LLMConfig{BaseURL: srv.URL(), APIKey: "test", RetryBase: 5 * time.Millisecond, MaxAttempts: 2})
+	client, err := llm.New(llm.Config{BaseURL: srv.URL(), APIKey: "test", RetryBase: 5 * time.Millisecond, MaxAttempts: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, rec := newTestEngine(t, Config{LLM: llm})
+	e, rec := newTestEngine(t, Config{LLM: client})
 	return e, rec, srv
 }
 
@@ -585,7 +587,7 @@ func TestYAMLBashOutputEventsBounded(t *testing.T) {
 	for _, ev := range evs {
 		total += len(ev.Content)
 	}
-	if total > maxOutputEvents || len(evs) > 100 {
+	if total > proc.MaxStreamed || len(evs) > 100 {
 		t.Fatalf("%d output events with %d bytes: not bounded", len(evs), total)
 	}
 	if !hasEventContaining(rec, run.ID, "loud", EvWarning, "not streamed") {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchyard/switchyard/internal/bashref"
 	"github.com/switchyard/switchyard/yamlflow"
 )
 
@@ -34,7 +35,7 @@ type yamlVars struct {
 	mode varMode
 	// Per-execution values.
 	loopPrev, loopUser, rejection string
-	// refs collects the values a bash script references (see renderBash).
+	// refs collects the values a bash script references (see bashref.Render).
 	refs *[]string
 }
 
@@ -42,7 +43,7 @@ func (v *yamlVars) Var(name string) (string, bool, error) {
 	val, ok, err := v.value(name)
 	if ok && err == nil && v.mode == modeBash && v.refs != nil {
 		*v.refs = append(*v.refs, val)
-		return refToken(len(*v.refs) - 1), true, nil
+		return bashref.Token(len(*v.refs) - 1), true, nil
 	}
 	return val, ok, err
 }
@@ -167,7 +168,7 @@ func (v *yamlVars) substitute(s string, quote Quoter) (string, error) {
 	if v.mode == modeBash && v.refs != nil && strings.Contains(s, varPreviousOutput) {
 		// {{PREVIOUS_OUTPUT}} holds outputs too: it must not become script text.
 		*v.refs = append(*v.refs, prev)
-		prev = refToken(len(*v.refs) - 1)
+		prev = bashref.Token(len(*v.refs) - 1)
 	}
 	out, warns, err := Substitute(s, prev, v, quote)
 	for _, w := range warns {

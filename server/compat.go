@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/graph"
+	"github.com/switchyard/switchyard/llm"
 )
 
 // The compatibility API answers AgentFlow-style clients: POST /api/run
@@ -344,13 +345,13 @@ func DefaultWorkflow() *graph.Graph {
 			node("writer", graph.TypeAgent, 280, 100, graph.NodeData{AgentName: "Writer",
 				SystemPrompt: "You write clear, friendly marketing copy.",
 				UserPrompt:   "{{PREVIOUS_OUTPUT}}\n\nIf there is reviewer feedback, address it: $REJECTION_REASON",
-				Model:        engine.DefaultModel, ReasoningEffort: "low",
+				Model:        llm.DefaultModel, ReasoningEffort: "low",
 				Tools: &graph.Tools{}}),
 			node("review", graph.TypeApproval, 560, 100, graph.NodeData{Prompt: "Publish this draft?"}),
 			node("publisher", graph.TypeAgent, 840, 40, graph.NodeData{AgentName: "Publisher",
 				SystemPrompt: "You format text for the web.",
 				UserPrompt:   "Format this as a short HTML snippet:\n\n{{PREVIOUS_OUTPUT}}",
-				Model:        engine.DefaultModel, ReasoningEffort: "low", Tools: &graph.Tools{}}),
+				Model:        llm.DefaultModel, ReasoningEffort: "low", Tools: &graph.Tools{}}),
 		},
 		Edges: []graph.Edge{
 			edge("start", graph.HandleOutput, "writer"),

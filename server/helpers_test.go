@@ -26,6 +26,7 @@ import (
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/graph"
 	"github.com/switchyard/switchyard/internal/fakeopenai"
+	"github.com/switchyard/switchyard/llm"
 	"github.com/switchyard/switchyard/store"
 )
 
@@ -106,11 +107,11 @@ func newEnvTB(t testing.TB, opts ...func(*envOpts)) *env {
 	var fake *fakeopenai.Server
 	if !o.noLLM {
 		fake = fakeopenai.StartT(t, o.llmOpts...)
-		llm, err := engine.NewLLM(engine.LLMConfig{BaseURL: fake.URL(), APIKey: testAPIKey, RetryBase: 5 * time.Millisecond})
+		client, err := llm.New(llm.Config{BaseURL: fake.URL(), APIKey: testAPIKey, RetryBase: 5 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.LLM = llm
+		cfg.LLM = client
 	}
 	e, err := engine.New(cfg)
 	if err != nil {
@@ -536,13 +537,13 @@ func newID() string { return uuid.NewString() }
 func queryEscape(s string) string { return url.QueryEscape(s) }
 
 // mustLLM is an openai-go provider talking to fake.
-func mustLLM(t testing.TB, fake *fakeopenai.Server) *engine.LLM {
+func mustLLM(t testing.TB, fake *fakeopenai.Server) *llm.Client {
 	t.Helper()
-	llm, err := engine.NewLLM(engine.LLMConfig{BaseURL: fake.URL(), APIKey: testAPIKey, RetryBase: 5 * time.Millisecond})
+	client, err := llm.New(llm.Config{BaseURL: fake.URL(), APIKey: testAPIKey, RetryBase: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return llm
+	return client
 }
 
 // newTestHTTP serves s on loopback until the test ends; it returns the URL.

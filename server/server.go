@@ -22,6 +22,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/llm"
 	"github.com/switchyard/switchyard/store"
 )
 
@@ -186,7 +187,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.logins = newLoginLimiter()
 	s.drainCtx, s.drain = context.WithCancel(context.Background())
-	s.defModel = engine.DefaultModel
+	s.defModel = llm.DefaultModel
 	if llm, err := cfg.Engine.LLM(); err == nil {
 		s.llmOK = true
 		s.defModel = llm.Model("")

@@ -18,6 +18,7 @@ import (
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/graph"
 	"github.com/switchyard/switchyard/internal/fakeopenai"
+	"github.com/switchyard/switchyard/llm"
 	"github.com/switchyard/switchyard/store"
 )
 
@@ -31,9 +32,9 @@ func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 	return rec.Result(), nil
 }
 
-func instantLLM(b *testing.B) *engine.LLM {
+func instantLLM(b *testing.B) *llm.Client {
 	b.Helper()
-	llm, err := engine.NewLLM(engine.LLMConfig{BaseURL: "http://fake.invalid/v1", APIKey: "x",
+	llm, err := llm.New(llm.Config{BaseURL: "http://fake.invalid/v1", APIKey: "x",
 		HTTPClient: &http.Client{Transport: inProcess{fakeopenai.New().Handler()}}})
 	if err != nil {
 		b.Fatal(err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/graph"
+	"github.com/switchyard/switchyard/llm"
 	"github.com/switchyard/switchyard/store"
 )
 
@@ -87,13 +88,13 @@ func openEnv(ctx context.Context, dataDir string, events io.Writer, stderr io.Wr
 		MaxParallel:   envInt("SWITCHYARD_MAX_PARALLEL", 0),
 		MaxLLMCalls:   envInt("SWITCHYARD_MAX_LLM_CALLS", 0),
 	}
-	if lc, ok := engine.LLMConfigFromEnv(); ok {
-		llm, err := engine.NewLLM(lc)
+	if lc, ok := llm.ConfigFromEnv(); ok {
+		client, err := llm.New(lc)
 		if err != nil {
 			st.Close()
 			return nil, err
 		}
-		cfg.LLM = llm
+		cfg.LLM = client
 	}
 	if events != nil {
 		// Print an event only once it is durable: a line the user saw is

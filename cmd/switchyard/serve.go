@@ -18,6 +18,7 @@ import (
 
 	"github.com/switchyard/switchyard"
 	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/llm"
 	"github.com/switchyard/switchyard/server"
 	"github.com/switchyard/switchyard/store"
 )
@@ -184,12 +185,12 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 		MaxParallel:   o.maxParallel,
 		MaxLLMCalls:   o.maxLLM,
 	}
-	if lc, ok := engine.LLMConfigFromEnv(); ok {
-		llm, err := engine.NewLLM(lc)
+	if lc, ok := llm.ConfigFromEnv(); ok {
+		client, err := llm.New(lc)
 		if err != nil {
 			return err
 		}
-		cfg.LLM = llm
+		cfg.LLM = client
 	} else {
 		logger.Warn("no LLM configured: agent nodes will fail; set OPENAI_API_KEY or OPENAI_BASE_URL")
 	}

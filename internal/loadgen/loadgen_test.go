@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/internal/fakeopenai"
+	"github.com/switchyard/switchyard/llm"
 	"github.com/switchyard/switchyard/server"
 	"github.com/switchyard/switchyard/store"
 )
@@ -25,7 +26,7 @@ func startStack(t *testing.T, latency time.Duration) (*Client, *fakeopenai.Serve
 	if err != nil {
 		t.Fatal(err)
 	}
-	llm, err := engine.NewLLM(engine.LLMConfig{BaseURL: fake.URL(), APIKey: "k"})
+	llm, err := llm.New(llm.Config{BaseURL: fake.URL(), APIKey: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}

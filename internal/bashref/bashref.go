@@ -1,4 +1,8 @@
-package engine
+// Package bashref puts values into bash scripts without letting bash parse
+// them: a small lexer of bash's quoting contexts turns each value token
+// into a quoted expansion of an environment variable that fits where it
+// stands. See the comment below on how node outputs reach a script.
+package bashref
 
 import (
 	"errors"
@@ -28,16 +32,16 @@ import (
 // refused if one of its lines would end the here-document early. A
 // reference inside backquotes is refused (use $( ) instead).
 
-// refToken marks the place of substituted value i in a script until
-// renderBash knows the quoting context there. NUL cannot occur in a bash
+// Token marks the place of substituted value i in a script until
+// Render knows the quoting context there. NUL cannot occur in a bash
 // script, so tokens never collide with script text.
-func refToken(i int) string { return "\x00" + strconv.Itoa(i) + "\x00" }
+func Token(i int) string { return "\x00" + strconv.Itoa(i) + "\x00" }
 
-// refEnv is the environment variable holding substituted value i.
-func refEnv(i int) string { return "SWITCHYARD_REF_" + strconv.Itoa(i+1) }
+// EnvName is the environment variable holding substituted value i.
+func EnvName(i int) string { return "SWITCHYARD_REF_" + strconv.Itoa(i+1) }
 
-// ErrBashRef is wrapped by errors about references bash cannot take safely.
-var ErrBashRef = errors.New("unsafe reference in bash script")
+// ErrUnsafe is wrapped by errors about references bash cannot take safely.
+var ErrUnsafe = errors.New("unsafe reference in bash script")
 
 type shKind int
 
@@ -75,9 +79,9 @@ type shLexer struct {
 	wordBeg bool
 }
 
-// renderBash replaces the value tokens of script with quoted expansions
+// Render replaces the value tokens of script with quoted expansions
 // fitting their context (see above). vals[i] is the value of token i.
-func renderBash(script string, vals []string) (string, error) {
+func Render(script string, vals []string) (string, error) {
 	if !strings.Contains(script, "\x00") {
 		return script, nil
 	}
@@ -116,11 +120,11 @@ func (l *shLexer) copyN(n int) {
 func (l *shLexer) token() (int, error) {
 	end := strings.IndexByte(l.s[l.i+1:], 0)
 	if end < 0 {
-		return 0, fmt.Errorf("%w: malformed value marker", ErrBashRef)
+		return 0, fmt.Errorf("%w: malformed value marker", ErrUnsafe)
 	}
 	idx, err := strconv.Atoi(l.s[l.i+1 : l.i+1+end])
 	if err != nil || idx < 0 || idx >= len(l.vals) {
-		return 0, fmt.Errorf("%w: malformed value marker", ErrBashRef)
+		return 0, fmt.Errorf("%w: malformed value marker", ErrUnsafe)
 	}
 	l.i += end + 2
 	return idx, nil
@@ -392,7 +396,7 @@ func (l *shLexer) comment() {
 				l.i++
 				continue
 			}
-			l.out.WriteString("${" + refEnv(idx) + "}")
+			l.out.WriteString("${" + EnvName(idx) + "}")
 			continue
 		}
 		l.copyN(1)
@@ -414,7 +418,7 @@ func (l *shLexer) heredocStart() error {
 	for l.i < len(l.s) {
 		c := l.s[l.i]
 		if c == 0 {
-			return fmt.Errorf("%w: a reference cannot be a here-document delimiter", ErrBashRef)
+			return fmt.Errorf("%w: a reference cannot be a here-document delimiter", ErrUnsafe)
 		}
 		if isShellMeta(c) {
 			break
@@ -440,7 +444,7 @@ func (l *shLexer) heredocStart() error {
 		}
 	}
 	if strings.Contains(delim.String(), "\x00") {
-		return fmt.Errorf("%w: a reference cannot be a here-document delimiter", ErrBashRef)
+		return fmt.Errorf("%w: a reference cannot be a here-document delimiter", ErrUnsafe)
 	}
 	h.delim = delim.String()
 	l.pending = append(l.pending, h)
@@ -528,7 +532,7 @@ func (l *shLexer) heredocLine(line string, h heredocSpec) (string, error) {
 		end := strings.IndexByte(line[i+1:], 0)
 		idx, err := strconv.Atoi(line[i+1 : i+1+max(end, 0)])
 		if end < 0 || err != nil || idx < 0 || idx >= len(l.vals) {
-			return "", fmt.Errorf("%w: malformed value marker", ErrBashRef)
+			return "", fmt.Errorf("%w: malformed value marker", ErrUnsafe)
 		}
 		i += end + 2
 		if h.quoted {
@@ -538,7 +542,7 @@ func (l *shLexer) heredocLine(line string, h heredocSpec) (string, error) {
 		if trailingBackslashes(b.String())%2 == 1 {
 			b.WriteByte('\\') // keep the author's backslash literal, not escaping our '$'
 		}
-		b.WriteString("${" + refEnv(idx) + "}")
+		b.WriteString("${" + EnvName(idx) + "}")
 	}
 	return b.String(), nil
 }
@@ -551,7 +555,7 @@ func checkHeredocBody(body string, h heredocSpec) error {
 			line = strings.TrimLeft(line, "\t")
 		}
 		if line == h.delim {
-			return fmt.Errorf("%w: a substituted value holds the line %q, which would end the here-document early", ErrBashRef, h.delim)
+			return fmt.Errorf("%w: a substituted value holds the line %q, which would end the here-document early", ErrUnsafe, h.delim)
 		}
 	}
 	return nil
@@ -561,7 +565,7 @@ var integerRE = regexp.MustCompile(`^\s*[-+]?[0-9]+\s*$`)
 
 // expansion is the text standing for value idx in frame f.
 func (l *shLexer) expansion(f *shFrame, idx int) (string, error) {
-	name := refEnv(idx)
+	name := EnvName(idx)
 	switch f.kind {
 	case shDQ:
 		return "${" + name + "}", nil
@@ -577,11 +581,11 @@ func (l *shLexer) expansion(f *shFrame, idx int) (string, error) {
 	case shArith:
 		v := l.vals[idx]
 		if !integerRE.MatchString(v) {
-			return "", fmt.Errorf("%w: a value used in an arithmetic expression must be an integer, got %q", ErrBashRef, clip(v, 60))
+			return "", fmt.Errorf("%w: a value used in an arithmetic expression must be an integer, got %q", ErrUnsafe, clip(v, 60))
 		}
 		return strings.TrimSpace(v), nil
 	case shBacktick:
-		return "", fmt.Errorf("%w: references inside backquotes are not supported; use $( ) instead", ErrBashRef)
+		return "", fmt.Errorf("%w: references inside backquotes are not supported; use $( ) instead", ErrUnsafe)
 	}
 	return `"${` + name + `}"`, nil
 }

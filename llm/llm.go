@@ -1,4 +1,7 @@
-package engine
+// Package llm talks to OpenAI-compatible servers (OpenAI, Ollama, vLLM, LM
+// Studio, ...) through openai-go: chat completions and the Responses API,
+// streaming, tool calls, retries with backoff, and idle timeouts.
+package llm
 
 import (
 	"context"
@@ -18,8 +21,11 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 )
 
-// LLMConfig configures the OpenAI-compatible provider.
-type LLMConfig struct {
+// ErrNotConfigured: neither an API key nor a base URL was given.
+var ErrNotConfigured = errors.New("no LLM configured: set OPENAI_API_KEY or OPENAI_BASE_URL")
+
+// Config configures the OpenAI-compatible provider.
+type Config struct {
 	APIKey  string
 	BaseURL string
 	// DefaultModel is used when a node names none.
@@ -40,10 +46,10 @@ type LLMConfig struct {
 // configuration names one.
 const DefaultModel = "gpt-5-mini"
 
-// LLMConfigFromEnv reads OPENAI_API_KEY, OPENAI_BASE_URL, SWITCHYARD_MODEL
+// ConfigFromEnv reads OPENAI_API_KEY, OPENAI_BASE_URL, SWITCHYARD_MODEL
 // and SWITCHYARD_LLM_API (chat|responses). ok is false when neither key
 // nor base URL is set: no LLM is configured.
-func LLMConfigFromEnv() (cfg LLMConfig, ok bool) {
+func ConfigFromEnv() (cfg Config, ok bool) {
 	cfg.APIKey = os.Getenv("OPENAI_API_KEY")
 	cfg.BaseURL = os.Getenv("OPENAI_BASE_URL")
 	cfg.DefaultModel = os.Getenv("SWITCHYARD_MODEL")
@@ -52,15 +58,15 @@ func LLMConfigFromEnv() (cfg LLMConfig, ok bool) {
 }
 
 // LLM talks to an OpenAI-compatible server through openai-go.
-type LLM struct {
-	cfg    LLMConfig
+type Client struct {
+	cfg    Config
 	client openai.Client
 }
 
-// NewLLM builds the provider; it needs an API key or a base URL.
-func NewLLM(cfg LLMConfig) (*LLM, error) {
+// New builds the provider; it needs an API key or a base URL.
+func New(cfg Config) (*Client, error) {
 	if cfg.APIKey == "" && cfg.BaseURL == "" {
-		return nil, ErrNoLLM
+		return nil, ErrNotConfigured
 	}
 	if cfg.DefaultModel == "" {
 		cfg.DefaultModel = DefaultModel
@@ -98,7 +104,7 @@ func NewLLM(cfg LLMConfig) (*LLM, error) {
 		hc = &http.Client{Transport: inMemoryBody{tr}}
 	}
 	opts = append(opts, option.WithHTTPClient(hc))
-	return &LLM{cfg: cfg, client: openai.NewClient(opts...)}, nil
+	return &Client{cfg: cfg, client: openai.NewClient(opts...)}, nil
 }
 
 // inMemoryBody hands the transport a request's body as the in-memory
@@ -125,7 +131,7 @@ func (t inMemoryBody) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // Model resolves a node's model name.
-func (l *LLM) Model(m string) string {
+func (l *Client) Model(m string) string {
 	if m != "" {
 		return m
 	}
@@ -154,8 +160,8 @@ type ToolSpec struct {
 	Parameters  map[string]any
 }
 
-// LLMRequest is one model call.
-type LLMRequest struct {
+// Request is one model call.
+type Request struct {
 	Model     string
 	Effort    string
 	Messages  []Message
@@ -168,26 +174,26 @@ type LLMRequest struct {
 	IdleTimeout time.Duration
 }
 
-// LLMResponse is a model's answer: text, tool calls, or both.
-type LLMResponse struct {
+// Response is a model's answer: text, tool calls, or both.
+type Response struct {
 	Text      string
 	ToolCalls []ToolCall
 }
 
-// LLMError is a failed call; Status is the HTTP status when there was one.
-type LLMError struct {
+// CallError is a failed call; Status is the HTTP status when there was one.
+type CallError struct {
 	Status    int
 	Transient bool
 	Err       error
 }
 
-func (e *LLMError) Error() string { return e.Err.Error() }
-func (e *LLMError) Unwrap() error { return e.Err }
+func (e *CallError) Error() string { return e.Err.Error() }
+func (e *CallError) Unwrap() error { return e.Err }
 
 // Complete makes one model call, streaming text to onDelta, retrying
 // transient failures with exponential backoff. onRetry is told of every
 // failed attempt that will be retried.
-func (l *LLM) Complete(ctx context.Context, req LLMRequest, onDelta func(string), onRetry func(attempt int, err error, wait time.Duration)) (*LLMResponse, error) {
+func (l *Client) Complete(ctx context.Context, req Request, onDelta func(string), onRetry func(attempt int, err error, wait time.Duration)) (*Response, error) {
 	req.Model = l.Model(req.Model)
 	var last error
 	for attempt := 1; attempt <= l.cfg.MaxAttempts; attempt++ {
@@ -196,7 +202,7 @@ func (l *LLM) Complete(ctx context.Context, req LLMRequest, onDelta func(string)
 			return resp, nil
 		}
 		last = err
-		var le *LLMError
+		var le *CallError
 		if ctx.Err() != nil || !errors.As(err, &le) || !le.Transient || attempt == l.cfg.MaxAttempts {
 			break
 		}
@@ -218,7 +224,7 @@ func (l *LLM) Complete(ctx context.Context, req LLMRequest, onDelta func(string)
 	return nil, last
 }
 
-func (l *LLM) backoff(attempt int, err error) time.Duration {
+func (l *Client) backoff(attempt int, err error) time.Duration {
 	d := l.cfg.RetryBase << (attempt - 1)
 	var ae *openai.Error
 	if errors.As(err, &ae) && ae.Response != nil {
@@ -235,7 +241,7 @@ func (l *LLM) backoff(attempt int, err error) time.Duration {
 	return d + time.Duration(rand.Int64N(int64(d)/4+1)) // jitter spreads retry storms
 }
 
-func (l *LLM) once(ctx context.Context, req LLMRequest, onDelta func(string)) (*LLMResponse, error) {
+func (l *Client) once(ctx context.Context, req Request, onDelta func(string)) (*Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.RequestTimeout)
 	defer cancel()
 	touch := func() {}
@@ -250,7 +256,7 @@ func (l *LLM) once(ctx context.Context, req LLMRequest, onDelta func(string)) (*
 		touch = func() { t.Reset(req.IdleTimeout) }
 	}
 	var (
-		resp *LLMResponse
+		resp *Response
 		err  error
 	)
 	if req.WebSearch || l.cfg.Responses {
@@ -260,7 +266,7 @@ func (l *LLM) once(ctx context.Context, req LLMRequest, onDelta func(string)) (*
 	}
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errIdle) {
-			return nil, &LLMError{Transient: true, Err: fmt.Errorf("LLM stream idle for %s: %w", req.IdleTimeout, errIdle)}
+			return nil, &CallError{Transient: true, Err: fmt.Errorf("LLM stream idle for %s: %w", req.IdleTimeout, errIdle)}
 		}
 		return nil, classify(err)
 	}
@@ -273,7 +279,7 @@ var errIdle = errors.New("idle timeout")
 // errors, timeouts, broken connections and cut streams; never auth or
 // request errors.
 func classify(err error) error {
-	var le *LLMError
+	var le *CallError
 	if errors.As(err, &le) {
 		return err
 	}
@@ -289,7 +295,7 @@ func classify(err error) error {
 			}
 			e = fmt.Errorf("LLM request failed: %w: %s", err, msg)
 		}
-		return &LLMError{Status: st, Transient: transient, Err: e}
+		return &CallError{Status: st, Transient: transient, Err: e}
 	}
 	if errors.Is(err, context.Canceled) {
 		return err
@@ -298,12 +304,12 @@ func classify(err error) error {
 	transient := errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) ||
 		errors.Is(err, errTruncated) || strings.Contains(err.Error(), "EOF") ||
 		strings.Contains(err.Error(), "connection reset")
-	return &LLMError{Transient: transient, Err: fmt.Errorf("LLM request failed: %w", err)}
+	return &CallError{Transient: transient, Err: fmt.Errorf("LLM request failed: %w", err)}
 }
 
 var errTruncated = errors.New("response stream ended early")
 
-func (l *LLM) viaChat(ctx context.Context, req LLMRequest, onDelta func(string), touch func()) (*LLMResponse, error) {
+func (l *Client) viaChat(ctx context.Context, req Request, onDelta func(string), touch func()) (*Response, error) {
 	params := openai.ChatCompletionNewParams{Model: shared.ChatModel(req.Model)}
 	for _, m := range req.Messages {
 		switch m.Role {
@@ -385,10 +391,10 @@ func (l *LLM) viaChat(ctx context.Context, req LLMRequest, onDelta func(string),
 	if !finished {
 		return nil, errTruncated
 	}
-	return &LLMResponse{Text: text.String(), ToolCalls: calls}, nil
+	return &Response{Text: text.String(), ToolCalls: calls}, nil
 }
 
-func (l *LLM) viaResponses(ctx context.Context, req LLMRequest, onDelta func(string), touch func()) (*LLMResponse, error) {
+func (l *Client) viaResponses(ctx context.Context, req Request, onDelta func(string), touch func()) (*Response, error) {
 	params := responses.ResponseNewParams{Model: shared.ResponsesModel(req.Model), Store: openai.Bool(false)}
 	var items []responses.ResponseInputItemUnionParam
 	for _, m := range req.Messages {
@@ -450,7 +456,7 @@ func (l *LLM) viaResponses(ctx context.Context, req LLMRequest, onDelta func(str
 			if msg == "" {
 				msg = ev.Response.Error.Message
 			}
-			return nil, &LLMError{Err: fmt.Errorf("LLM response %s: %s", strings.TrimPrefix(ev.Type, "response."), msg)}
+			return nil, &CallError{Err: fmt.Errorf("LLM response %s: %s", strings.TrimPrefix(ev.Type, "response."), msg)}
 		}
 	}
 	if err := stream.Err(); err != nil {
@@ -459,7 +465,7 @@ func (l *LLM) viaResponses(ctx context.Context, req LLMRequest, onDelta func(str
 	if final == nil {
 		return nil, errTruncated
 	}
-	out := &LLMResponse{Text: final.OutputText()}
+	out := &Response{Text: final.OutputText()}
 	if out.Text == "" {
 		out.Text = text.String()
 	}
