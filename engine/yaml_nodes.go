@@ -17,6 +17,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/switchyard/switchyard/internal/bashref"
+	"github.com/switchyard/switchyard/internal/dirlock"
 	"github.com/switchyard/switchyard/internal/proc"
 	"github.com/switchyard/switchyard/llm"
 	"github.com/switchyard/switchyard/yamlflow"
@@ -692,7 +693,7 @@ func bunDeps(ctx context.Context, x *Exec, deps []string, env []string) (string,
 		return "", fmt.Errorf("bun deps cache: %w", err)
 	}
 	defer lock.Close()
-	if err := flockCtx(ctx, lock); err != nil {
+	if err := dirlock.Flock(ctx, lock); err != nil {
 		return "", err
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing the file unlocks too

@@ -1,0 +1,171 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// settle decides what a loop with nothing running does next; true means
+// the run left the loop's responsibility (paused, ended) and may exit.
+func (r *runner) settle() bool {
+	if r.ending != "" {
+		return r.finish(r.ending, r.endReason)
+	}
+	if len(r.waiting) > 0 {
+		if r.status() != StatusPaused {
+			r.setStatus(StatusPaused)
+			r.headerChanged = true
+		}
+		// Inline completions since the last checkpoint must be durable
+		// before the loop lets go of the run.
+		if err := r.persist(); err != nil {
+			r.failStore(err)
+			return false
+		}
+		return true
+	}
+	if len(r.queue) > 0 || len(r.pending) > 0 {
+		return false
+	}
+	// Failed from the node states, not from a flag of this loop: a run
+	// paused and continued (reloaded) must remember failures too.
+	if why := r.failSummary(); why != "" {
+		return r.finish(StatusFailed, why)
+	}
+	return r.finish(StatusCompleted, "")
+}
+
+func (r *runner) failSummary() string {
+	var parts []string
+	for i, ns := range r.nodes {
+		if ns.Status == NodeFailed {
+			parts = append(parts, fmt.Sprintf("%s: %s", r.plan.nodes[i].label, ns.Error))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// finish records a terminal status durably.
+// finish records a terminal status durably. It reports false when the
+// store refused the write (disk full, locked): the loop then keeps the run
+// and tries again, rather than leaving it "running" in the database.
+func (r *runner) finish(s RunStatus, reason string) bool {
+	if r.finished {
+		return true // a request kept the loop going after the end: it is said
+	}
+	r.stateMu.Lock()
+	r.run.Error = reason
+	r.run.WaitingForInput = false
+	r.stateMu.Unlock()
+	r.waiting = nil
+	if s == StatusFailed || s == StatusCancelled {
+		r.skipUndecided("run " + string(s))
+	}
+	r.setStatus(s)
+	r.headerChanged = true
+	if err := r.persist(); err != nil {
+		if errors.Is(err, ErrConflict) {
+			r.loseLease(err)
+			return true
+		}
+		if r.e.leaseStale() {
+			// Leases have not been renewed for a lease period: another
+			// process may own the run by now. Stop; recovery finishes it.
+			r.e.log.Error("persist final run state; lease stale, leaving the run to recovery", "run", r.run.ID, "err", err)
+			r.lost = true
+			return true
+		}
+		r.e.log.Error("persist final run state; retrying", "run", r.run.ID, "err", err)
+		if r.flushT == nil {
+			r.flushT = time.NewTimer(time.Second)
+		}
+		return false
+	}
+	r.finished = true
+	return true
+}
+
+// skipUndecided ends every node a failed or cancelled run never ran (or
+// left waiting for a human) as skipped, so no run ends with nodes
+// undecided; a node that ran before keeps its last result. Nodes still
+// running are ended by complete.
+func (r *runner) skipUndecided(reason string) {
+	for i, ns := range r.nodes {
+		switch ns.Status {
+		case NodeIdle, NodePending, NodeQueued, NodeWaiting:
+		default:
+			continue
+		}
+		r.inPending[i] = false
+		if ns.Visits > 0 {
+			// Activated again in a cycle but never run again: no new
+			// visit, so it keeps its last result (as decideNode does).
+			r.stateMu.Lock()
+			ns.Status = ns.lastStatus()
+			r.stateMu.Unlock()
+			r.markDirty(i)
+			continue
+		}
+		r.markSkipped(i, reason)
+	}
+	r.pending = r.pending[:0]
+}
+
+// tryExit leaves the loop unless a request arrived meanwhile.
+func (r *runner) tryExit() bool {
+	e := r.e
+	e.mu.Lock()
+	r.inboxMu.Lock()
+	if len(r.inbox) > 0 {
+		r.inboxMu.Unlock()
+		e.mu.Unlock()
+		return false
+	}
+	r.gone = true
+	r.inboxMu.Unlock()
+	if e.live[r.run.ID] == r {
+		delete(e.live, r.run.ID)
+	}
+	e.mu.Unlock()
+	if r.finished {
+		// The terminal checkpoint released the run.
+	} else if !r.lost {
+		if err := e.store.ReleaseRun(context.Background(), r.run.ID, e.cfg.Owner); err != nil {
+			e.log.Warn("release run; will retry", "run", r.run.ID, "err", err)
+			e.addUnreleased(r.run.ID)
+		}
+	} else {
+		// The run may still be leased to this process (a stale lease, not a
+		// takeover): release it when the store is back, if still ours.
+		e.addUnreleased(r.run.ID)
+	}
+	close(r.exited)
+	return true
+}
+
+// end starts ending the run: running nodes are cancelled and drained, then
+// the loop records the terminal status.
+func (r *runner) end(s RunStatus, reason string) {
+	if r.ending != "" {
+		return
+	}
+	r.ending = s
+	r.endReason = reason
+	r.queue = nil
+	// A node waiting for a human is in flight like a running one: it ends
+	// with the run, rather than staying "waiting" in a finished run.
+	now := time.Now().UTC()
+	for _, i := range r.waiting {
+		ns := r.nodes[i]
+		r.stateMu.Lock()
+		ns.Status, ns.Error, ns.FinishedAt, ns.Wait = NodeFailed, string(s), &now, nil
+		r.stateMu.Unlock()
+		r.markDirty(i)
+		r.emit(r.plan.nodes[i].id, EvStepEnd, string(s), map[string]any{"status": NodeFailed, "error": string(s)})
+	}
+	r.waiting = nil
+	r.cancel()
+}

@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+type reqKind int
+
+const (
+	reqDecision reqKind = iota
+	reqContinue
+	reqCancel
+	reqShutdown
+	reqRecover // take over an orphaned run, whatever its status
+)
+
+// request is something asked of a run's loop from outside it.
+type request struct {
+	kind     reqKind
+	nodeID   string
+	decision Decision
+	reply    chan reply
+}
+
+type reply struct {
+	run *Run
+	err error
+}
+
+// post queues a request for the loop; false if the loop has exited.
+func (r *runner) post(req request) bool {
+	r.inboxMu.Lock()
+	if r.gone {
+		r.inboxMu.Unlock()
+		return false
+	}
+	r.inbox = append(r.inbox, req)
+	r.inboxMu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (r *runner) shutdown() {
+	if !r.post(request{kind: reqShutdown, reply: make(chan reply, 1)}) {
+		return
+	}
+}
+
+func (r *runner) drainInbox() {
+	r.inboxMu.Lock()
+	reqs := r.inbox
+	r.inbox = nil
+	r.inboxMu.Unlock()
+	for _, req := range reqs {
+		r.handle(req)
+	}
+}
+
+func (r *runner) handle(req request) {
+	if r.stopping && req.kind != reqShutdown {
+		req.reply <- reply{err: errors.New("engine is shutting down")}
+		return
+	}
+	switch req.kind {
+	case reqShutdown:
+		r.stopping = true
+		r.cancel()
+		req.reply <- reply{}
+	case reqCancel:
+		if r.ending == "" && !r.status().Terminal() {
+			r.emit(SystemNodeID, EvWarning, "run cancelled by user", nil)
+			r.end(StatusCancelled, "cancelled by user")
+		}
+		if r.running == 0 {
+			r.finish(r.ending, r.endReason)
+		}
+		req.reply <- reply{run: r.header()}
+	case reqContinue, reqRecover:
+		if req.kind == reqContinue && r.status() == StatusPaused {
+			// As load says when the loop has already left: a paused run
+			// continues through its approval, not through Continue.
+			req.reply <- reply{err: fmt.Errorf("run %s is paused: answer its approval instead: %w", r.run.ID, ErrNotWaiting)}
+			return
+		}
+		if s := r.status(); s == StatusInterrupted || s == StatusPending {
+			r.setStatus(StatusRunning)
+			r.headerChanged = true
+		}
+		req.reply <- reply{run: r.header()}
+	case reqDecision:
+		run, err := r.decide(req.nodeID, req.decision)
+		req.reply <- reply{run: run, err: err}
+	}
+}
