@@ -554,9 +554,7 @@ func (e *Engine) load(ctx context.Context, runID string, kind reqKind) (*runner,
 		_ = e.store.ReleaseRun(context.WithoutCancel(ctx), runID, e.cfg.Owner)
 		return nil, err
 	}
-	if hook := planLoadHooks[run.Kind]; hook != nil {
-		hook(p, run, nodes) // e.g. YAML always_run nodes run again on resume
-	}
+	onLoad(p, run, nodes) // e.g. YAML always_run nodes run again on resume
 	// The event log may be ahead of the node states (a completion reported
 	// just before a crash): it is read so nothing reported is redone.
 	evs, err := e.store.Events(ctx, runID, 0, 0)
@@ -567,24 +565,14 @@ func (e *Engine) load(ctx context.Context, runID string, kind reqKind) (*runner,
 	return newRunner(e, p, run, nodes, lastSeq, readLog(evs)), nil
 }
 
-// planFor rebuilds the plan from a run's definition snapshot.
-func (e *Engine) planFor(run *Run) (*plan, error) {
-	switch run.Kind {
-	case KindGraph:
-		var g graph.Graph
-		if err := json.Unmarshal(run.Definition, &g); err != nil {
-			return nil, fmt.Errorf("run %s: decode graph snapshot: %w", run.ID, err)
-		}
-		return compileGraph(&g, e.cfg.MaxVisits), nil
+// compileGraphRun rebuilds a drawn graph's plan from its snapshot.
+func compileGraphRun(e *Engine, run *Run) (*plan, error) {
+	var g graph.Graph
+	if err := json.Unmarshal(run.Definition, &g); err != nil {
+		return nil, fmt.Errorf("run %s: decode graph snapshot: %w", run.ID, err)
 	}
-	if c, ok := planCompilers[run.Kind]; ok {
-		return c(e, run)
-	}
-	return nil, fmt.Errorf("run %s: unknown workflow kind %q", run.ID, run.Kind)
+	return compileGraph(&g, e.cfg.MaxVisits), nil
 }
-
-// planCompilers rebuild plans of other workflow kinds (YAML) from a run.
-var planCompilers = map[string]func(e *Engine, run *Run) (*plan, error){}
 
 // Recover takes over runs whose owner died. With resume, they continue
 // from their last persisted state; otherwise they are marked interrupted

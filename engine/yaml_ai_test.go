@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/internal/fakeopenai"
+	"github.com/switchyard/switchyard/yamlflow"
 )
 
 func TestYAMLPromptNode(t *testing.T) {
@@ -501,8 +502,10 @@ func TestYAMLAlwaysRunOnLoad(t *testing.T) {
 	if s[0].Status != NodeCompleted {
 		t.Fatalf("a gate decision reran always_run nodes")
 	}
-	if _, ok := planLoadHooks[KindYAML]; !ok {
-		t.Fatal("hook not registered")
+	s = states()
+	onLoad(p, &Run{Kind: KindYAML, Status: StatusInterrupted}, s) // registered for YAML runs
+	if s[0].Status != NodeQueued {
+		t.Fatal("onLoad does not reach yamlOnLoad for YAML runs")
 	}
 }
 
@@ -564,5 +567,15 @@ func TestYAMLRecoverAfterClose(t *testing.T) {
 	}
 	if ns["first"].Attempts != 1 || ns["slow"].Attempts != 2 {
 		t.Errorf("attempts: first %d (kept), slow %d (rerun)", ns["first"].Attempts, ns["slow"].Attempts)
+	}
+}
+
+// Every YAML node kind the loader knows has an executor.
+func TestEveryYAMLKindIsRegistered(t *testing.T) {
+	execs := defaultExecutors()
+	for _, k := range yamlflow.Kinds {
+		if _, ok := execs[yamlTypePrefix+string(k)]; !ok {
+			t.Errorf("YAML node kind %q has no executor in kinds.go", k)
+		}
 	}
 }

@@ -16,9 +16,6 @@ import (
 	"github.com/switchyard/switchyard/yamlflow"
 )
 
-// YAML node executors are registered under these type keys.
-const yamlTypePrefix = "yaml."
-
 // Environment variables that configure YAML runs when no YAMLOption says
 // otherwise. They are read when a run starts and stored with it, so a run
 // continued after a restart keeps the folders it started with.
@@ -145,14 +142,6 @@ func (e *Engine) StartYAML(ctx context.Context, file string, source []byte, opt 
 	// Dependency-free nodes are notified rather than enqueued: they go
 	// through their join policy too, so `when:` applies to them as well.
 	return e.start(ctx, p, KindYAML, def, opt, (*runner).notify)
-}
-
-func init() {
-	planCompilers[KindYAML] = compileYAMLRun
-	planLoadHooks[KindYAML] = yamlOnLoad
-	for _, k := range yamlflow.Kinds {
-		extraExecutors[yamlTypePrefix+string(k)] = yamlExecutor{kind: k}
-	}
 }
 
 // compileYAMLRun rebuilds a YAML run's plan from its definition snapshot.
@@ -313,11 +302,6 @@ func triggerAllows(rule string, total int, done, failed, skipped []string) (bool
 		return false, "trigger_rule all_success: " + strings.Join(parts, "; ")
 	}
 }
-
-// planLoadHooks let a workflow kind adjust persisted node states before a
-// run is rebuilt from the store. NOTE: Engine.load does not call these yet
-// (see the change request for engine.go); yamlOnLoad is tested directly.
-var planLoadHooks = map[string]func(p *plan, run *Run, states []*NodeState){}
 
 // yamlOnLoad makes always_run nodes run again when a run is continued
 // after an interruption: their previous result is kept until they finish

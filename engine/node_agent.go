@@ -12,96 +12,11 @@ import (
 	"github.com/switchyard/switchyard/llm"
 )
 
-// defaultExecutors is the one place node types are registered.
-func defaultExecutors() map[string]Executor {
-	m := map[string]Executor{
-		graph.TypeStart:    startExec{},
-		graph.TypeIf:       ifExec{},
-		graph.TypeApproval: approvalExec{},
-		graph.TypeAgent:    agentExec{},
-	}
-	for k, x := range extraExecutors {
-		m[k] = x
-	}
-	return m
-}
-
-// extraExecutors lets other files of this package (YAML node types)
-// register themselves without touching the map above.
-var extraExecutors = map[string]Executor{}
-
 // DefaultSystemPrompt is an agent's system prompt when it sets none.
 const DefaultSystemPrompt = "You are a helpful assistant."
 
 // maxAgentTurns bounds model turns in one agent invocation.
 const maxAgentTurns = 20
-
-type startExec struct{}
-
-func (startExec) inline() {}
-func (startExec) pure()   {}
-
-func (startExec) Execute(_ context.Context, x *Exec) (Result, error) {
-	if in := x.RunInput(); in != "" {
-		return Result{Output: in}, nil
-	}
-	n := x.Spec().(graph.Node)
-	return Result{Output: n.Data.InitialInput}, nil
-}
-
-type ifExec struct{}
-
-func (ifExec) inline() {}
-func (ifExec) pure()   {}
-
-func (ifExec) Execute(_ context.Context, x *Exec) (Result, error) {
-	n := x.Spec().(graph.Node)
-	subject := strings.ToLower(x.Input)
-	for i, c := range n.Data.Conditions {
-		v := strings.ToLower(strings.TrimSpace(c.Value))
-		var match bool
-		if v != "" {
-			switch c.Operator {
-			case graph.OpContains:
-				match = strings.Contains(subject, v)
-			default:
-				match = subject == v
-			}
-		}
-		op := c.Operator
-		if op == "" {
-			op = graph.OpEqual
-		}
-		x.Emit(EvLogicCheck, fmt.Sprintf("Condition %d (%s %q) evaluated as %t", i+1, op, c.Value, match),
-			map[string]any{"index": i, "operator": op, "value": c.Value, "result": match})
-		if match {
-			return Result{Output: x.Input, Handle: fmt.Sprintf("%s%d", graph.HandleConditionPrefix, i)}, nil
-		}
-	}
-	return Result{Output: x.Input, Handle: graph.HandleFalse}, nil
-}
-
-type approvalExec struct{}
-
-func (approvalExec) inline() {}
-
-func (approvalExec) Execute(_ context.Context, x *Exec) (Result, error) {
-	n := x.Spec().(graph.Node)
-	prompt := n.Data.Prompt
-	if strings.TrimSpace(prompt) == "" {
-		prompt = "Waiting for user approval"
-	}
-	return Result{Wait: &Wait{Prompt: prompt}}, nil
-}
-
-func (approvalExec) Resume(_ context.Context, x *Exec, d Decision) (Result, error) {
-	if d.Decision == graph.HandleApprove {
-		x.Emit(EvInputReceived, "User approved this step.", d)
-		return Result{Output: x.Input, Handle: graph.HandleApprove, Decided: true}, nil
-	}
-	x.Emit(EvInputReceived, "User rejected this step. Feedback: "+d.Note, d)
-	return Result{Output: x.Input, Handle: graph.HandleReject, Decided: true, Rejection: d.Note}, nil
-}
 
 type agentExec struct{}
 
@@ -327,61 +242,4 @@ func (a *agentCall) callTool(ctx context.Context, parent graph.Node, byName map[
 type startPromptData struct {
 	Model        string `json:"model"`
 	SystemPrompt string `json:"systemPrompt"`
-}
-
-// coalescer batches streamed text into at most ~10 llm_delta events per
-// second per node, so a fast stream does not flood the log.
-type coalescer struct {
-	x     *Exec
-	mu    sync.Mutex
-	buf   strings.Builder
-	last  time.Time
-	timer *time.Timer
-}
-
-const (
-	deltaInterval = 100 * time.Millisecond
-	// firstDeltaDelay holds the first text back briefly: too short to see,
-	// long enough that a reply which streams in faster (a short answer, a
-	// cached one) makes one llm_delta event instead of two.
-	firstDeltaDelay = 20 * time.Millisecond
-)
-
-func newCoalescer(x *Exec) *coalescer { return &coalescer{x: x} }
-
-func (c *coalescer) add(s string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.buf.WriteString(s)
-	if c.timer != nil {
-		return // a flush is due
-	}
-	wait := firstDeltaDelay
-	if !c.last.IsZero() {
-		wait = deltaInterval - time.Since(c.last)
-	}
-	if wait <= 0 {
-		c.flushLocked()
-		return
-	}
-	c.timer = time.AfterFunc(wait, c.flush) // also flushes the tail if the stream pauses
-}
-
-func (c *coalescer) flush() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.flushLocked()
-}
-
-func (c *coalescer) flushLocked() {
-	if c.timer != nil {
-		c.timer.Stop()
-		c.timer = nil
-	}
-	if c.buf.Len() == 0 {
-		return
-	}
-	c.x.Emit(EvLLMDelta, c.buf.String(), nil)
-	c.buf.Reset()
-	c.last = time.Now()
 }

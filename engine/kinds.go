@@ -1,0 +1,54 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/switchyard/switchyard/graph"
+	"github.com/switchyard/switchyard/yamlflow"
+)
+
+// This file is the one place node kinds and workflow kinds are registered.
+// Drawn graphs: node_start.go, node_if.go, node_approval.go, node_agent.go.
+// YAML workflows: yaml_exec.go dispatches to yaml_prompt.go (command and
+// prompt), yaml_bash.go, yaml_script.go, yaml_loop.go, yaml_approval.go
+// and yaml_cancel.go.
+
+// yamlTypePrefix keys YAML node executors apart from drawn-graph ones.
+const yamlTypePrefix = "yaml."
+
+// defaultExecutors maps every node type key to its executor.
+func defaultExecutors() map[string]Executor {
+	m := map[string]Executor{
+		graph.TypeStart:    startExec{},
+		graph.TypeIf:       ifExec{},
+		graph.TypeApproval: approvalExec{},
+		graph.TypeAgent:    agentExec{},
+	}
+	for _, k := range []yamlflow.Kind{
+		yamlflow.KindCommand, yamlflow.KindPrompt, yamlflow.KindBash, yamlflow.KindScript,
+		yamlflow.KindLoop, yamlflow.KindApproval, yamlflow.KindCancel,
+	} {
+		m[yamlTypePrefix+string(k)] = yamlExecutor{kind: k}
+	}
+	return m
+}
+
+// planFor rebuilds a run's plan from its definition snapshot, by workflow
+// kind.
+func (e *Engine) planFor(run *Run) (*plan, error) {
+	switch run.Kind {
+	case KindGraph:
+		return compileGraphRun(e, run)
+	case KindYAML:
+		return compileYAMLRun(e, run)
+	}
+	return nil, fmt.Errorf("run %s: unknown workflow kind %q", run.ID, run.Kind)
+}
+
+// onLoad lets a workflow kind adjust persisted node states before a run
+// continues (e.g. YAML always_run nodes run again on resume).
+func onLoad(p *plan, run *Run, states []*NodeState) {
+	if run.Kind == KindYAML {
+		yamlOnLoad(p, run, states)
+	}
+}

@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/switchyard/switchyard/yamlflow"
+)
+
+// approvalState is an approval node's private state while it waits.
+type approvalState struct {
+	Rejections int    `json:"rejections"`
+	LastRework string `json:"lastRework,omitempty"`
+}
+
+func approvalWait(x *Exec, spec *yamlSpec, st approvalState) (Result, error) {
+	vars := &yamlVars{x: x, spec: spec, mode: modePrompt}
+	msg, err := vars.substitute(spec.n.Approval.Message, nil)
+	if err != nil {
+		return Result{}, permanent(err)
+	}
+	raw, _ := json.Marshal(st)
+	return Result{Wait: &Wait{Prompt: msg, State: raw}}, nil
+}
+
+// approvalResume applies a reviewer's decision. Approve continues (output:
+// the reviewer's note with capture_response, else ""). Reject runs the
+// on_reject prompt with $REJECTION_REASON and asks again; the
+// max_attempts-th rejection, or any rejection without on_reject, cancels
+// the run with the reviewer's reason.
+func approvalResume(ctx context.Context, x *Exec, spec *yamlSpec, d Decision) (Result, error) {
+	var st approvalState
+	if len(x.WaitState) > 0 {
+		_ = json.Unmarshal(x.WaitState, &st)
+	}
+	ap := spec.n.Approval
+	if d.Decision == "approve" {
+		x.Emit(EvInputReceived, "User approved this step.", d)
+		out := ""
+		if ap.CaptureResponse {
+			out = d.Note
+		}
+		return Result{Output: out, Decided: true}, nil
+	}
+	x.Emit(EvInputReceived, "User rejected this step. Feedback: "+d.Note, d)
+	st.Rejections++
+	reason := strings.TrimSpace(d.Note)
+	if reason == "" {
+		reason = "no reason given"
+	}
+	if ap.OnReject == nil {
+		return Result{Decided: true, Rejection: d.Note,
+			CancelRun: fmt.Sprintf("approval %q rejected: %s", spec.n.ID, reason)}, nil
+	}
+	maxAttempts := ap.OnReject.MaxAttempts
+	if maxAttempts <= 0 {
+		maxAttempts = yamlflow.DefaultOnRejectMaxAttempts
+	}
+	if st.Rejections >= maxAttempts {
+		return Result{Decided: true, Rejection: d.Note,
+			CancelRun: fmt.Sprintf("approval %q rejected %d times (max_attempts %d): %s", spec.n.ID, st.Rejections, maxAttempts, reason)}, nil
+	}
+	res, err := withRetry(ctx, x, spec.n, func(ctx context.Context) (Result, error) {
+		vars := &yamlVars{x: x, spec: spec, mode: modePrompt, rejection: d.Note}
+		user, err := vars.substitute(ap.OnReject.Prompt, nil)
+		if err != nil {
+			return Result{}, permanent(err)
+		}
+		out, err := llmTurn(ctx, x, spec, vars, nil, user, map[string]any{"onReject": st.Rejections})
+		return Result{Output: out}, err
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("on_reject prompt: %w", err)
+	}
+	st.LastRework = res.Output
+	return approvalWait(x, spec, st)
+}

@@ -1,0 +1,228 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/switchyard/switchyard/llm"
+	"github.com/switchyard/switchyard/yamlflow"
+)
+
+// ErrProviderUnsupported is a node naming a provider Switchyard does not ship.
+var ErrProviderUnsupported = errors.New("provider is not supported")
+
+// ---- prompt and command nodes ----
+func runPromptNode(ctx context.Context, x *Exec, spec *yamlSpec) (Result, error) {
+	n := spec.n
+	text := n.Prompt
+	if n.Kind == yamlflow.KindCommand {
+		var err error
+		if text, err = loadCommand(spec.rs, x.WorkDir(), n.Command); err != nil {
+			return Result{}, err
+		}
+	}
+	vars := &yamlVars{x: x, spec: spec, mode: modePrompt}
+	user, err := vars.substitute(text, nil)
+	if err != nil {
+		return Result{}, permanent(err)
+	}
+	out, err := llmTurn(ctx, x, spec, vars, contextFor(x, spec), user, nil)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Output: out}, nil
+}
+
+// contextFor returns the conversation a node continues: with context
+// shared, that of its single dependency when it is an AI node whose
+// conversation this process holds; otherwise none (a fresh conversation).
+func contextFor(x *Exec, spec *yamlSpec) []llm.Message {
+	n := spec.n
+	if n.Context != yamlflow.ContextShared {
+		return nil
+	}
+	if len(n.DependsOn) != 1 {
+		x.Emit(EvWarning, fmt.Sprintf("context: shared needs exactly one dependency to continue; %q has %d: starting a fresh conversation",
+			n.ID, len(n.DependsOn)), nil)
+		return nil
+	}
+	dep := n.DependsOn[0]
+	rs := spec.rs
+	rs.mu.Lock()
+	h, ok := rs.histories[dep]
+	rs.mu.Unlock()
+	if !ok {
+		why := "it holds no conversation"
+		if d := rs.wf.Node(dep); d != nil && d.IsAI() {
+			why = "its conversation is not in memory (the run was continued in another process)"
+		}
+		x.Emit(EvWarning, fmt.Sprintf("context: shared cannot continue %q: %s; starting a fresh conversation", dep, why), nil)
+		return nil
+	}
+	return append([]llm.Message(nil), h...)
+}
+
+// resolveProvider refuses providers other than the OpenAI-compatible one.
+func resolveProvider(spec *yamlSpec) error {
+	p := spec.n.Provider
+	if p == "" {
+		p = spec.rs.wf.Provider
+	}
+	switch strings.ToLower(strings.TrimSpace(p)) {
+	case "", "openai":
+		return nil
+	}
+	return permanent(&providerError{p})
+}
+
+// providerError names a provider Switchyard does not ship; it matches
+// ErrProviderUnsupported.
+type providerError struct{ provider string }
+
+func (e *providerError) Error() string {
+	return fmt.Sprintf("provider %q is not supported; Switchyard ships the OpenAI-compatible provider", e.provider)
+}
+
+func (e *providerError) Is(target error) bool { return target == ErrProviderUnsupported }
+
+// llmTurn sends one user message (after history, if any) and returns the
+// answer, validated against output_format when the node has one. The
+// conversation is kept for nodes that continue it (context: shared).
+func llmTurn(ctx context.Context, x *Exec, spec *yamlSpec, vars *yamlVars, history []llm.Message, user string, data map[string]any) (string, error) {
+	n := spec.n
+	if err := resolveProvider(spec); err != nil {
+		return "", err
+	}
+	client, err := x.Engine().LLM()
+	if err != nil {
+		return "", permanent(err)
+	}
+	model := n.Model
+	if model == "" {
+		model = spec.rs.wf.Model
+	}
+	msgs := history
+	if len(msgs) == 0 {
+		system := DefaultSystemPrompt
+		if strings.TrimSpace(n.SystemPrompt) != "" {
+			if system, err = vars.substitute(n.SystemPrompt, nil); err != nil {
+				return "", permanent(err)
+			}
+		}
+		msgs = []llm.Message{{Role: "system", Content: system}}
+	}
+	msgs = append(msgs, llm.Message{Role: "user", Content: user})
+	ev := map[string]any{"systemPrompt": msgs[0].Content, "model": client.Model(model)}
+	for k, v := range data {
+		ev[k] = v
+	}
+	x.Emit(EvStartPrompt, user, ev)
+	if n.TimeoutMS > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(n.TimeoutMS)*time.Millisecond)
+		defer cancel()
+	}
+	a := &agentCall{x: x, llm: client}
+	resp, err := a.complete(ctx, llm.Request{Model: model, Effort: n.Effort, Messages: msgs, Schema: n.OutputFormat,
+		IdleTimeout: time.Duration(n.IdleTimeoutMS) * time.Millisecond},
+		newCoalescer(x), "")
+	if err != nil {
+		return "", err
+	}
+	text := resp.Text
+	x.Emit(EvLLMResponse, text, data)
+	if n.OutputFormat != nil {
+		if text, err = validateOutput(n, text); err != nil {
+			return "", err
+		}
+	}
+	msgs = append(msgs, llm.Message{Role: "assistant", Content: text})
+	spec.rs.mu.Lock()
+	spec.rs.histories[n.ID] = msgs
+	spec.rs.mu.Unlock()
+	return text, nil
+}
+
+// ErrOutputFormat is wrapped by structured outputs that do not match the
+// node's output_format.
+var ErrOutputFormat = errors.New("output does not match output_format")
+
+// validateOutput checks a structured answer against the node's schema and
+// returns it without a Markdown fence.
+func validateOutput(n *yamlflow.Node, text string) (string, error) {
+	clean := strings.TrimSpace(stripFence(text))
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(clean))
+	if err != nil {
+		return "", fmt.Errorf("%w: not JSON: %v", ErrOutputFormat, err)
+	}
+	schema := n.OutputSchema()
+	if schema == nil {
+		if schema, err = yamlflow.CompileOutputFormat(n.OutputFormat); err != nil {
+			return "", permanent(fmt.Errorf("output_format: %w", err))
+		}
+	}
+	if err := schema.Validate(v); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrOutputFormat, err)
+	}
+	return clean, nil
+}
+
+// loadCommand reads a command file: .switchyard/commands/ in the working
+// directory, then the configured folder, then ~/.switchyard/commands/.
+func loadCommand(rs *yamlRunState, workDir, name string) (string, error) {
+	if err := yamlflow.ValidCommandName(name); err != nil {
+		return "", permanent(err)
+	}
+	var dirs []string
+	if workDir != "" {
+		dirs = append(dirs, filepath.Join(workDir, ".switchyard", "commands"))
+	}
+	if rs.cfg.CommandsDir != "" {
+		dirs = append(dirs, rs.cfg.CommandsDir)
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, ".switchyard", "commands"))
+	}
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, name+".md"))
+		if err == nil {
+			return stripFrontMatter(string(b)), nil
+		}
+	}
+	return "", permanent(fmt.Errorf("command %q not found: looked for %s.md in %s (set %s for another folder)",
+		name, name, strings.Join(dirs, ", "), EnvCommandsDir))
+}
+
+// stripFrontMatter removes a leading ---\n...\n--- block.
+func stripFrontMatter(s string) string {
+	t := strings.TrimPrefix(s, "\ufeff")
+	if !strings.HasPrefix(t, "---\n") && !strings.HasPrefix(t, "---\r\n") {
+		return s
+	}
+	rest := t[strings.IndexByte(t, '\n')+1:]
+	for off := 0; off < len(rest); {
+		end := strings.IndexByte(rest[off:], '\n')
+		line := rest[off:]
+		if end >= 0 {
+			line = rest[off : off+end]
+		}
+		if strings.TrimRight(line, "\r \t") == "---" {
+			if end < 0 {
+				return ""
+			}
+			return strings.TrimLeft(rest[off+end+1:], "\r\n")
+		}
+		if end < 0 {
+			break
+		}
+		off += end + 1
+	}
+	return s // no closing line: not front matter
+}
