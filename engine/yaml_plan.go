@@ -74,7 +74,7 @@ type yamlDefinition struct {
 // carrying every diagnostic; warnings come back with a valid workflow.
 func ParseYAMLWorkflow(file string, source []byte) (*yamlflow.Workflow, []graph.Problem, error) {
 	wf, diags, err := yamlflow.Parse(file, source)
-	probs := diagProblems(diags)
+	probs := yamlflow.Problems(diags)
 	if err != nil {
 		var le *yamlflow.LoadError
 		if errors.As(err, &le) || wf == nil {
@@ -83,18 +83,6 @@ func ParseYAMLWorkflow(file string, source []byte) (*yamlflow.Workflow, []graph.
 		return nil, probs, err
 	}
 	return wf, probs, nil
-}
-
-func diagProblems(diags []yamlflow.Diagnostic) []graph.Problem {
-	probs := make([]graph.Problem, 0, len(diags))
-	for _, d := range diags {
-		sev := graph.SeverityWarning
-		if d.IsError() {
-			sev = graph.SeverityError
-		}
-		probs = append(probs, graph.Problem{Code: d.Code, Severity: sev, Message: d.Error(), NodeID: d.NodeID})
-	}
-	return probs
 }
 
 // StartYAML parses and starts a YAML DAG workflow. file names the workflow

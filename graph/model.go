@@ -228,6 +228,10 @@ type Problem struct {
 	Message  string `json:"message"`
 	NodeID   string `json:"nodeId,omitempty"`
 	EdgeID   string `json:"edgeId,omitempty"`
+	// Field and Line locate a YAML workflow's problem: the dotted field
+	// path inside the node or file, and the 1-based line (0: unknown).
+	Field string `json:"field,omitempty"`
+	Line  int    `json:"line,omitempty"`
 }
 
 // IsError reports whether p blocks a run.

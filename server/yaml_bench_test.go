@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/yamlflow"
 )
 
 // benchYAML is a 40-node workflow: ten chains of four.
@@ -77,7 +78,7 @@ func BenchmarkYAMLRunGraph(b *testing.B) {
 	b.Run("parse", func(b *testing.B) {
 		src := benchYAML("bench")
 		for i := 0; i < b.N; i++ {
-			if yamlGraphJSON(parsePartial(src)) == nil {
+			if yamlflow.CanvasJSON(parsePartial(src)) == nil {
 				b.Fatal("no graph")
 			}
 		}

@@ -1,521 +1,141 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"io/fs"
-	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
-	"time"
 
 	"github.com/switchyard/switchyard/engine"
-	"github.com/switchyard/switchyard/graph"
+	"github.com/switchyard/switchyard/yamldir"
 	"github.com/switchyard/switchyard/yamlflow"
 )
 
 // YAMLIDPrefix starts the id of every workflow of a YAML folder. Database
 // workflows have uuids, so the two never collide.
-const YAMLIDPrefix = "yaml."
-
-// MaxYAMLWorkflows bounds the files one listing of a folder looks at.
-const MaxYAMLWorkflows = 1000
+const YAMLIDPrefix = yamldir.IDPrefix
 
 // YAMLOptions configures NewYAMLWorkflows.
-type YAMLOptions struct {
-	Logger *slog.Logger
-	// WorkDir is where runs of the folder's workflows work (bash and
-	// script nodes, .switchyard/commands); "" keeps the directory the
-	// server gives (its working directory).
-	WorkDir string
-	// Start is passed to every engine.StartYAML (scripts folder, ...).
-	// Unset folders come from the environment, as for `switchyard run`.
-	Start []engine.YAMLOption
-}
+type YAMLOptions = yamldir.Options
 
-// YAMLWorkflows is the WorkflowSource of a folder of YAML workflows: every
-// *.yaml / *.yml file under it (hidden folders skipped) is a read-only
-// workflow. The folder is scanned on every listing; what was parsed is kept
-// until a file's size or modification time changes.
-//
-// A workflow's id is YAMLIDPrefix plus its path relative to the folder,
-// escaped to the characters workflow ids allow (see YAMLWorkflowID), so it
-// is stable and names the same file for as long as the file is there. Runs
-// of YAML workflows are stored without a workflow id (the runs table's
-// workflow_id names drawn workflows only); a run belongs to the workflow
-// whose file its definition snapshot names (see WorkflowIDOfRun).
-type YAMLWorkflows struct {
-	dir     string // as configured, for the paths shown to people
-	absDir  string
-	log     *slog.Logger
-	workDir string
-	start   []engine.YAMLOption
-
-	mu    sync.Mutex
-	cache map[string]*yamlEntry // by absolute file path
-}
-
-// yamlEntry is what one parse of a file found.
-type yamlEntry struct {
-	modTime time.Time
-	size    int64
-	sum     [sha256.Size]byte
-
-	name, description string
-	problems          []graph.Problem
-	graph             json.RawMessage
-}
+// YAMLWorkflows is the WorkflowSource of a folder of YAML workflows (see
+// package yamldir): read-only workflows listed beside drawn ones.
+type YAMLWorkflows struct{ f *yamldir.Folder }
 
 // NewYAMLWorkflows serves the YAML workflows of dir. A folder that does
 // not exist (yet) lists nothing; a path that is not a folder is an error.
 func NewYAMLWorkflows(dir string, o YAMLOptions) (*YAMLWorkflows, error) {
-	if dir == "" {
-		return nil, errors.New("yaml workflows: folder is required")
-	}
-	abs, err := filepath.Abs(dir)
+	f, err := yamldir.New(dir, o)
 	if err != nil {
-		return nil, fmt.Errorf("yaml workflows %s: %w", dir, err)
+		return nil, err
 	}
-	if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
-		return nil, fmt.Errorf("yaml workflows %s: not a folder", dir)
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("yaml workflows: %w", err)
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	return &YAMLWorkflows{dir: filepath.Clean(dir), absDir: abs, log: o.Logger, workDir: o.WorkDir, start: o.Start,
-		cache: map[string]*yamlEntry{}}, nil
+	return &YAMLWorkflows{f: f}, nil
 }
+
+// YAMLWorkflowID is the id of the workflow file at rel (see
+// yamldir.WorkflowID).
+func YAMLWorkflowID(rel string) string { return yamldir.WorkflowID(rel) }
 
 // Dir is the folder's absolute path.
-func (y *YAMLWorkflows) Dir() string { return y.absDir }
+func (y *YAMLWorkflows) Dir() string { return y.f.Dir() }
 
-// yamlFile is one workflow file found in the folder.
-type yamlFile struct {
-	rel string // slash-separated, relative to the folder
-	abs string
-	fi  fs.FileInfo
-}
-
-func (f yamlFile) id() string { return YAMLWorkflowID(f.rel) }
-
-// scan lists the folder's YAML files in path order. A missing folder is
-// empty.
-func (y *YAMLWorkflows) scan(ctx context.Context) ([]yamlFile, error) {
-	var out []yamlFile
-	// WalkDir does not follow a symlinked root: walk its target, but keep
-	// the paths under the folder as configured (runs are matched on them).
-	root := y.absDir
-	if r, err := filepath.EvalSymlinks(root); err == nil {
-		root = r
-	}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == root && errors.Is(err, fs.ErrNotExist) {
-				return fs.SkipAll
-			}
-			y.log.Warn("yaml workflows: skipping unreadable path", "path", p, "err", err)
-			if d != nil && d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if p == root {
-			return nil
-		}
-		if strings.HasPrefix(d.Name(), ".") {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() || !yamlflow.IsYAMLFile(p) {
-			return nil
-		}
-		fi, err := os.Stat(p) // follows a symlinked file
-		if err != nil || !fi.Mode().IsRegular() {
-			return nil
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil || !y.contained(root, filepath.ToSlash(rel)) {
-			return nil // a symlink out of the folder
-		}
-		if len(out) >= MaxYAMLWorkflows {
-			y.log.Warn("yaml workflows: too many files; listing the first ones", "dir", y.dir, "max", MaxYAMLWorkflows)
-			return fs.SkipAll
-		}
-		out = append(out, yamlFile{rel: filepath.ToSlash(rel), abs: filepath.Join(y.absDir, rel), fi: fi})
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("yaml workflows %s: %w", y.dir, err)
-	}
-	return out, nil
+func yamlWorkflow(w yamldir.Workflow) Workflow {
+	return Workflow{ID: w.ID, Name: w.Name, Description: w.Description, Kind: engine.KindYAML, Version: 1,
+		Graph: w.Graph, Source: w.Source, Path: w.Path, ReadOnly: true, Problems: w.Problems,
+		CreatedAt: w.ModTime, UpdatedAt: w.ModTime}
 }
 
 // ListWorkflows implements WorkflowSource. A listed workflow carries the
 // errors that keep it from running (warnings only come with GET).
 func (y *YAMLWorkflows) ListWorkflows(ctx context.Context) ([]Workflow, error) {
-	files, err := y.scan(ctx)
+	ws, err := y.f.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Workflow, 0, len(files))
-	seen := make(map[string]bool, len(files))
-	for _, f := range files {
-		seen[f.abs] = true
-		ent := y.entryByStat(f)
-		w := y.workflow(f, ent)
-		w.Graph = nil
-		w.Problems = errorsOnly(ent.problems)
-		out = append(out, w)
+	out := make([]Workflow, len(ws))
+	for i, w := range ws {
+		out[i] = yamlWorkflow(w)
 	}
-	y.mu.Lock()
-	for k := range y.cache {
-		if !seen[k] {
-			delete(y.cache, k)
-		}
-	}
-	y.mu.Unlock()
 	return out, nil
 }
 
 // GetWorkflow implements WorkflowGetter: the file's source, its graph
 // projection and every loader problem (file:line in the messages).
 func (y *YAMLWorkflows) GetWorkflow(ctx context.Context, id string) (*Workflow, error) {
-	f, err := y.resolve(ctx, id)
+	w, err := y.f.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	src, err := readYAML(f.abs)
-	if err != nil {
-		return nil, y.fileErr(id, err)
-	}
-	ent := y.entryBySource(f, src)
-	w := y.workflow(f, ent)
-	w.Source = string(src)
-	w.Problems = ent.problems
-	return &w, nil
+	out := yamlWorkflow(*w)
+	return &out, nil
 }
 
 // StartWorkflow implements WorkflowStarter: it starts the file as it is
 // now. A file with errors does not start (400 with its problems).
 func (y *YAMLWorkflows) StartWorkflow(ctx context.Context, e *engine.Engine, id string, opt engine.StartOptions) (*engine.Run, error) {
-	f, err := y.resolve(ctx, id)
-	if err != nil {
-		return nil, err
+	r, err := y.f.Start(ctx, e, id, opt)
+	var inv *yamldir.InvalidError
+	if errors.As(err, &inv) {
+		return nil, &apiError{Status: http.StatusBadRequest, Code: CodeInvalidGraph, Message: inv.Error(), Problems: inv.Problems}
 	}
-	src, err := readYAML(f.abs)
-	if err != nil {
-		return nil, y.fileErr(id, err)
-	}
-	ent := y.entryBySource(f, src)
-	if graph.HasErrors(ent.problems) {
-		return nil, &apiError{Status: http.StatusBadRequest, Code: CodeInvalidGraph,
-			Message:  fmt.Sprintf("workflow %s has errors and cannot run: %s", y.display(f.rel), firstError(ent.problems)),
-			Problems: errorsOnly(ent.problems)}
-	}
-	if y.workDir != "" {
-		opt.WorkDir = y.workDir
-	}
-	opt.WorkflowID = "" // the runs table's workflow_id names drawn workflows only
-	return e.StartYAML(ctx, f.abs, src, opt, y.start...)
+	return r, err
 }
 
 // OwnsWorkflowID reports whether id has the form of this source's ids,
 // whether or not its file still exists (its runs still do).
-func (y *YAMLWorkflows) OwnsWorkflowID(id string) bool { return strings.HasPrefix(id, YAMLIDPrefix) }
+func (y *YAMLWorkflows) OwnsWorkflowID(id string) bool { return y.f.OwnsID(id) }
 
 // WorkflowIDOfRun returns the id of the folder's workflow a YAML run was
-// started from: the file its definition snapshot names, if that file is
-// (or was) in the folder. "" for other runs.
-func (y *YAMLWorkflows) WorkflowIDOfRun(r *engine.Run) string {
-	if r == nil || r.Kind != engine.KindYAML || len(r.Definition) == 0 {
-		return ""
-	}
-	var def struct {
-		File string `json:"file"`
-	}
-	if json.Unmarshal(r.Definition, &def) != nil || def.File == "" || !filepath.IsAbs(def.File) {
-		return ""
-	}
-	rel, err := filepath.Rel(y.absDir, def.File)
-	if err != nil || !filepath.IsLocal(rel) || !yamlflow.IsYAMLFile(rel) || hiddenPath(filepath.ToSlash(rel)) {
-		return ""
-	}
-	return YAMLWorkflowID(filepath.ToSlash(rel))
+// started from; "" for other runs.
+func (y *YAMLWorkflows) WorkflowIDOfRun(r *engine.Run) string { return y.f.WorkflowIDOfRun(r) }
+
+// yamlRunGraphs caches the projections of YAML run definitions by source
+// text: a run's definition never changes and GET /api/runs/{id} is polled.
+type yamlRunGraphs struct {
+	mu sync.Mutex
+	m  map[[sha256.Size]byte]json.RawMessage
 }
 
-// resolve finds the file of id: by decoding it, or (for the hashed ids of
-// very long paths) by scanning. engine.ErrNotFound if there is none.
-func (y *YAMLWorkflows) resolve(ctx context.Context, id string) (yamlFile, error) {
-	notFound := fmt.Errorf("workflow %s: %w", id, engine.ErrNotFound)
-	if !y.OwnsWorkflowID(id) {
-		return yamlFile{}, notFound
+const yamlRunGraphCache = 256
+
+var runGraphs = &yamlRunGraphs{m: map[[sha256.Size]byte]json.RawMessage{}}
+
+// yamlRunGraph projects the workflow a YAML run's definition snapshot
+// holds; nil if it holds none.
+func yamlRunGraph(def json.RawMessage) json.RawMessage {
+	var snap struct {
+		File   string `json:"file"`
+		Source string `json:"source"`
 	}
-	if rel, ok := parseYAMLWorkflowID(id); ok {
-		abs := filepath.Join(y.absDir, filepath.FromSlash(rel))
-		root := y.absDir
-		if r, err := filepath.EvalSymlinks(root); err == nil {
-			root = r
-		}
-		if !y.contained(root, rel) {
-			return yamlFile{}, notFound
-		}
-		fi, err := os.Stat(abs)
-		if err != nil || !fi.Mode().IsRegular() {
-			return yamlFile{}, notFound
-		}
-		return yamlFile{rel: rel, abs: abs, fi: fi}, nil
+	if json.Unmarshal(def, &snap) != nil {
+		_, snap.Source = splitDefinition("yaml", def) // a bare source string
 	}
-	files, err := y.scan(ctx)
-	if err != nil {
-		return yamlFile{}, err
+	src := snap.Source
+	if src == "" {
+		return nil
 	}
-	for _, f := range files {
-		if f.id() == id {
-			return f, nil
+	key := sha256.Sum256([]byte(src))
+	runGraphs.mu.Lock()
+	g, ok := runGraphs.m[key]
+	runGraphs.mu.Unlock()
+	if ok {
+		return g
+	}
+	wf, _, _ := yamlflow.Parse(snap.File, []byte(src))
+	if wf == nil {
+		return nil
+	}
+	g = yamlflow.CanvasJSON(wf)
+	runGraphs.mu.Lock()
+	if len(runGraphs.m) >= yamlRunGraphCache {
+		for k := range runGraphs.m { // drop any one: good enough for a small cache
+			delete(runGraphs.m, k)
+			break
 		}
 	}
-	return yamlFile{}, notFound
+	runGraphs.m[key] = g
+	runGraphs.mu.Unlock()
+	return g
 }
-
-func (y *YAMLWorkflows) fileErr(id string, err error) error {
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("workflow %s: %w", id, engine.ErrNotFound)
-	}
-	return fmt.Errorf("workflow %s: %w", id, err)
-}
-
-// contained reports whether rel (slash-separated, under realRoot, the
-// folder's resolved path) is a file the listing shows: no folder on its way
-// is a symlink (the listing does not follow them), and its real path, with
-// a symlinked file resolved, stays inside the folder.
-func (y *YAMLWorkflows) contained(realRoot, rel string) bool {
-	p := filepath.Join(realRoot, filepath.FromSlash(rel))
-	dir, err := filepath.EvalSymlinks(filepath.Dir(p))
-	if err != nil || dir != filepath.Dir(p) {
-		return false
-	}
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return false
-	}
-	r, err := filepath.Rel(realRoot, real)
-	return err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) && !filepath.IsAbs(r)
-}
-
-// display is the path people see: the folder as configured plus rel when
-// that is a relative path inside the working directory, else rel alone, so
-// answers never carry the server's absolute paths.
-func (y *YAMLWorkflows) display(rel string) string {
-	if !filepath.IsLocal(y.dir) {
-		return rel
-	}
-	return filepath.Join(y.dir, filepath.FromSlash(rel))
-}
-
-func (y *YAMLWorkflows) workflow(f yamlFile, ent *yamlEntry) Workflow {
-	name := ent.name
-	if strings.TrimSpace(name) == "" {
-		name = strings.TrimSuffix(strings.TrimSuffix(pathBase(f.rel), ".yaml"), ".yml")
-	}
-	mt := f.fi.ModTime().UTC()
-	return Workflow{ID: f.id(), Name: name, Description: ent.description, Kind: engine.KindYAML, Version: 1,
-		Graph: ent.graph, Path: y.display(f.rel), ReadOnly: true, CreatedAt: mt, UpdatedAt: mt}
-}
-
-// entryByStat returns the cached parse of f while its size and
-// modification time are unchanged, else parses it again.
-func (y *YAMLWorkflows) entryByStat(f yamlFile) *yamlEntry {
-	y.mu.Lock()
-	ent := y.cache[f.abs]
-	y.mu.Unlock()
-	if ent != nil && ent.size == f.fi.Size() && ent.modTime.Equal(f.fi.ModTime()) {
-		return ent
-	}
-	src, err := readYAML(f.abs)
-	if err != nil {
-		y.log.Warn("yaml workflows: cannot read", "path", f.abs, "err", err)
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // its path is absolute
-		}
-		return &yamlEntry{problems: []graph.Problem{{Code: "unreadable", Severity: graph.SeverityError,
-			Message: fmt.Sprintf("%s: cannot read the file: %v", y.display(f.rel), err)}}}
-	}
-	return y.entryBySource(f, src)
-}
-
-// entryBySource returns the cached parse of src (same content), else
-// parses it and caches the result.
-func (y *YAMLWorkflows) entryBySource(f yamlFile, src []byte) *yamlEntry {
-	sum := sha256.Sum256(src)
-	y.mu.Lock()
-	ent := y.cache[f.abs]
-	y.mu.Unlock()
-	if ent != nil && ent.sum == sum {
-		return ent
-	}
-	ent = &yamlEntry{modTime: f.fi.ModTime(), size: f.fi.Size(), sum: sum}
-	if int64(len(src)) != ent.size {
-		ent.size = -1 // changed while we looked: parse again next time
-	}
-	wf, diags, _ := yamlflow.Parse(y.display(f.rel), src)
-	ent.problems = diagnosticProblems(diags)
-	if wf != nil {
-		ent.name, ent.description = wf.Name, wf.Description
-		ent.graph = yamlGraphJSON(wf)
-	}
-	y.mu.Lock()
-	y.cache[f.abs] = ent
-	y.mu.Unlock()
-	return ent
-}
-
-// readYAML reads a workflow file, one byte past the format's limit so the
-// loader reports an oversized file.
-func readYAML(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, yamlflow.MaxFileSize+1))
-}
-
-// diagnosticProblems maps loader diagnostics to the API's problems, as the
-// engine does: the message is `file:line: node "x": ...`.
-func diagnosticProblems(diags []yamlflow.Diagnostic) []graph.Problem {
-	out := make([]graph.Problem, 0, len(diags))
-	for _, d := range diags {
-		sev := graph.SeverityWarning
-		if d.IsError() {
-			sev = graph.SeverityError
-		}
-		out = append(out, graph.Problem{Code: d.Code, Severity: sev, Message: d.Error(), NodeID: d.NodeID})
-	}
-	return out
-}
-
-func errorsOnly(ps []graph.Problem) []graph.Problem {
-	var out []graph.Problem
-	for _, p := range ps {
-		if p.IsError() {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func pathBase(rel string) string {
-	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
-		return rel[i+1:]
-	}
-	return rel
-}
-
-func hiddenPath(rel string) bool {
-	for _, part := range strings.Split(rel, "/") {
-		if strings.HasPrefix(part, ".") {
-			return true
-		}
-	}
-	return false
-}
-
-// YAMLWorkflowID is the id of the workflow file at rel (slash-separated,
-// relative to the folder): YAMLIDPrefix + rel with '/' written "__" and
-// every byte other than letters, digits, '-' and '.' written "_XX" (hex),
-// e.g. "yaml.test-workflows__e2e-deterministic.yaml". The mapping is
-// one-to-one, so ids are stable and decode back to their file. A path too
-// long for an id (128 characters) gets a shortened id ending in a hash of
-// the path.
-func YAMLWorkflowID(rel string) string {
-	var b strings.Builder
-	b.WriteString(YAMLIDPrefix)
-	for i := 0; i < len(rel); i++ {
-		c := rel[i]
-		switch {
-		case c == '/':
-			b.WriteString("__")
-		case c == '-' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
-			b.WriteByte(c)
-		default:
-			fmt.Fprintf(&b, "_%02X", c)
-		}
-	}
-	id := b.String()
-	if len(id) <= maxWorkflowIDLen {
-		return id
-	}
-	// '_' followed by 'h' is no escape: parseYAMLWorkflowID refuses hashed
-	// ids, and resolve finds them by scanning.
-	sum := sha256.Sum256([]byte(rel))
-	tail := "_h" + hex.EncodeToString(sum[:12])
-	head := id[:maxWorkflowIDLen-len(tail)]
-	return head + tail
-}
-
-const maxWorkflowIDLen = 128
-
-// parseYAMLWorkflowID decodes an id made by YAMLWorkflowID back to the
-// relative path. ok is false for ids it never makes (non-canonical
-// escapes, hashed ids) and for paths a scan would not list (hidden parts,
-// "..", not .yaml/.yml).
-func parseYAMLWorkflowID(id string) (rel string, ok bool) {
-	if !strings.HasPrefix(id, YAMLIDPrefix) || !validWorkflowID(id) {
-		return "", false
-	}
-	s := id[len(YAMLIDPrefix):]
-	var b bytes.Buffer
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '_' {
-			b.WriteByte(c)
-			continue
-		}
-		if i+1 < len(s) && s[i+1] == '_' {
-			b.WriteByte('/')
-			i++
-			continue
-		}
-		if i+2 >= len(s) || !isUpperHex(s[i+1]) || !isUpperHex(s[i+2]) {
-			return "", false
-		}
-		v, _ := hex.DecodeString(s[i+1 : i+3])
-		b.WriteByte(v[0])
-		i += 2
-	}
-	rel = b.String()
-	if rel == "" || YAMLWorkflowID(rel) != id || strings.ContainsRune(rel, 0) ||
-		!filepath.IsLocal(filepath.FromSlash(rel)) ||
-		!yamlflow.IsYAMLFile(rel) || hiddenPath(rel) || hasEmptyPart(rel) {
-		return "", false
-	}
-	return rel, true
-}
-
-func hasEmptyPart(rel string) bool {
-	for _, part := range strings.Split(rel, "/") {
-		if part == "" || part == "." || part == ".." {
-			return true
-		}
-	}
-	return false
-}
-
-func isUpperHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'A' && c <= 'F' }

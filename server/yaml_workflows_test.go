@@ -18,21 +18,22 @@ import (
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/graph"
 	"github.com/switchyard/switchyard/internal/fakeopenai"
+	"github.com/switchyard/switchyard/yamldir"
 	"github.com/switchyard/switchyard/yamlflow"
 )
 
 // yamlProjection is the graph of a YAML workflow or run as the API gives it.
 type yamlProjection struct {
 	Nodes []struct {
-		ID       string         `json:"id"`
-		Type     string         `json:"type"`
-		Position graph.Position `json:"position"`
-		Data     yamlNodeData   `json:"data"`
+		ID       string                  `json:"id"`
+		Type     string                  `json:"type"`
+		Position graph.Position          `json:"position"`
+		Data     yamlflow.CanvasNodeData `json:"data"`
 	} `json:"nodes"`
-	Edges []yamlGraphEdge `json:"edges"`
+	Edges []yamlflow.CanvasEdge `json:"edges"`
 }
 
-func (p *yamlProjection) node(t *testing.T, id string) yamlNodeData {
+func (p *yamlProjection) node(t *testing.T, id string) yamlflow.CanvasNodeData {
 	t.Helper()
 	for _, n := range p.Nodes {
 		if n.ID == id {
@@ -40,7 +41,7 @@ func (p *yamlProjection) node(t *testing.T, id string) yamlNodeData {
 		}
 	}
 	t.Fatalf("no node %q in projection %+v", id, p)
-	return yamlNodeData{}
+	return yamlflow.CanvasNodeData{}
 }
 
 type yamlWorkflowJSON struct {
@@ -350,8 +351,8 @@ func TestRunYAMLWorkflowOverHTTPAndWebsocket(t *testing.T) {
 		t.Fatalf("compat workflow of a YAML run: %+v", compat.Workflow)
 	}
 	// The run's directory is the source's WorkDir.
-	if stored.WorkDir != src.workDir {
-		t.Fatalf("run worked in %q, want %q", stored.WorkDir, src.workDir)
+	if stored.WorkDir != src.f.WorkDir() {
+		t.Fatalf("run worked in %q, want %q", stored.WorkDir, src.f.WorkDir())
 	}
 }
 
@@ -631,8 +632,8 @@ func TestYAMLWorkflowIDs(t *testing.T) {
 		if !validWorkflowID(c.id) {
 			t.Errorf("%q is not a valid workflow id", c.id)
 		}
-		if rel, ok := parseYAMLWorkflowID(c.id); !ok || rel != c.rel {
-			t.Errorf("parseYAMLWorkflowID(%q) = %q, %v", c.id, rel, ok)
+		if rel, ok := yamldir.ParseID(c.id); !ok || rel != c.rel {
+			t.Errorf("yamldir.ParseID(%q) = %q, %v", c.id, rel, ok)
 		}
 	}
 	for _, id := range []string{
@@ -640,17 +641,17 @@ func TestYAMLWorkflowIDs(t *testing.T) {
 		"yaml.a____b.yaml", "yaml.a_2Fb.yaml", "yaml._2Ehidden.yaml", "yaml.x_2d.yaml", "yaml.x_4.yaml",
 		"yaml.x_zz.yaml", "yaml.x_00.yaml", "deploy.yaml", "yaml.sub__.hid__x.yaml",
 	} {
-		if rel, ok := parseYAMLWorkflowID(id); ok {
-			t.Errorf("parseYAMLWorkflowID(%q) = %q, want refused", id, rel)
+		if rel, ok := yamldir.ParseID(id); ok {
+			t.Errorf("yamldir.ParseID(%q) = %q, want refused", id, rel)
 		}
 	}
 	// Very long paths get a hashed id that fits and is found by scanning.
 	long := strings.Repeat("very-long-folder-name/", 8) + "flow.yaml"
 	id := YAMLWorkflowID(long)
-	if len(id) > maxWorkflowIDLen || !validWorkflowID(id) || id == YAMLWorkflowID(strings.Replace(long, "very", "vary", 1)) {
+	if len(id) > yamldir.MaxIDLen || !validWorkflowID(id) || id == YAMLWorkflowID(strings.Replace(long, "very", "vary", 1)) {
 		t.Fatalf("long id %q", id)
 	}
-	if _, ok := parseYAMLWorkflowID(id); ok {
+	if _, ok := yamldir.ParseID(id); ok {
 		t.Fatalf("hashed id %q decoded", id)
 	}
 	dir := t.TempDir()
@@ -737,19 +738,19 @@ nodes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := yamlGraphOf(wf)
+	g := yamlflow.CanvasOf(wf)
 	type want struct {
 		kind, detail string
 		x, y         float64
 	}
 	wants := map[string]want{
-		"cmd":  {"command", "command: review-pr", 0, -0.5 * yamlRowGap},
-		"ask":  {"prompt", strings.Repeat("word ", 15) + "word…", 0, 0.5 * yamlRowGap},
-		"sh":   {"bash", "echo first", yamlColumnGap, -0.5 * yamlRowGap},
-		"py":   {"script", "uv: echo-py", yamlColumnGap, 0.5 * yamlRowGap},
-		"lp":   {"loop", "until DONE, max 3: go on", 2 * yamlColumnGap, -0.5 * yamlRowGap},
-		"ok":   {"approval", "Ship?", 2 * yamlColumnGap, 0.5 * yamlRowGap},
-		"stop": {"cancel", "stopped by $ok.output", 3 * yamlColumnGap, 0},
+		"cmd":  {"command", "command: review-pr", 0, -0.5 * yamlflow.CanvasRowGap},
+		"ask":  {"prompt", strings.Repeat("word ", 15) + "word…", 0, 0.5 * yamlflow.CanvasRowGap},
+		"sh":   {"bash", "echo first", yamlflow.CanvasColumnGap, -0.5 * yamlflow.CanvasRowGap},
+		"py":   {"script", "uv: echo-py", yamlflow.CanvasColumnGap, 0.5 * yamlflow.CanvasRowGap},
+		"lp":   {"loop", "until DONE, max 3: go on", 2 * yamlflow.CanvasColumnGap, -0.5 * yamlflow.CanvasRowGap},
+		"ok":   {"approval", "Ship?", 2 * yamlflow.CanvasColumnGap, 0.5 * yamlflow.CanvasRowGap},
+		"stop": {"cancel", "stopped by $ok.output", 3 * yamlflow.CanvasColumnGap, 0},
 	}
 	if len(g.Nodes) != len(wants) || len(g.Edges) != 8 {
 		t.Fatalf("%d nodes, %d edges", len(g.Nodes), len(g.Edges))
@@ -774,7 +775,7 @@ nodes:
 	// The JSON is a graph the UI reads: nodes with id, type, position,
 	// data.label; edges with source, target and handles.
 	var asGraph graph.Graph
-	if err := json.Unmarshal(yamlGraphJSON(wf), &asGraph); err != nil {
+	if err := json.Unmarshal(yamlflow.CanvasJSON(wf), &asGraph); err != nil {
 		t.Fatal(err)
 	}
 	if asGraph.Edges[0].SourceHandle != graph.HandleOutput || asGraph.Edges[0].TargetHandle != graph.HandleInput {
@@ -805,9 +806,9 @@ func TestYAMLGraphOfBrokenWorkflows(t *testing.T) {
 // projectSource parses src as the API does and checks the projection's
 // invariants: unique ids, edges between listed nodes, no two nodes at one
 // place.
-func projectSource(t testing.TB, src string) *yamlGraph {
+func projectSource(t testing.TB, src string) *yamlflow.Canvas {
 	wf := parsePartial(src)
-	g := yamlGraphOf(wf)
+	g := yamlflow.CanvasOf(wf)
 	ids := map[string]bool{}
 	at := map[graph.Position]string{}
 	for _, n := range g.Nodes {
@@ -858,14 +859,14 @@ func FuzzYAMLWorkflowID(f *testing.F) {
 		if !validWorkflowID(id) || !strings.HasPrefix(id, YAMLIDPrefix) {
 			t.Fatalf("YAMLWorkflowID(%q) = %q: not a valid id", s, id)
 		}
-		if rel, ok := parseYAMLWorkflowID(id); ok && rel != s {
+		if rel, ok := yamldir.ParseID(id); ok && rel != s {
 			t.Fatalf("id %q of %q decodes to %q", id, s, rel)
 		}
 		// Any string as an id: what decodes encodes back to it and is a
 		// path inside the folder.
-		if rel, ok := parseYAMLWorkflowID(s); ok {
+		if rel, ok := yamldir.ParseID(s); ok {
 			if YAMLWorkflowID(rel) != s || !filepath.IsLocal(rel) || strings.HasPrefix(rel, ".") || strings.Contains(rel, "/.") {
-				t.Fatalf("parseYAMLWorkflowID(%q) = %q", s, rel)
+				t.Fatalf("yamldir.ParseID(%q) = %q", s, rel)
 			}
 		}
 	})

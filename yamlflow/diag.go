@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/switchyard/switchyard/graph"
 )
 
 // Severities of a Diagnostic (the same strings as graph.SeverityError and
@@ -80,6 +82,25 @@ type Diagnostic struct {
 	Code     string
 	Severity string // "error" or "warning"
 	Message  string
+}
+
+// Problem is d as the problem both workflow formats share; its message is
+// the whole located text (Error).
+func (d Diagnostic) Problem() graph.Problem {
+	sev := graph.SeverityWarning
+	if d.IsError() {
+		sev = graph.SeverityError
+	}
+	return graph.Problem{Code: d.Code, Severity: sev, Message: d.Error(), NodeID: d.NodeID, Field: d.Field, Line: d.Line}
+}
+
+// Problems converts diagnostics to problems (see Diagnostic.Problem).
+func Problems(diags []Diagnostic) []graph.Problem {
+	out := make([]graph.Problem, 0, len(diags))
+	for _, d := range diags {
+		out = append(out, d.Problem())
+	}
+	return out
 }
 
 // IsError reports whether d blocks the workflow from loading.

@@ -1,16 +1,13 @@
-package server
+package yamlflow
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/switchyard/switchyard/graph"
-	"github.com/switchyard/switchyard/yamlflow"
 )
 
 // The UI shows a YAML workflow (and a YAML run) as a read-only graph: a
@@ -21,27 +18,30 @@ import (
 
 // Layout spacing; the UI's own layered layout uses the same node size.
 const (
-	yamlColumnGap = 330 // node width 240 + gap 90
-	yamlRowGap    = 146 // node height 110 + gap 36
-	yamlDetailLen = 80
+	CanvasColumnGap = 330 // node width 240 + gap 90
+	CanvasRowGap    = 146 // node height 110 + gap 36
+	CanvasDetailLen = 80
 )
 
-// NodeTypeYAML is the node type of a YAML workflow's graph projection.
-const NodeTypeYAML = "yaml"
+// CanvasNodeType is the node type of a YAML workflow's graph projection.
+const CanvasNodeType = "yaml"
 
-type yamlGraph struct {
-	Nodes []yamlGraphNode `json:"nodes"`
-	Edges []yamlGraphEdge `json:"edges"`
+// Canvas is a workflow in the shape of a drawn graph, for the UI.
+type Canvas struct {
+	Nodes []CanvasNode `json:"nodes"`
+	Edges []CanvasEdge `json:"edges"`
 }
 
-type yamlGraphNode struct {
+// CanvasNode is one node of a Canvas.
+type CanvasNode struct {
 	ID       string         `json:"id"`
 	Type     string         `json:"type"`
 	Position graph.Position `json:"position"`
-	Data     yamlNodeData   `json:"data"`
+	Data     CanvasNodeData `json:"data"`
 }
 
-type yamlNodeData struct {
+// CanvasNodeData is what a Canvas node shows.
+type CanvasNodeData struct {
 	Label string `json:"label"`
 	// Kind is the node kind: command, prompt, bash, script, loop, approval
 	// or cancel.
@@ -57,7 +57,8 @@ type yamlNodeData struct {
 	AlwaysRun bool `json:"alwaysRun,omitempty"`
 }
 
-type yamlGraphEdge struct {
+// CanvasEdge is one depends_on entry of a Canvas.
+type CanvasEdge struct {
 	ID           string `json:"id"`
 	Source       string `json:"source"`
 	Target       string `json:"target"`
@@ -65,16 +66,16 @@ type yamlGraphEdge struct {
 	TargetHandle string `json:"targetHandle"`
 }
 
-// yamlGraphOf projects a workflow, which may be the partial result of a
+// CanvasOf projects a workflow, which may be the partial result of a
 // file with errors: nodes without an id or with a taken one are left out,
 // as are dependencies on unknown nodes.
-func yamlGraphOf(wf *yamlflow.Workflow) *yamlGraph {
-	g := &yamlGraph{Nodes: []yamlGraphNode{}, Edges: []yamlGraphEdge{}}
+func CanvasOf(wf *Workflow) *Canvas {
+	g := &Canvas{Nodes: []CanvasNode{}, Edges: []CanvasEdge{}}
 	if wf == nil {
 		return g
 	}
 	index := map[string]int{} // node id -> position in nodes
-	var nodes []*yamlflow.Node
+	var nodes []*Node
 	for _, n := range wf.Nodes {
 		if n == nil || n.ID == "" {
 			continue
@@ -92,12 +93,12 @@ func yamlGraphOf(wf *yamlflow.Workflow) *yamlGraph {
 			if j, ok := index[d]; ok && j != i && !seen[j] {
 				seen[j] = true
 				deps[i] = append(deps[i], j)
-				g.Edges = append(g.Edges, yamlGraphEdge{ID: d + "->" + n.ID, Source: d, Target: n.ID,
+				g.Edges = append(g.Edges, CanvasEdge{ID: d + "->" + n.ID, Source: d, Target: n.ID,
 					SourceHandle: graph.HandleOutput, TargetHandle: graph.HandleInput})
 			}
 		}
 	}
-	depth := yamlDepths(deps)
+	depth := canvasDepths(deps)
 
 	// Layers in file order, then each layer after the first ordered by
 	// the mean row of its dependencies (one barycenter pass: fewer
@@ -132,28 +133,28 @@ func yamlGraphOf(wf *yamlflow.Workflow) *yamlGraph {
 		off := float64(len(layer)-1) / 2
 		for k, i := range layer {
 			row[i] = float64(k) - off
-			pos[i] = graph.Position{X: float64(d * yamlColumnGap), Y: row[i] * yamlRowGap}
+			pos[i] = graph.Position{X: float64(d * CanvasColumnGap), Y: row[i] * CanvasRowGap}
 		}
 	}
 	for i, n := range nodes {
-		data := yamlNodeData{Label: n.ID, Kind: string(n.Kind), Detail: yamlDetail(n), When: strings.TrimSpace(n.When),
+		data := CanvasNodeData{Label: n.ID, Kind: string(n.Kind), Detail: canvasDetail(n), When: strings.TrimSpace(n.When),
 			AlwaysRun: n.AlwaysRun}
 		if data.Kind == "" {
 			data.Kind = "node"
 		}
-		if len(n.DependsOn) > 0 && n.TriggerRule != "" && n.TriggerRule != yamlflow.TriggerAllSuccess {
+		if len(n.DependsOn) > 0 && n.TriggerRule != "" && n.TriggerRule != TriggerAllSuccess {
 			data.TriggerRule = n.TriggerRule
 		}
-		data.Gate = n.Kind == yamlflow.KindApproval || n.Kind == yamlflow.KindLoop && n.Loop != nil && n.Loop.Interactive
-		g.Nodes = append(g.Nodes, yamlGraphNode{ID: n.ID, Type: NodeTypeYAML, Position: pos[i], Data: data})
+		data.Gate = n.Kind == KindApproval || n.Kind == KindLoop && n.Loop != nil && n.Loop.Interactive
+		g.Nodes = append(g.Nodes, CanvasNode{ID: n.ID, Type: CanvasNodeType, Position: pos[i], Data: data})
 	}
 	return g
 }
 
-// yamlDepths gives each node its longest distance from a node without
+// canvasDepths gives each node its longest distance from a node without
 // dependencies. Nodes on a cycle (an error the loader reports) get the
 // depth known when the cycle is met, so bad input still lays out.
-func yamlDepths(deps [][]int) []int {
+func canvasDepths(deps [][]int) []int {
 	n := len(deps)
 	depth := make([]int, n)
 	state := make([]uint8, n) // 0 new, 1 in progress, 2 done
@@ -188,25 +189,25 @@ func yamlDepths(deps [][]int) []int {
 	return depth
 }
 
-// yamlDetail is the short text a node shows under its id.
-func yamlDetail(n *yamlflow.Node) string {
+// canvasDetail is the short text a node shows under its id.
+func canvasDetail(n *Node) string {
 	switch n.Kind {
-	case yamlflow.KindCommand:
-		return "command: " + clip(n.Command)
-	case yamlflow.KindPrompt:
-		return clip(oneLineText(n.Prompt))
-	case yamlflow.KindBash:
-		return clip(firstLine(n.Bash))
-	case yamlflow.KindScript:
+	case KindCommand:
+		return "command: " + clipDetail(n.Command)
+	case KindPrompt:
+		return clipDetail(oneLineText(n.Prompt))
+	case KindBash:
+		return clipDetail(firstLine(n.Bash))
+	case KindScript:
 		rt := n.Runtime
 		if rt == "" {
 			rt = "script"
 		}
 		if n.ScriptNamed {
-			return clip(rt + ": " + strings.TrimSpace(n.Script))
+			return clipDetail(rt + ": " + strings.TrimSpace(n.Script))
 		}
-		return clip(rt + ": " + firstLine(n.Script))
-	case yamlflow.KindLoop:
+		return clipDetail(rt + ": " + firstLine(n.Script))
+	case KindLoop:
 		if n.Loop == nil {
 			return ""
 		}
@@ -214,14 +215,14 @@ func yamlDetail(n *yamlflow.Node) string {
 		if n.Loop.Interactive {
 			head += ", interactive"
 		}
-		return clip(head + ": " + oneLineText(n.Loop.Prompt))
-	case yamlflow.KindApproval:
+		return clipDetail(head + ": " + oneLineText(n.Loop.Prompt))
+	case KindApproval:
 		if n.Approval == nil {
 			return ""
 		}
-		return clip(oneLineText(n.Approval.Message))
-	case yamlflow.KindCancel:
-		return clip(oneLineText(n.CancelReason))
+		return clipDetail(oneLineText(n.Approval.Message))
+	case KindCancel:
+		return clipDetail(oneLineText(n.CancelReason))
 	}
 	return ""
 }
@@ -239,68 +240,20 @@ func firstLine(s string) string {
 // oneLineText collapses all runs of white space to single spaces.
 func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// clip cuts s to yamlDetailLen characters, marking a cut with "…".
-func clip(s string) string {
-	if utf8.RuneCountInString(s) <= yamlDetailLen {
+// clip cuts s to CanvasDetailLen characters, marking a cut with "…".
+func clipDetail(s string) string {
+	if utf8.RuneCountInString(s) <= CanvasDetailLen {
 		return s
 	}
 	r := []rune(s)
-	return string(r[:yamlDetailLen-1]) + "…"
+	return string(r[:CanvasDetailLen-1]) + "…"
 }
 
-func yamlGraphJSON(wf *yamlflow.Workflow) json.RawMessage {
-	raw, err := json.Marshal(yamlGraphOf(wf))
+// CanvasJSON is CanvasOf(wf) as JSON.
+func CanvasJSON(wf *Workflow) json.RawMessage {
+	raw, err := json.Marshal(CanvasOf(wf))
 	if err != nil {
 		return nil // plain strings and numbers: cannot happen
 	}
 	return raw
-}
-
-// yamlRunGraphs caches the projections of YAML run definitions by source
-// text: a run's definition never changes and GET /api/runs/{id} is polled.
-type yamlRunGraphs struct {
-	mu sync.Mutex
-	m  map[[sha256.Size]byte]json.RawMessage
-}
-
-const yamlRunGraphCache = 256
-
-var runGraphs = &yamlRunGraphs{m: map[[sha256.Size]byte]json.RawMessage{}}
-
-// yamlRunGraph projects the workflow a YAML run's definition snapshot
-// holds; nil if it holds none.
-func yamlRunGraph(def json.RawMessage) json.RawMessage {
-	var snap struct {
-		File   string `json:"file"`
-		Source string `json:"source"`
-	}
-	if json.Unmarshal(def, &snap) != nil {
-		_, snap.Source = splitDefinition("yaml", def) // a bare source string
-	}
-	src := snap.Source
-	if src == "" {
-		return nil
-	}
-	key := sha256.Sum256([]byte(src))
-	runGraphs.mu.Lock()
-	g, ok := runGraphs.m[key]
-	runGraphs.mu.Unlock()
-	if ok {
-		return g
-	}
-	wf, _, _ := yamlflow.Parse(snap.File, []byte(src))
-	if wf == nil {
-		return nil
-	}
-	g = yamlGraphJSON(wf)
-	runGraphs.mu.Lock()
-	if len(runGraphs.m) >= yamlRunGraphCache {
-		for k := range runGraphs.m { // drop any one: good enough for a small cache
-			delete(runGraphs.m, k)
-			break
-		}
-	}
-	runGraphs.m[key] = g
-	runGraphs.mu.Unlock()
-	return g
 }
