@@ -266,7 +266,18 @@ func (v *env) dial(path string, hdr http.Header) (*websocket.Conn, *http.Respons
 	if v.token != "" && hdr.Get("Authorization") == "" && hdr.Get("Cookie") == "" {
 		hdr.Set("Authorization", "Bearer "+v.token)
 	}
-	return websocket.DefaultDialer.Dial(u, hdr)
+	c, res, err := websocket.DefaultDialer.Dial(u, hdr)
+	if res != nil {
+		p, _, _ := strings.Cut(path, "?")
+		var body []byte
+		if err != nil && res.Body != nil {
+			body, _ = io.ReadAll(res.Body)
+		}
+		if verr := specViolation(http.MethodGet, p, res.StatusCode, body); verr != nil {
+			v.t.Errorf("websocket handshake: %v", verr)
+		}
+	}
+	return c, res, err
 }
 
 func (v *env) mustDial(path string) *websocket.Conn {
@@ -437,43 +448,66 @@ func jsonPointerEscape(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
+// specCovered records the operations (method and path template) and
+// statuses whose real answers were checked against the document; TestMain
+// reports the operations no test exercised.
+var (
+	specCoveredMu sync.Mutex
+	specCovered   = map[string]map[string]bool{} // "get /api/runs/{id}" -> statuses
+)
+
 // checkAgainstSpec fails the test if an API answer's status is not
 // documented for its operation or its JSON body does not match the
 // documented schema.
 func checkAgainstSpec(t testing.TB, method, path string, r *response) {
 	t.Helper()
+	if err := specViolation(method, path, r.status, r.body); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// specViolation checks one answer against the OpenAPI document: nil when
+// it conforms (or is not an API answer).
+func specViolation(method, path string, status int, body []byte) error {
 	specOnce.Do(loadSpec)
 	if specErr != nil {
-		t.Fatalf("openapi: %v", specErr)
+		return fmt.Errorf("openapi: %v", specErr)
 	}
 	if !strings.HasPrefix(path, "/api/") && path != "/metrics" && path != "/login" && path != "/logout" {
-		return // the UI
+		return nil // the UI
 	}
 	tmpl, ok := matchSpecPath(path)
 	if !ok {
-		if r.status == http.StatusNotFound || r.status == http.StatusUnauthorized || r.status == http.StatusForbidden {
-			return // unknown API path
+		if status == http.StatusNotFound || status == http.StatusUnauthorized || status == http.StatusForbidden {
+			return nil // unknown API path
 		}
-		t.Fatalf("%s %s answered %d but is not in the OpenAPI document", method, path, r.status)
+		return fmt.Errorf("%s %s answered %d but is not in the OpenAPI document", method, path, status)
 	}
 	op, ok := specDoc["paths"].(map[string]any)[tmpl].(map[string]any)[strings.ToLower(method)].(map[string]any)
 	if !ok {
-		if r.status == http.StatusMethodNotAllowed {
-			return
+		if status == http.StatusMethodNotAllowed {
+			return nil
 		}
-		t.Fatalf("%s %s (%s) answered %d but the method is not documented", method, path, tmpl, r.status)
+		return fmt.Errorf("%s %s (%s) answered %d but the method is not documented", method, path, tmpl, status)
 	}
-	status := fmt.Sprint(r.status)
-	resp, ok := op["responses"].(map[string]any)[status].(map[string]any)
+	code := fmt.Sprint(status)
+	resp, ok := op["responses"].(map[string]any)[code].(map[string]any)
 	if !ok {
-		t.Fatalf("%s %s answered %d, which the OpenAPI document does not list for %s: %s", method, path, r.status, tmpl, r.body)
+		return fmt.Errorf("%s %s answered %d, which the OpenAPI document does not list for %s: %s", method, path, status, tmpl, body)
 	}
+	specCoveredMu.Lock()
+	key := strings.ToLower(method) + " " + tmpl
+	if specCovered[key] == nil {
+		specCovered[key] = map[string]bool{}
+	}
+	specCovered[key][code] = true
+	specCoveredMu.Unlock()
 	content, _ := resp["content"].(map[string]any)
-	if _, isJSON := content["application/json"]; !isJSON || len(r.body) == 0 {
-		return
+	if _, isJSON := content["application/json"]; !isJSON || len(body) == 0 {
+		return nil
 	}
 	loc := fmt.Sprintf("%s#/paths/%s/%s/responses/%s/content/application~1json/schema",
-		specURL, jsonPointerEscape(tmpl), strings.ToLower(method), status)
+		specURL, jsonPointerEscape(tmpl), strings.ToLower(method), code)
 	schemaMu.Lock()
 	sch, ok := schemaCache[loc]
 	if !ok {
@@ -481,18 +515,47 @@ func checkAgainstSpec(t testing.TB, method, path string, r *response) {
 		sch, err = specCompiler.Compile(loc)
 		if err != nil {
 			schemaMu.Unlock()
-			t.Fatalf("compile %s: %v", loc, err)
+			return fmt.Errorf("compile %s: %v", loc, err)
 		}
 		schemaCache[loc] = sch
 	}
 	schemaMu.Unlock()
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(r.body))
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
 	if err != nil {
-		t.Fatalf("%s %s: body is not JSON: %v: %s", method, path, err, r.body)
+		return fmt.Errorf("%s %s: body is not JSON: %v: %s", method, path, err, body)
 	}
 	if err := sch.Validate(inst); err != nil {
-		t.Fatalf("%s %s %d does not match the OpenAPI schema: %v\nbody: %s", method, path, r.status, err, truncate(string(r.body), 2000))
+		return fmt.Errorf("%s %s %d does not match the OpenAPI schema: %v\nbody: %s", method, path, status, err, truncate(string(body), 2000))
 	}
+	return nil
+}
+
+// uncoveredOperations lists the documented operations whose success
+// answer no test checked against the document.
+func uncoveredOperations() []string {
+	specOnce.Do(loadSpec)
+	var out []string
+	for tmpl, ops := range specDoc["paths"].(map[string]any) {
+		for m, op := range ops.(map[string]any) {
+			if m == "parameters" {
+				continue
+			}
+			covered := false
+			specCoveredMu.Lock()
+			for code := range specCovered[m+" "+tmpl] {
+				if strings.HasPrefix(code, "2") || code == "101" {
+					covered = true
+				}
+			}
+			specCoveredMu.Unlock()
+			_ = op
+			if !covered {
+				out = append(out, m+" "+tmpl)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // emitEvents writes n events for a run straight into the store, as the

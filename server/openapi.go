@@ -312,7 +312,7 @@ func paths() obj {
 			"parameters": []obj{runIDParamDoc},
 			"get": operation{"runEventsWS", "Websocket: every stored event with seq > after, then live events, one JSON Event per text message, in seq order without gaps. Closed with 1000 after the terminal event; 4000 \"too slow; reconnect with after=<seq>\" for a client that fell behind; 1001 on shutdown.",
 				[]obj{afterParamDoc}, nil,
-				withErrors(obj{"101": wsResp("Switching to the websocket protocol")}, "400", "404")}.build(),
+				withErrors(obj{"101": wsResp("Switching to the websocket protocol")}, "400", "404", "503")}.build(),
 		},
 		"/api/runs/{id}/approvals/{nodeId}": obj{
 			"parameters": []obj{runIDParamDoc, pathParam("nodeId", "The waiting node.")},
@@ -330,7 +330,7 @@ func paths() obj {
 				withErrors(obj{"200": resp("The run", ref("Run"))}, "400", "404", "409")}.build(),
 		},
 		"/api/ws": obj{"get": operation{"statusWS", "Websocket: a StatusMessage per run status change, for run lists.", nil, nil,
-			withErrors(obj{"101": wsResp("Switching to the websocket protocol")}, "400")}.build()},
+			withErrors(obj{"101": wsResp("Switching to the websocket protocol")}, "400", "503")}.build()},
 
 		"/api/run": obj{"post": operation{"compatRun", "Compatibility: run a graph until it pauses or ends, then answer with its state.", nil,
 			body(ref("CompatRun")),

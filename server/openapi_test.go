@@ -129,3 +129,60 @@ func TestOpenAPIParametersMatchPaths(t *testing.T) {
 		}
 	}
 }
+
+// The compatibility streams answer text/event-stream as documented; their
+// answers count toward the document's coverage like any other.
+func TestStreamsConformToOpenAPI(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	r := v.must(http.StatusOK, "POST", "/api/run-stream", map[string]any{"graph": approvalGraph()}, nil)
+	first, _, _ := strings.Cut(string(r.body), "\n")
+	var start struct {
+		RunID string `json:"runId"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(first, "data: ")), &start); err != nil || start.RunID == "" {
+		t.Fatalf("first message %q: %v", first, err)
+	}
+	v.must(http.StatusOK, "POST", "/api/resume-stream", map[string]any{"runId": start.RunID, "input": map[string]any{"decision": "approve"}}, nil)
+}
+
+// The conformance check catches answers that drift from the document: a
+// real answer passes, and the same answer with a field of the wrong type,
+// a required field missing or an undocumented status fails.
+func TestOpenAPICatchesWrongResponses(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	var run struct {
+		RunID string `json:"runId"`
+	}
+	v.must(http.StatusCreated, "POST", "/api/runs", map[string]any{"graph": noAgentGraph()}, &run)
+	path := "/api/runs/" + run.RunID
+	r := v.must(http.StatusOK, "GET", path, nil, nil)
+	if err := specViolation("GET", path, 200, r.body); err != nil {
+		t.Fatalf("the real answer fails: %v", err)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(r.body, &body); err != nil {
+		t.Fatal(err)
+	}
+	mutate := func(name string, f func(m map[string]any)) {
+		m := map[string]any{}
+		for k, val := range body {
+			m[k] = val
+		}
+		f(m)
+		raw, _ := json.Marshal(m)
+		err := specViolation("GET", path, 200, raw)
+		if err == nil {
+			t.Errorf("%s: not caught", name)
+			return
+		}
+		t.Logf("%s: caught: %.200s", name, err)
+	}
+	mutate("status as a number", func(m map[string]any) { m["status"] = 42 })
+	mutate("runId missing", func(m map[string]any) { delete(m, "runId") })
+	mutate("nodes as a string", func(m map[string]any) { m["nodes"] = "none" })
+	if err := specViolation("GET", path, http.StatusTeapot, r.body); err == nil {
+		t.Error("an undocumented status was not caught")
+	}
+}
