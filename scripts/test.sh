@@ -48,6 +48,20 @@ check_tidy() {
 # staticcheck is pinned; go run fetches it from the module proxy once.
 check_staticcheck() { go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...; }
 
+# The UI's API types are generated from web/src/api/openapi.json (which a Go
+# test keeps equal to the server's document): regenerate and compare.
+check_api_types() {
+  local gen=web/src/api/schema.gen.ts saved
+  saved=$(mktemp)
+  cp "$gen" "$saved"
+  if ! npm run --silent gen:api >/dev/null; then rm -f "$saved"; return 1; fi
+  if ! cmp -s "$gen" "$saved"; then
+    echo "$gen is stale: run npm run gen:api and commit it"; diff "$saved" "$gen" | head -20
+    cp "$saved" "$gen"; rm -f "$saved"; return 1
+  fi
+  rm -f "$saved"
+}
+
 stage "go vet" go vet ./...
 stage "gofmt" check_gofmt
 stage "go mod tidy" check_tidy
@@ -81,6 +95,7 @@ esac
 
 if [ "$mode" = full ] && [ -f web/package.json ] && [ "${SWITCHYARD_SKIP_WEB:-}" != "1" ]; then
   stage "web: npm ci" npm ci --no-audit --no-fund
+  stage "web: API types match the OpenAPI document" check_api_types
   stage "web: typecheck" npm run typecheck:web
   stage "web: unit tests" npm run test:web
   if [ ! -x /usr/bin/chromium ]; then

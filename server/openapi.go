@@ -107,6 +107,8 @@ func schemas() obj {
 	problem := object([]string{"code", "severity", "message"}, obj{
 		"code": str(), "severity": obj{"enum": []string{"error", "warning"}}, "message": str(),
 		"nodeId": str(), "edgeId": str(),
+		"field": obj{"type": "string", "description": "YAML workflows: the dotted field path inside the node or file"},
+		"line":  obj{"type": "integer", "description": "YAML workflows: the 1-based line"},
 	})
 	status := obj{"enum": []string{"pending", "running", "paused", "completed", "failed", "cancelled", "interrupted"}}
 	pending := object([]string{"nodeId", "prompt", "input", "since"}, obj{

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
+	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -184,5 +186,36 @@ func TestOpenAPICatchesWrongResponses(t *testing.T) {
 	mutate("nodes as a string", func(m map[string]any) { m["nodes"] = "none" })
 	if err := specViolation("GET", path, http.StatusTeapot, r.body); err == nil {
 		t.Error("an undocumented status was not caught")
+	}
+}
+
+// The OpenAPI document is checked in at web/src/api/openapi.json, from
+// which tools/apigen generates the UI's API types (schema.gen.ts). This
+// test fails when the two drift; SWITCHYARD_UPDATE_OPENAPI=1 rewrites the
+// file (then run `npm run gen:api` for the types).
+func TestOpenAPIFileIsCurrent(t *testing.T) {
+	t.Parallel()
+	raw, err := buildOpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, raw, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	pretty.WriteByte('\n')
+	const file = "../web/src/api/openapi.json"
+	if os.Getenv("SWITCHYARD_UPDATE_OPENAPI") != "" {
+		if err := os.WriteFile(file, pretty.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	have, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (run SWITCHYARD_UPDATE_OPENAPI=1 go test ./server -run TestOpenAPIFileIsCurrent)", err)
+	}
+	if !bytes.Equal(have, pretty.Bytes()) {
+		t.Fatalf("%s is stale: run SWITCHYARD_UPDATE_OPENAPI=1 go test ./server -run TestOpenAPIFileIsCurrent, then npm run gen:api", file)
 	}
 }

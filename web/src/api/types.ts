@@ -1,6 +1,12 @@
+// API types. Those the server's OpenAPI document describes exactly come
+// from schema.gen.ts, generated from it (npm run gen:api); the rest are
+// the UI's narrower views of answers.
 import type { Graph } from '../graph/types';
+import type { components } from './schema.gen';
 
-export type WorkflowKind = 'graph' | 'yaml';
+type Schemas = components['schemas'];
+
+export type WorkflowKind = Schemas['Workflow']['kind'];
 
 export type WorkflowSummary = {
   id: string;
@@ -22,19 +28,13 @@ export type WorkflowVersion = {
   graph?: Graph;
 };
 
-export type Severity = 'error' | 'warning';
+export type Problem = Schemas['Problem'];
 
-export type Problem = {
-  code: string;
-  severity: Severity;
-  message: string;
-  nodeId?: string;
-  edgeId?: string;
-};
+export type Severity = Problem['severity'];
 
-export type ValidateResult = { valid: boolean; problems: Problem[] };
+export type ValidateResult = Schemas['ValidateResult'];
 
-export type RunStatus = 'pending' | 'running' | 'paused' | 'completed' | 'failed' | 'cancelled' | 'interrupted';
+export type RunStatus = Schemas['RunStatus'];
 
 export const TERMINAL_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'interrupted'];
 
@@ -42,7 +42,7 @@ export function isTerminal(s: string | undefined): boolean {
   return (TERMINAL_STATUSES as readonly string[]).includes(s ?? '');
 }
 
-export type PendingApproval = { nodeId: string; prompt: string; input: string; since: string };
+export type PendingApproval = Schemas['PendingApproval'];
 
 export type Run = {
   runId: string;
