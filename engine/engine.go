@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchyard/switchyard/graph"
 	"github.com/switchyard/switchyard/llm"
+	"github.com/switchyard/switchyard/yamlflow"
 )
 
 // Config configures an Engine. Zero values pick the defaults.
@@ -24,6 +25,9 @@ type Config struct {
 	Store Store
 	// LLM answers agent and prompt nodes; nil means no LLM configured.
 	LLM *llm.Client
+	// Claude runs nodes with provider claude (Anthropic's
+	// OpenAI-compatible endpoint); nil: such nodes fail with ErrNoClaude.
+	Claude *llm.Client
 	// MaxParallel caps the nodes of one run executing at once (default 16).
 	MaxParallel int
 	// MaxLLMCalls caps concurrent LLM calls across all runs (default 64).
@@ -131,6 +135,26 @@ func New(cfg Config) (*Engine, error) {
 
 // Store returns the engine's store.
 func (e *Engine) Store() Store { return e.store }
+
+// Claude returns the client of provider claude, or ErrNoClaude.
+func (e *Engine) Claude() (*llm.Client, error) {
+	if e.cfg.Claude == nil {
+		return nil, ErrNoClaude
+	}
+	return e.cfg.Claude, nil
+}
+
+// HasProvider reports whether nodes of provider p (see yamlflow.ProviderFor)
+// can run here.
+func (e *Engine) HasProvider(p string) bool {
+	switch p {
+	case "", yamlflow.ProviderOpenAI:
+		return e.cfg.LLM != nil
+	case yamlflow.ProviderClaude:
+		return e.cfg.Claude != nil
+	}
+	return false
+}
 
 // LLM returns the configured LLM, or ErrNoLLM.
 func (e *Engine) LLM() (*llm.Client, error) {

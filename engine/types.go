@@ -169,6 +169,7 @@ var (
 	ErrNotPaused       = errors.New("run is not paused")
 	ErrInvalidDecision = errors.New("decision must be approve or reject")
 	ErrNoLLM           = llm.ErrNotConfigured
+	ErrNoClaude        = errors.New("provider claude is not configured: set ANTHROPIC_API_KEY")
 	ErrInvalidWorkflow = errors.New("invalid workflow")
 	ErrTerminal        = errors.New("run has already ended")
 	// ErrLeaseLost: this process no longer holds the run's lease.

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/switchyard/switchyard/internal/fakeopenai"
+	"github.com/switchyard/switchyard/llm"
 	"github.com/switchyard/switchyard/yamlflow"
 )
 
@@ -99,32 +101,6 @@ func TestYAMLContextShared(t *testing.T) {
 	}
 	if ns["second"].Output != "re: two" {
 		t.Errorf("second output %q", ns["second"].Output)
-	}
-}
-
-func TestYAMLUnsupportedProvider(t *testing.T) {
-	e, _, srv := yamlLLMEngine(t)
-	src := "name: t\ndescription: d\nprovider: claude\nmodel: haiku\nnodes:\n" + `
-  - id: a
-    prompt: hi
-  - id: b
-    provider: openai
-    model: gpt-4o
-    prompt: hi
-`
-	run, ns := runYAMLT(t, e, src, "")
-	if run.Status != StatusFailed {
-		t.Fatalf("run %s", run.Status)
-	}
-	want := `provider "claude" is not supported; Switchyard ships the OpenAI-compatible provider`
-	if !strings.Contains(ns["a"].Error, want) {
-		t.Errorf("a error %q", ns["a"].Error)
-	}
-	if ns["b"].Status != NodeCompleted {
-		t.Errorf("b: %+v", ns["b"])
-	}
-	if n := len(srv.Requests()); n != 1 {
-		t.Errorf("%d LLM requests, want 1", n)
 	}
 }
 
@@ -578,4 +554,62 @@ func TestEveryYAMLKindIsRegistered(t *testing.T) {
 			t.Errorf("YAML node kind %q has no executor in kinds.go", k)
 		}
 	}
+}
+
+// provider: claude (and Claude model names) go to the Claude client with
+// Anthropic's model ids; other nodes to the default one. Without a Claude
+// client such workflows do not start, naming the key; providers
+// Switchyard does not ship do not start either.
+func TestYAMLClaudeProvider(t *testing.T) {
+	t.Parallel()
+	openaiSrv := fakeopenai.StartT(t)
+	claudeSrv := fakeopenai.StartT(t)
+	mk := func(url string) *llm.Client {
+		c, err := llm.New(llm.Config{BaseURL: url, APIKey: "k", RetryBase: 5 * time.Millisecond, MaxAttempts: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	e, _ := newTestEngine(t, Config{LLM: mk(openaiSrv.URL()), Claude: mk(claudeSrv.URL())})
+	src := "name: t\ndescription: d\nprovider: claude\nmodel: sonnet\nnodes:\n" +
+		"  - id: a\n    prompt: one\n" +
+		"  - id: b\n    depends_on: [a]\n    model: anthropic/claude-haiku-4-5\n    prompt: two\n" +
+		"  - id: c\n    depends_on: [b]\n    provider: openai\n    model: gpt-5-mini\n    prompt: three\n"
+	run, ns := runYAMLT(t, e, src, "")
+	if run.Status != StatusCompleted {
+		t.Fatalf("run %s: %+v", run.Status, ns)
+	}
+	var claudeModels, openaiModels []string
+	for _, r := range claudeSrv.Requests() {
+		claudeModels = append(claudeModels, r.Model)
+	}
+	for _, r := range openaiSrv.Requests() {
+		openaiModels = append(openaiModels, r.Model)
+	}
+	if !slices.Equal(claudeModels, []string{"claude-sonnet-4-5", "claude-haiku-4-5"}) || !slices.Equal(openaiModels, []string{"gpt-5-mini"}) {
+		t.Fatalf("claude got %v, openai got %v", claudeModels, openaiModels)
+	}
+
+	noClaude, _ := newTestEngine(t, Config{LLM: mk(openaiSrv.URL())})
+	if err := noClaude.ProviderBlocker(mustParseYAML(t, src)); !errors.Is(err, ErrNoClaude) || !strings.Contains(err.Error(), `node "a"`) {
+		t.Fatalf("blocker without claude: %v", err)
+	}
+	if _, err := noClaude.StartYAML(context.Background(), "", []byte(src), StartOptions{}); !errors.Is(err, ErrNoClaude) ||
+		!strings.Contains(err.Error(), "ANTHROPIC_API_KEY") {
+		t.Fatalf("start without claude: %v", err)
+	}
+	pi := "name: t\ndescription: d\nnodes:\n  - id: a\n    provider: pi\n    prompt: one\n"
+	if _, err := e.StartYAML(context.Background(), "", []byte(pi), StartOptions{}); !errors.Is(err, ErrProviderUnsupported) {
+		t.Fatalf("start with pi: %v", err)
+	}
+}
+
+func mustParseYAML(t *testing.T, src string) *yamlflow.Workflow {
+	t.Helper()
+	wf, _, err := ParseYAMLWorkflow("t.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wf
 }

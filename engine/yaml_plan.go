@@ -98,6 +98,9 @@ func (e *Engine) StartYAML(ctx context.Context, file string, source []byte, opt 
 	if err != nil {
 		return nil, err
 	}
+	if err := e.ProviderBlocker(wf); err != nil {
+		return nil, err
+	}
 	cfg := yamlConfig{
 		ScriptsDir:  os.Getenv(EnvScriptsDir),
 		CommandsDir: os.Getenv(EnvCommandsDir),

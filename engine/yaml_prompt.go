@@ -69,17 +69,51 @@ func contextFor(x *Exec, spec *yamlSpec) []llm.Message {
 	return append([]llm.Message(nil), h...)
 }
 
-// resolveProvider refuses providers other than the OpenAI-compatible one.
-func resolveProvider(spec *yamlSpec) error {
-	p := spec.n.Provider
-	if p == "" {
-		p = spec.rs.wf.Provider
+// resolveProvider picks the client and model of an AI node: the default
+// (OpenAI-compatible) provider, or Claude through Anthropic's
+// OpenAI-compatible endpoint (model aliases mapped); other providers are
+// refused.
+func resolveProvider(x *Exec, spec *yamlSpec) (*llm.Client, string, error) {
+	model := spec.n.Model
+	if model == "" {
+		model = spec.rs.wf.Model
 	}
-	switch strings.ToLower(strings.TrimSpace(p)) {
-	case "", "openai":
-		return nil
+	switch p := yamlflow.ProviderFor(spec.rs.wf, spec.n); p {
+	case "", yamlflow.ProviderOpenAI:
+		client, err := x.Engine().LLM()
+		if err != nil {
+			return nil, "", permanent(err)
+		}
+		return client, model, nil
+	case yamlflow.ProviderClaude:
+		client, err := x.Engine().Claude()
+		if err != nil {
+			return nil, "", permanent(err)
+		}
+		return client, yamlflow.ClaudeModel(model), nil
+	default:
+		return nil, "", permanent(&providerError{p})
 	}
-	return permanent(&providerError{p})
+}
+
+// ProviderBlocker is why wf cannot run here, or nil: an AI node whose
+// provider Switchyard does not ship (ErrProviderUnsupported), or whose
+// provider is claude while no Anthropic key is configured (ErrNoClaude).
+// Nodes of the default provider are not checked: without an LLM they fail
+// when they run, as drawn agents do.
+func (e *Engine) ProviderBlocker(wf *yamlflow.Workflow) error {
+	for _, n := range wf.Nodes {
+		if !n.IsAI() {
+			continue
+		}
+		switch p := yamlflow.ProviderFor(wf, n); {
+		case !yamlflow.Shipped(p):
+			return fmt.Errorf("node %q: %w", n.ID, &providerError{p})
+		case p == yamlflow.ProviderClaude && !e.HasProvider(p):
+			return fmt.Errorf("node %q: %w", n.ID, ErrNoClaude)
+		}
+	}
+	return nil
 }
 
 // providerError names a provider Switchyard does not ship; it matches
@@ -87,7 +121,7 @@ func resolveProvider(spec *yamlSpec) error {
 type providerError struct{ provider string }
 
 func (e *providerError) Error() string {
-	return fmt.Sprintf("provider %q is not supported; Switchyard ships the OpenAI-compatible provider", e.provider)
+	return fmt.Sprintf("provider %q is not supported; Switchyard ships the OpenAI-compatible provider and claude", e.provider)
 }
 
 func (e *providerError) Is(target error) bool { return target == ErrProviderUnsupported }
@@ -97,16 +131,9 @@ func (e *providerError) Is(target error) bool { return target == ErrProviderUnsu
 // conversation is kept for nodes that continue it (context: shared).
 func llmTurn(ctx context.Context, x *Exec, spec *yamlSpec, vars *yamlVars, history []llm.Message, user string, data map[string]any) (string, error) {
 	n := spec.n
-	if err := resolveProvider(spec); err != nil {
-		return "", err
-	}
-	client, err := x.Engine().LLM()
+	client, model, err := resolveProvider(x, spec)
 	if err != nil {
-		return "", permanent(err)
-	}
-	model := n.Model
-	if model == "" {
-		model = spec.rs.wf.Model
+		return "", err
 	}
 	msgs := history
 	if len(msgs) == 0 {

@@ -57,7 +57,31 @@ func ConfigFromEnv() (cfg Config, ok bool) {
 	return cfg, cfg.APIKey != "" || cfg.BaseURL != ""
 }
 
-// LLM talks to an OpenAI-compatible server through openai-go.
+// Anthropic's OpenAI-compatible endpoint and the model Claude nodes use
+// when they name none.
+const (
+	ClaudeBaseURL      = "https://api.anthropic.com/v1/"
+	DefaultClaudeModel = "claude-sonnet-4-5"
+)
+
+// ClaudeConfigFromEnv reads ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL (default
+// Anthropic's OpenAI-compatible endpoint) and SWITCHYARD_CLAUDE_MODEL. ok
+// is false without a key (a base URL alone counts, for local stand-ins).
+func ClaudeConfigFromEnv() (cfg Config, ok bool) {
+	cfg.APIKey = os.Getenv("ANTHROPIC_API_KEY")
+	cfg.BaseURL = os.Getenv("ANTHROPIC_BASE_URL")
+	ok = cfg.APIKey != "" || cfg.BaseURL != ""
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = ClaudeBaseURL
+	}
+	cfg.DefaultModel = os.Getenv("SWITCHYARD_CLAUDE_MODEL")
+	if cfg.DefaultModel == "" {
+		cfg.DefaultModel = DefaultClaudeModel
+	}
+	return cfg, ok
+}
+
+// Client talks to an OpenAI-compatible server through openai-go.
 type Client struct {
 	cfg    Config
 	client openai.Client

@@ -53,6 +53,9 @@ type Workflow struct {
 	Path string `json:"path,omitempty"`
 	// ReadOnly marks workflows the API cannot save (files).
 	ReadOnly bool `json:"readOnly,omitempty"`
+	// RunBlocker says why a source workflow cannot run here (its errors,
+	// a provider that is not configured or not shipped); "" if it can.
+	RunBlocker string `json:"runBlocker,omitempty"`
 	// Problems of a source workflow (YAML file): its loader diagnostics,
 	// file:line in the messages. Lists carry only the errors, which keep
 	// it from running.

@@ -86,7 +86,9 @@ func engineErr(err error) error {
 		return newErr(http.StatusConflict, CodeConflict, "%s", oneLine(err))
 	case errors.Is(err, engine.ErrInvalidWorkflow):
 		return newErr(http.StatusBadRequest, CodeBadRequest, "%s", oneLine(err))
-	case errors.Is(err, engine.ErrNoLLM):
+	case errors.Is(err, engine.ErrProviderUnsupported):
+		return newErr(http.StatusBadRequest, CodeBadRequest, "%s", oneLine(err))
+	case errors.Is(err, engine.ErrNoLLM), errors.Is(err, engine.ErrNoClaude):
 		return newErr(http.StatusServiceUnavailable, CodeNoLLM, "%s", oneLine(err))
 	case errors.Is(err, store.ErrClosed):
 		return newErr(http.StatusServiceUnavailable, CodeUnavailable, "the server is shutting down")

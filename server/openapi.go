@@ -133,6 +133,7 @@ func schemas() obj {
 		"id": str(), "name": str(), "description": str(), "kind": obj{"enum": []string{"graph", "yaml"}},
 		"version": obj{"type": "integer"}, "graph": ref("Graph"), "source": str(), "path": str(),
 		"readOnly": obj{"type": "boolean"}, "createdAt": dateTime(), "updatedAt": dateTime(),
+		"runBlocker": obj{"type": "string", "description": "YAML workflows: why the workflow cannot run here (its errors, a provider that is not configured or not shipped); absent if it can."},
 		"problems": obj{"type": "array", "items": ref("Problem"),
 			"description": "YAML workflows: loader problems (file:line in messages); lists carry only the errors, which keep the file from running."},
 	}

@@ -43,7 +43,7 @@ func (y *YAMLWorkflows) Dir() string { return y.f.Dir() }
 
 func yamlWorkflow(w yamldir.Workflow) Workflow {
 	return Workflow{ID: w.ID, Name: w.Name, Description: w.Description, Kind: engine.KindYAML, Version: 1,
-		Graph: w.Graph, Source: w.Source, Path: w.Path, ReadOnly: true, Problems: w.Problems,
+		Graph: w.Graph, Source: w.Source, Path: w.Path, ReadOnly: true, Problems: w.Problems, RunBlocker: w.RunBlocker,
 		CreatedAt: w.ModTime, UpdatedAt: w.ModTime}
 }
 

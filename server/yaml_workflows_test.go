@@ -993,3 +993,49 @@ func TestYAMLWorkflowsRefuseSymlinksOut(t *testing.T) {
 		t.Errorf("a plain subfolder: %v", err)
 	}
 }
+
+// A YAML workflow whose provider is not configured (claude without
+// ANTHROPIC_API_KEY) or not shipped (pi) lists with the reason it cannot
+// run, and starting it is refused with that reason; a broken file's
+// reason is its first error.
+func TestYAMLRunBlockerNamesTheReason(t *testing.T) {
+	t.Parallel()
+	var eng *engine.Engine
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"claude.yaml": "name: C\ndescription: d\nprovider: claude\nnodes:\n  - id: a\n    prompt: hi\n",
+		"pi.yaml":     "name: P\ndescription: d\nnodes:\n  - id: a\n    provider: pi\n    prompt: hi\n",
+		"fine.yaml":   greeterYAML,
+		"broken.yaml": brokenYAML,
+	})
+	src, err := NewYAMLWorkflows(dir, YAMLOptions{WorkDir: t.TempDir(), Blocker: func(wf *yamlflow.Workflow) error { return eng.ProviderBlocker(wf) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newEnv(t, func(o *envOpts) { o.source = src })
+	eng = v.e
+	var list []Workflow
+	v.must(http.StatusOK, "GET", "/api/workflows", nil, &list)
+	blockers := map[string]string{}
+	for _, w := range list {
+		blockers[w.ID] = w.RunBlocker
+	}
+	if !strings.Contains(blockers["yaml.claude.yaml"], "ANTHROPIC_API_KEY") || !strings.Contains(blockers["yaml.pi.yaml"], `provider "pi" is not supported`) ||
+		blockers["yaml.fine.yaml"] != "" || !strings.Contains(blockers["yaml.broken.yaml"], "errors") {
+		t.Fatalf("blockers %q", blockers)
+	}
+	var w Workflow
+	v.must(http.StatusOK, "GET", "/api/workflows/yaml.claude.yaml", nil, &w)
+	if w.RunBlocker != blockers["yaml.claude.yaml"] {
+		t.Fatalf("GET blocker %q", w.RunBlocker)
+	}
+	var e errorBody
+	v.must(http.StatusServiceUnavailable, "POST", "/api/runs", map[string]any{"workflowId": "yaml.claude.yaml"}, &e)
+	if e.Error.Code != CodeNoLLM || !strings.Contains(e.Error.Message, "ANTHROPIC_API_KEY") {
+		t.Fatalf("claude run: %+v", e.Error)
+	}
+	v.must(http.StatusBadRequest, "POST", "/api/runs", map[string]any{"workflowId": "yaml.pi.yaml"}, &e)
+	if !strings.Contains(e.Error.Message, `"pi"`) {
+		t.Fatalf("pi run: %+v", e.Error)
+	}
+}

@@ -47,6 +47,9 @@ type Workflow struct {
 	Source string
 	// Graph is the canvas projection (yamlflow.CanvasJSON); nil in lists.
 	Graph json.RawMessage
+	// RunBlocker says why the workflow cannot run here ("" if it can):
+	// its errors, or Options.Blocker's reason.
+	RunBlocker string
 	// Problems are the loader's; lists carry only the errors, which keep
 	// the workflow from running.
 	Problems []graph.Problem
@@ -79,6 +82,9 @@ type Options struct {
 	// script nodes, .switchyard/commands); "" keeps the directory the
 	// server gives (its working directory).
 	WorkDir string
+	// Blocker, if set, says why a workflow without errors cannot run here
+	// (e.g. engine.ProviderBlocker: a provider that is not configured).
+	Blocker func(*yamlflow.Workflow) error
 	// Start is passed to every engine.StartYAML (scripts folder, ...).
 	// Unset folders come from the environment, as for `switchyard run`.
 	Start []engine.YAMLOption
@@ -101,6 +107,7 @@ type Folder struct {
 	log     *slog.Logger
 	workDir string
 	start   []engine.YAMLOption
+	blocker func(*yamlflow.Workflow) error
 
 	mu    sync.Mutex
 	cache map[string]*entry // by absolute file path
@@ -114,6 +121,7 @@ type entry struct {
 
 	name, description string
 	problems          []graph.Problem
+	blocker           string
 	graph             json.RawMessage
 }
 
@@ -135,7 +143,7 @@ func New(dir string, o Options) (*Folder, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Folder{dir: filepath.Clean(dir), absDir: abs, log: o.Logger, workDir: o.WorkDir, start: o.Start,
+	return &Folder{dir: filepath.Clean(dir), absDir: abs, log: o.Logger, workDir: o.WorkDir, start: o.Start, blocker: o.Blocker,
 		cache: map[string]*entry{}}, nil
 }
 
@@ -377,7 +385,7 @@ func (y *Folder) workflow(f file, ent *entry) Workflow {
 	if strings.TrimSpace(name) == "" {
 		name = strings.TrimSuffix(strings.TrimSuffix(pathBase(f.rel), ".yaml"), ".yml")
 	}
-	return Workflow{ID: f.id(), Name: name, Description: ent.description,
+	return Workflow{ID: f.id(), Name: name, Description: ent.description, RunBlocker: ent.blocker,
 		Graph: ent.graph, Path: y.display(f.rel), ModTime: f.fi.ModTime().UTC()}
 }
 
@@ -419,6 +427,14 @@ func (y *Folder) entryBySource(f file, src []byte) *entry {
 	}
 	wf, diags, _ := yamlflow.Parse(y.display(f.rel), src)
 	ent.problems = yamlflow.Problems(diags)
+	switch {
+	case graph.HasErrors(ent.problems):
+		ent.blocker = fmt.Sprintf("The file has errors: %s", firstError(ent.problems))
+	case wf != nil && y.blocker != nil:
+		if err := y.blocker(wf); err != nil {
+			ent.blocker = err.Error()
+		}
+	}
 	if wf != nil {
 		ent.name, ent.description = wf.Name, wf.Description
 		ent.graph = yamlflow.CanvasJSON(wf)

@@ -61,6 +61,8 @@ const (
 	CodeInvalidTriggerRule     = "invalid_trigger_rule"
 	CodeInvalidRetry           = "invalid_retry"
 	CodeInvalidContext         = "invalid_context"
+	CodeUnknownProvider        = "unknown_provider"
+	CodeUnsupportedProvider    = "unsupported_provider" // a warning: loads, cannot run
 	CodeBadOutputFormat        = "bad_output_format"
 
 	// Graph.

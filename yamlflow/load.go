@@ -243,6 +243,7 @@ func (p *parser) parse(data []byte) *Workflow {
 		case "provider":
 			wf.Provider, _ = p.str(f, e.val)
 			wf.Provider = strings.TrimSpace(wf.Provider)
+			p.checkProvider(e.line, "", wf.Provider)
 		case "model":
 			wf.Model, _ = p.str(f, e.val)
 			wf.Model = strings.TrimSpace(wf.Model)
@@ -560,6 +561,7 @@ func (p *parser) parseAI(n *Node, f field, v *yaml.Node) {
 	case "provider":
 		s, _ := p.str(f, v)
 		n.Provider = strings.TrimSpace(s)
+		p.checkProvider(f.line, f.node, n.Provider)
 	case "systemPrompt":
 		n.SystemPrompt, _ = p.str(f, v)
 	case "effort":

@@ -515,3 +515,72 @@ nodes:
 		t.Error("TopoOrder(nil) != nil")
 	}
 }
+
+// Providers: Switchyard's (openai, claude) load quietly; Archon's others
+// load with a warning; unknown ones are errors with a did-you-mean.
+func TestProviders(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		provider, code, sev, msg string
+	}{
+		{"openai", "", "", ""},
+		{"claude", "", "", ""},
+		{"Claude", "", "", ""},
+		{"pi", CodeUnsupportedProvider, SeverityWarning, "cannot run"},
+		{"codex", CodeUnsupportedProvider, SeverityWarning, "cannot run"},
+		{"copilot", CodeUnsupportedProvider, SeverityWarning, "cannot run"},
+		{"claud", CodeUnknownProvider, SeverityError, `did you mean "claude"`},
+		{"gemini", CodeUnknownProvider, SeverityError, "unknown provider"},
+	}
+	for _, c := range cases {
+		for _, where := range []string{"top", "node"} {
+			src := "name: p\ndescription: d\nprovider: " + c.provider + "\nnodes:\n  - id: a\n    prompt: hi\n"
+			if where == "node" {
+				src = "name: p\ndescription: d\nnodes:\n  - id: a\n    provider: " + c.provider + "\n    prompt: hi\n"
+			}
+			_, diags, _ := Parse("p.yaml", []byte(src))
+			var got []Diagnostic
+			for _, d := range diags {
+				if d.Field == "provider" {
+					got = append(got, d)
+				}
+			}
+			if c.code == "" {
+				if len(got) != 0 {
+					t.Errorf("%s (%s): %v", c.provider, where, got)
+				}
+				continue
+			}
+			if len(got) != 1 || got[0].Code != c.code || got[0].Severity != c.sev || !strings.Contains(got[0].Message, c.msg) ||
+				got[0].Line == 0 || (where == "node") != (got[0].NodeID == "a") {
+				t.Errorf("%s (%s): %+v, want %s %s containing %q", c.provider, where, got, c.sev, c.code, c.msg)
+			}
+		}
+	}
+}
+
+func TestProviderFor(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ wfProvider, wfModel, provider, model, want string }{
+		{"", "", "", "", ""},
+		{"", "", "", "gpt-5-mini", ""},
+		{"", "", "", "sonnet", ProviderClaude},
+		{"", "", "", "claude-haiku-4-5", ProviderClaude},
+		{"", "", "", "anthropic/claude-haiku-4-5", ProviderClaude},
+		{"claude", "", "", "", ProviderClaude},
+		{"claude", "", "openai", "", ProviderOpenAI},
+		{"", "haiku", "", "", ProviderClaude},
+		{"pi", "", "", "", "pi"},
+	}
+	for _, c := range cases {
+		wf := &Workflow{Provider: c.wfProvider, Model: c.wfModel}
+		if got := ProviderFor(wf, &Node{Provider: c.provider, Model: c.model}); got != c.want {
+			t.Errorf("%+v: %q", c, got)
+		}
+	}
+	for in, want := range map[string]string{"haiku": "claude-haiku-4-5", "large": "claude-opus-4-1", "anthropic/claude-x": "claude-x", "claude-sonnet-4-5": "claude-sonnet-4-5", "": ""} {
+		if got := ClaudeModel(in); got != want {
+			t.Errorf("ClaudeModel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

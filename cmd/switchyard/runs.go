@@ -88,13 +88,9 @@ func openEnv(ctx context.Context, dataDir string, events io.Writer, stderr io.Wr
 		MaxParallel:   envInt("SWITCHYARD_MAX_PARALLEL", 0),
 		MaxLLMCalls:   envInt("SWITCHYARD_MAX_LLM_CALLS", 0),
 	}
-	if lc, ok := llm.ConfigFromEnv(); ok {
-		client, err := llm.New(lc)
-		if err != nil {
-			st.Close()
-			return nil, err
-		}
-		cfg.LLM = client
+	if _, err := llmFromEnv(&cfg); err != nil {
+		st.Close()
+		return nil, err
 	}
 	if events != nil {
 		// Print an event only once it is durable: a line the user saw is
@@ -476,4 +472,22 @@ func show(ctx context.Context, env *cliEnv, runID string, events bool, stdout, s
 		}
 	}
 	return exitOK
+}
+
+// llmFromEnv gives cfg the LLM clients the environment configures: the
+// OpenAI-compatible one (OPENAI_API_KEY / OPENAI_BASE_URL) and Claude
+// (ANTHROPIC_API_KEY). ok is false when there is no OpenAI-compatible one.
+func llmFromEnv(cfg *engine.Config) (ok bool, err error) {
+	if lc, has := llm.ConfigFromEnv(); has {
+		if cfg.LLM, err = llm.New(lc); err != nil {
+			return false, err
+		}
+		ok = true
+	}
+	if cc, has := llm.ClaudeConfigFromEnv(); has {
+		if cfg.Claude, err = llm.New(cc); err != nil {
+			return ok, fmt.Errorf("claude: %w", err)
+		}
+	}
+	return ok, nil
 }

@@ -18,14 +18,13 @@ import (
 
 	"github.com/switchyard/switchyard"
 	"github.com/switchyard/switchyard/engine"
-	"github.com/switchyard/switchyard/llm"
 	"github.com/switchyard/switchyard/server"
 	"github.com/switchyard/switchyard/store"
 )
 
 // workflowSourceFor is set by the YAML workflow support: it lists the
 // YAML workflows of dir beside the drawn ones (nil: none).
-var workflowSourceFor func(dir string, logger *slog.Logger) (server.WorkflowSource, error)
+var workflowSourceFor func(dir string, logger *slog.Logger, e *engine.Engine) (server.WorkflowSource, error)
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -185,13 +184,9 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 		MaxParallel:   o.maxParallel,
 		MaxLLMCalls:   o.maxLLM,
 	}
-	if lc, ok := llm.ConfigFromEnv(); ok {
-		client, err := llm.New(lc)
-		if err != nil {
-			return err
-		}
-		cfg.LLM = client
-	} else {
+	if ok, err := llmFromEnv(&cfg); err != nil {
+		return err
+	} else if !ok {
 		logger.Warn("no LLM configured: agent nodes will fail; set OPENAI_API_KEY or OPENAI_BASE_URL")
 	}
 	e, err := engine.New(cfg)
@@ -204,7 +199,7 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 
 	var src server.WorkflowSource
 	if workflowSourceFor != nil {
-		if src, err = workflowSourceFor(o.workflows, logger); err != nil {
+		if src, err = workflowSourceFor(o.workflows, logger, e); err != nil {
 			return fmt.Errorf("workflows folder %s: %w", o.workflows, err)
 		}
 	}

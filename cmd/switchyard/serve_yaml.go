@@ -3,6 +3,7 @@ package main
 import (
 	"log/slog"
 
+	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/server"
 )
 
@@ -16,11 +17,11 @@ func init() {
 	workflowSourceFor = yamlWorkflowSource
 }
 
-func yamlWorkflowSource(dir string, logger *slog.Logger) (server.WorkflowSource, error) {
+func yamlWorkflowSource(dir string, logger *slog.Logger, e *engine.Engine) (server.WorkflowSource, error) {
 	if dir == "" {
 		return nil, nil
 	}
-	src, err := server.NewYAMLWorkflows(dir, server.YAMLOptions{Logger: logger})
+	src, err := server.NewYAMLWorkflows(dir, server.YAMLOptions{Logger: logger, Blocker: e.ProviderBlocker})
 	if err != nil {
 		return nil, err
 	}

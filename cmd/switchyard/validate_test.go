@@ -352,3 +352,32 @@ func TestBinaryExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// validate warns of Claude nodes when ANTHROPIC_API_KEY is not set (the
+// file is valid: exit 0), and not once it is; an unshipped provider is a
+// warning from the loader, an unknown one an error.
+func TestValidateYAMLProviders(t *testing.T) {
+	dir := t.TempDir()
+	claude := writeFile(t, dir, "claude.yaml", "name: c\ndescription: d\nprovider: claude\nnodes:\n  - id: a\n    prompt: hi\n  - id: b\n    bash: echo\n")
+	pi := writeFile(t, dir, "pi.yaml", "name: p\ndescription: d\nnodes:\n  - id: a\n    provider: pi\n    prompt: hi\n")
+	typo := writeFile(t, dir, "typo.yaml", "name: t\ndescription: d\nnodes:\n  - id: a\n    provider: claud\n    prompt: hi\n")
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("ANTHROPIC_BASE_URL", "")
+	code, stdout, stderr := run(t, "validate", claude)
+	if code != exitOK || !strings.Contains(stdout+stderr, "provider_not_configured") || !strings.Contains(stdout+stderr, "ANTHROPIC_API_KEY") ||
+		!strings.Contains(stdout+stderr, `node "a"`) || strings.Contains(stdout+stderr, `node "b"`) {
+		t.Errorf("claude without key: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = run(t, "validate", pi)
+	if code != exitOK || !strings.Contains(stdout+stderr, "unsupported_provider") {
+		t.Errorf("pi: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = run(t, "validate", typo)
+	if code == exitOK || !strings.Contains(stdout+stderr, `did you mean "claude"`) {
+		t.Errorf("typo: exit %d\n%s%s", code, stdout, stderr)
+	}
+	t.Setenv("ANTHROPIC_API_KEY", "k")
+	if code, stdout, stderr = run(t, "validate", claude); code != exitOK || strings.Contains(stdout+stderr, "provider_not_configured") {
+		t.Errorf("claude with key: exit %d\n%s%s", code, stdout, stderr)
+	}
+}

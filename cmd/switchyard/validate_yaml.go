@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/switchyard/switchyard/graph"
+	"github.com/switchyard/switchyard/llm"
 	"github.com/switchyard/switchyard/yamlflow"
 )
 
@@ -27,21 +28,29 @@ func validateYAMLFile(path string) ([]graph.Problem, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read: %w", pathCause(err))
 	}
-	_, diags, _ := yamlflow.Parse(path, data) // the diagnostics hold every error
-	problems := make([]graph.Problem, 0, len(diags))
-	for _, d := range diags {
-		sev := graph.SeverityWarning
-		if d.IsError() {
-			sev = graph.SeverityError
-		}
-		problems = append(problems, graph.Problem{
-			Code:     d.Code,
-			Severity: sev,
-			Message:  d.Error(),
-			NodeID:   d.NodeID,
-		})
+	wf, diags, _ := yamlflow.Parse(path, data) // the diagnostics hold every error
+	problems := yamlflow.Problems(diags)
+	if wf != nil {
+		problems = append(problems, providerWarnings(path, wf)...)
 	}
 	return problems, nil
+}
+
+// providerWarnings warns of AI nodes that would go to Claude while this
+// environment has no ANTHROPIC_API_KEY: the file is valid, but it would
+// not run here.
+func providerWarnings(path string, wf *yamlflow.Workflow) []graph.Problem {
+	if _, ok := llm.ClaudeConfigFromEnv(); ok {
+		return nil
+	}
+	var out []graph.Problem
+	for _, n := range wf.Nodes {
+		if n.IsAI() && yamlflow.ProviderFor(wf, n) == yamlflow.ProviderClaude {
+			out = append(out, graph.Problem{Code: "provider_not_configured", Severity: graph.SeverityWarning, NodeID: n.ID, Line: n.Line,
+				Message: fmt.Sprintf("%s:%d: node %q: provider claude is not configured: set ANTHROPIC_API_KEY to run it", path, n.Line, n.ID)})
+		}
+	}
+	return out
 }
 
 // pathCause drops the path an *fs.PathError repeats.

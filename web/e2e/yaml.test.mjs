@@ -34,11 +34,20 @@ nodes:
       message: Ship it?
 `;
 
+// Claude nodes need ANTHROPIC_API_KEY, which the test server does not have.
+const CLAUDE_YAML = `name: Claude review
+description: Needs Anthropic.
+provider: claude
+nodes:
+  - id: ask
+    prompt: hi
+`;
+
 let stack;
 let browser;
 
 before(async () => {
-  stack = await startStack({ name: 'yaml', latency: '300ms', workflows: { 'review.yaml': REVIEW_YAML } });
+  stack = await startStack({ name: 'yaml', latency: '300ms', workflows: { 'review.yaml': REVIEW_YAML, 'claude.yaml': CLAUDE_YAML } });
   browser = await launchBrowser();
 });
 after(async () => {
@@ -48,7 +57,7 @@ after(async () => {
 
 test('a YAML workflow is listed, shown read-only with its step kinds, and runs', { timeout: TEST_TIMEOUT }, async () => {
   const list = await stack.api.get('/api/workflows');
-  const wf = list.find((w) => w.kind === 'yaml');
+  const wf = list.find((w) => w.kind === 'yaml' && w.name === 'YAML review');
   assert.ok(wf, `the server lists the YAML workflow: ${JSON.stringify(list)}`);
   const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'dark' });
   try {
@@ -79,6 +88,22 @@ test('a YAML workflow is listed, shown read-only with its step kinds, and runs',
     const run = await stack.api.getRun(runId);
     assert.equal(run.status, 'completed');
     assert.equal(run.kind, 'yaml');
+    assertNoPageErrors(errors);
+  } finally {
+    await context.close();
+  }
+});
+
+test('a YAML workflow whose provider is not configured shows why Run is disabled', { timeout: TEST_TIMEOUT }, async () => {
+  const list = await stack.api.get('/api/workflows');
+  const wf = list.find((w) => w.name === 'Claude review');
+  assert.ok(wf?.runBlocker?.includes('ANTHROPIC_API_KEY'), `the server gives the reason: ${JSON.stringify(wf)}`);
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'dark' });
+  try {
+    await openEditor(page, '/');
+    await page.locator(tid(`workflow-item-${wf.id}`)).click();
+    await textMatches(page.locator(tid('run-blocker')), /ANTHROPIC_API_KEY/, 'the run blocker names the key');
+    assert.equal(await page.locator(tid('run')).isDisabled(), true, 'Run is disabled');
     assertNoPageErrors(errors);
   } finally {
     await context.close();

@@ -130,7 +130,7 @@ export async function startStack(o) {
     for (const [name, text] of Object.entries(o.workflows ?? {})) writeFileSync(join(wfDir, name), text);
     const args = ['serve', '--addr', '127.0.0.1:0', '--data', dataDir, '--workflows', wfDir];
     if (o.token) args.push('--token', o.token);
-    const srv = startProcess(bin, args, { OPENAI_BASE_URL: llmURL, OPENAI_API_KEY: 'test', SWITCHYARD_TOKEN: '' },
+    const srv = startProcess(bin, args, { OPENAI_BASE_URL: llmURL, OPENAI_API_KEY: 'test', SWITCHYARD_TOKEN: '', ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '' },
       join(RESULTS_DIR, `${o.name}-server.log`));
     procs.push(srv);
     const [, addr] = await waitForLine(srv.stderr, /msg=listening addr=(\S+)/, 'switchyard serve', srv);

@@ -716,6 +716,8 @@ export interface components {
             /** @description YAML workflows: loader problems (file:line in messages); lists carry only the errors, which keep the file from running. */
             problems: components["schemas"]["Problem"][];
             readOnly?: boolean;
+            /** @description YAML workflows: why the workflow cannot run here (its errors, a provider that is not configured or not shipped); absent if it can. */
+            runBlocker?: string;
             source?: string;
             /** Format: date-time */
             updatedAt: string;
@@ -744,6 +746,8 @@ export interface components {
             /** @description YAML workflows: loader problems (file:line in messages); lists carry only the errors, which keep the file from running. */
             problems?: components["schemas"]["Problem"][];
             readOnly?: boolean;
+            /** @description YAML workflows: why the workflow cannot run here (its errors, a provider that is not configured or not shipped); absent if it can. */
+            runBlocker?: string;
             source?: string;
             /** Format: date-time */
             updatedAt: string;

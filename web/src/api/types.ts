@@ -18,7 +18,11 @@ export type WorkflowSummary = {
   updatedAt: string;
 };
 
-export type Workflow = WorkflowSummary & { graph: Graph | null };
+export type Workflow = WorkflowSummary & {
+  graph: Graph | null;
+  /** YAML workflows: why the workflow cannot run here; absent if it can. */
+  runBlocker?: string;
+};
 
 export type WorkflowVersion = {
   version: number;

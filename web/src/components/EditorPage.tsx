@@ -82,10 +82,11 @@ function Toolbar({ snap, setSnap }: { snap: boolean; setSnap: (v: boolean) => vo
   const [starting, setStarting] = useState(false);
   const fileRef = useRef<HTMLInputElement>(null);
   const readOnly = kind === 'yaml';
+  const sourceBlocker = useEditor((s) => s.runBlocker);
   const blocker = readOnly
     ? server === 'unreachable'
       ? 'Server unreachable'
-      : null
+      : sourceBlocker
     : runBlocker({ status: vStatus, errors: vErrors }, server !== 'unreachable');
 
   const save = useCallback(async () => {

@@ -27,6 +27,8 @@ export type Conflict = { message: string };
 export type EditorState = {
   workflowId: string | null;
   kind: WorkflowKind;
+  /** Why a read-only (YAML) workflow cannot run here, from the server; null if it can. */
+  runBlocker: string | null;
   name: string;
   description: string;
   /** Version loaded from (or last saved to) the server. */
@@ -90,6 +92,7 @@ function fromWorkflow(w: Workflow): Partial<EditorState> {
   return {
     workflowId: w.id,
     kind: w.kind === 'yaml' ? 'yaml' : 'graph',
+    runBlocker: w.runBlocker || null,
     name: w.name ?? '',
     description: w.description ?? '',
     version: typeof w.version === 'number' ? w.version : null,
@@ -117,6 +120,7 @@ export const useEditor = create<EditorState>((set, get) => {
   return {
     workflowId: null,
     kind: 'graph',
+    runBlocker: null,
     name: 'Untitled workflow',
     description: '',
     version: null,
@@ -136,6 +140,7 @@ export const useEditor = create<EditorState>((set, get) => {
       set({
         workflowId: null,
         kind: 'graph',
+        runBlocker: null,
         name: 'Untitled workflow',
         description: '',
         version: null,
