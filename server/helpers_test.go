@@ -63,6 +63,7 @@ type envOpts struct {
 	ui         fs.FS
 	source     WorkflowSource
 	noHTTP     bool // do not start an httptest server
+	sinks      []engine.Sink
 }
 
 // env is a server on a real SQLite file, a real engine talking to the fake
@@ -103,7 +104,7 @@ func newEnvTB(t testing.TB, opts ...func(*envOpts)) *env {
 	}
 	t.Cleanup(func() { st.Close() })
 	m := NewMetrics()
-	cfg := engine.Config{Store: st, ArtifactsRoot: t.TempDir(), Logger: logger, Sinks: []engine.Sink{m}}
+	cfg := engine.Config{Store: st, ArtifactsRoot: t.TempDir(), Logger: logger, Sinks: append([]engine.Sink{m}, o.sinks...)}
 	var fake *fakeopenai.Server
 	if !o.noLLM {
 		fake = fakeopenai.StartT(t, o.llmOpts...)

@@ -174,8 +174,15 @@ func schemas() obj {
 			"graph": ref("GraphInput"), "version": obj{"type": "integer", "description": "PUT: the version you edited (required)."},
 		}),
 		"PendingApproval": pending,
-		"RunSummary":      object(summaryReq, summaryProps),
-		"Run":             object(append([]string{"outputs", "nodes"}, summaryReq...), detailProps),
+		"Approval": object([]string{"runId", "nodeId", "workflowName", "kind", "prompt", "input", "runInput", "since"}, obj{
+			"runId": str(), "nodeId": str(), "workflowId": str(),
+			"workflowName": obj{"type": "string", "description": "The workflow's name; for a run of an unsaved graph, \"Unsaved workflow\"."},
+			"kind":         obj{"enum": []string{"graph", "yaml"}},
+			"prompt":       str(), "input": obj{"type": "string", "description": "The output waiting for approval."},
+			"runInput": obj{"type": "string", "description": "The run's input."}, "since": dateTime(),
+		}),
+		"RunSummary": object(summaryReq, summaryProps),
+		"Run":        object(append([]string{"outputs", "nodes"}, summaryReq...), detailProps),
 		"NodeState": object([]string{"nodeId", "status", "visits", "attempts"}, obj{
 			"nodeId": str(), "status": obj{"enum": []string{"idle", "pending", "queued", "running", "waiting", "completed", "failed", "skipped"}},
 			"input": str(), "output": str(), "handle": str(), "error": str(),
@@ -332,6 +339,8 @@ func paths() obj {
 			"post": operation{"continueRun", "Continue an interrupted run from its last persisted state.", nil, nil,
 				withErrors(obj{"200": resp("The run", ref("Run"))}, "400", "404", "409")}.build(),
 		},
+		"/api/approvals": obj{"get": operation{"listApprovals", "Every node waiting for a human decision, across all workflows and runs, longest waiting first. Answer one with POST /api/runs/{id}/approvals/{nodeId}.", nil, nil,
+			withErrors(obj{"200": resp("Waiting approvals", arrayOf(ref("Approval")))})}.build()},
 		"/api/ws": obj{"get": operation{"statusWS", "Websocket: a StatusMessage per run status change, for run lists.", nil, nil,
 			withErrors(obj{"101": wsResp("Switching to the websocket protocol")}, "400", "503")}.build()},
 

@@ -313,6 +313,7 @@ func (s *Server) routes() *echo.Echo {
 	e.POST("/api/runs/:id/cancel", s.cancelRun)
 	e.POST("/api/runs/:id/continue", s.continueRun)
 	e.GET("/api/ws", s.statusWS)
+	e.GET("/api/approvals", s.listApprovals)
 
 	e.POST("/api/run", s.compatRun)
 	e.POST("/api/run-stream", s.compatRunStream)

@@ -46,6 +46,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	maxParallel := fs.Int("max-parallel", envInt("SWITCHYARD_MAX_PARALLEL", 16), "nodes of one run executing at once (default $SWITCHYARD_MAX_PARALLEL or 16)")
 	maxConns := fs.Int("max-conns", envInt("SWITCHYARD_MAX_CONNS", server.DefaultMaxConns), "concurrent connections; more wait (default $SWITCHYARD_MAX_CONNS or 4096)")
 	maxLLM := fs.Int("max-llm-calls", envInt("SWITCHYARD_MAX_LLM_CALLS", 64), "concurrent LLM calls across all runs (default $SWITCHYARD_MAX_LLM_CALLS or 64)")
+	notifyURL := fs.String("notify-url", os.Getenv("SWITCHYARD_NOTIFY_URL"), "POST a JSON notice (Slack-compatible text field) here whenever a node waits for approval (default $SWITCHYARD_NOTIFY_URL)")
+	publicURL := fs.String("public-url", os.Getenv("SWITCHYARD_PUBLIC_URL"), "the address people open the UI at, for links in notices (default $SWITCHYARD_PUBLIC_URL or the listen address)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: switchyard serve [--addr 127.0.0.1:8080] [--data DIR] [--token-file F] [--no-recover] [--workflows DIR] [--pass-env NAMES]")
 		fs.PrintDefaults()
@@ -116,7 +118,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		defer stop()
 	}
-	if err := serve(ctx, serveOptions{addr: *addr, data: *data, token: *token, recover: !*noRecover,
+	var notifier *server.Notifier
+	if *notifyURL != "" {
+		n, err := server.NewNotifier(server.NotifierOptions{URL: *notifyURL, PublicURL: *publicURL, Logger: logger})
+		if err != nil {
+			fmt.Fprintln(stderr, "switchyard serve: --notify-url:", err)
+			return exitUsage
+		}
+		defer n.Close()
+		notifier = n
+	}
+	if err := serve(ctx, serveOptions{notifier: notifier, addr: *addr, data: *data, token: *token, recover: !*noRecover,
 		workflows: *workflows, maxBody: limit, maxConns: *maxConns, readTimeout: *readTimeout, writeTimeout: *writeTimeout, grace: *grace, announce: announce,
 		maxParallel: *maxParallel, maxLLM: *maxLLM}, logger); err != nil {
 		logger.Error("serve", "err", err)
@@ -166,6 +178,7 @@ type serveOptions struct {
 	grace                        time.Duration
 	maxParallel, maxLLM          int
 	announce                     *slog.Logger // start and stop lines, at any log level
+	notifier                     *server.Notifier
 }
 
 func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
@@ -183,6 +196,9 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 		Sinks:         []engine.Sink{metrics},
 		MaxParallel:   o.maxParallel,
 		MaxLLMCalls:   o.maxLLM,
+	}
+	if o.notifier != nil {
+		cfg.Sinks = append(cfg.Sinks, o.notifier)
 	}
 	if ok, err := llmFromEnv(&cfg); err != nil {
 		return err
@@ -231,6 +247,9 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 		return err
 	}
 	bound := ln.Addr().String()
+	if o.notifier != nil {
+		o.notifier.SetBase("http://" + bound)
+	}
 	o.announce.Info("listening", "addr", bound, "url", "http://"+bound, "auth", o.token != "", "db", st.Path())
 
 	served := make(chan error, 1)

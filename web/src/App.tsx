@@ -1,4 +1,5 @@
 import { useEffect } from 'react';
+import { ApprovalsPage } from './components/ApprovalsPage';
 import { EditorPage } from './components/EditorPage';
 import { RunPage } from './components/RunPage';
 import { Header, ServerBanner, SignIn, Toasts } from './components/Shell';
@@ -47,6 +48,7 @@ export function App() {
       <div id="main-content" className="app__body">
         {route.name === 'editor' && <EditorPage id={route.id} />}
         {route.name === 'run' && <RunPage key={route.id} id={route.id} />}
+        {route.name === 'approvals' && <ApprovalsPage />}
         {route.name === 'notfound' && <NotFound path={route.path} />}
       </div>
       <Toasts />

@@ -5,6 +5,7 @@ import { createRoot } from 'react-dom/client';
 import { openStatusStream } from './api/statusStream';
 import { App } from './App';
 import { applyTheme, useApp } from './store/app';
+import { useInbox } from './store/inbox';
 import { isDirty, useEditor } from './store/editor';
 import { setNavigationGuard, startRouter } from './store/router';
 import { startValidation } from './store/validation';
@@ -17,7 +18,19 @@ void useApp.getState().loadConfig();
 // Live run statuses for history lists; only once the API answers.
 let stopStatus: (() => void) | null = null;
 useApp.subscribe((s) => {
-  if (s.server === 'ok' && !stopStatus) stopStatus = openStatusStream((m) => useApp.getState().noteRunStatus(m));
+  if (s.server === 'ok' && !stopStatus) {
+    stopStatus = openStatusStream((m) => {
+      useApp.getState().noteRunStatus(m);
+      // Any status change may add or answer an approval.
+      useInbox.getState().refreshSoon();
+    });
+    void useInbox.getState().refresh();
+    // A second node of an already paused run starts waiting without a
+    // status change; an occasional refresh catches it.
+    setInterval(() => {
+      if (document.visibilityState === 'visible') useInbox.getState().refreshSoon();
+    }, 15_000);
+  }
 });
 
 setNavigationGuard((to) => {

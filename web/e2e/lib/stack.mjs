@@ -108,7 +108,8 @@ async function stopProcess(child, graceMs = 5_000) {
 /**
  * Starts fake-llm and `switchyard serve` on a fresh data directory.
  * `workflows` are YAML files (name → text) for the server's --workflows folder.
- * @param {{name: string, latency?: string, token?: string, workflows?: Record<string, string>}} o
+ * `args` are extra `serve` flags.
+ * @param {{name: string, latency?: string, token?: string, workflows?: Record<string, string>, args?: string[]}} o
  */
 export async function startStack(o) {
   const bin = await switchyardBinary();
@@ -130,6 +131,7 @@ export async function startStack(o) {
     for (const [name, text] of Object.entries(o.workflows ?? {})) writeFileSync(join(wfDir, name), text);
     const args = ['serve', '--addr', '127.0.0.1:0', '--data', dataDir, '--workflows', wfDir];
     if (o.token) args.push('--token', o.token);
+    args.push(...(o.args ?? []));
     const srv = startProcess(bin, args, { OPENAI_BASE_URL: llmURL, OPENAI_API_KEY: 'test', SWITCHYARD_TOKEN: '', ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '' },
       join(RESULTS_DIR, `${o.name}-server.log`));
     procs.push(srv);

@@ -1,6 +1,7 @@
 import type { Graph } from '../graph/types';
 import type {
   AppConfig,
+  Approval,
   Problem,
   Run,
   RunEvent,
@@ -144,6 +145,7 @@ export const api = {
       after = last.seq;
     }
   },
+  approvals: () => request<Approval[]>('GET', '/api/approvals'),
   decide: (id: string, nodeId: string, decision: 'approve' | 'reject', note: string) =>
     request<Run>('POST', `/api/runs/${enc(id)}/approvals/${enc(nodeId)}`, { decision, note }),
   cancelRun: (id: string) => request<unknown>('POST', `/api/runs/${enc(id)}/cancel`, {}),

@@ -4,6 +4,23 @@
  */
 
 export interface paths {
+    "/api/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every node waiting for a human decision, across all workflows and runs, longest waiting first. Answer one with POST /api/runs/{id}/approvals/{nodeId}. */
+        get: operations["listApprovals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/auth": {
         parameters: {
             query?: never;
@@ -522,6 +539,22 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        Approval: {
+            /** @description The output waiting for approval. */
+            input: string;
+            /** @enum {unknown} */
+            kind: "graph" | "yaml";
+            nodeId: string;
+            prompt: string;
+            runId: string;
+            /** @description The run's input. */
+            runInput: string;
+            /** Format: date-time */
+            since: string;
+            workflowId?: string;
+            /** @description The workflow's name; for a run of an unsaved graph, "Unsaved workflow". */
+            workflowName: string;
+        };
         Auth: {
             authRequired: boolean;
             authenticated: boolean;
@@ -782,6 +815,44 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    listApprovals: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Waiting approvals */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Approval"][];
+                };
+            };
+            /** @description Authentication required (a token is configured). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Cross-origin request or foreign Host header. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     authStatus: {
         parameters: {
             query?: never;

@@ -48,6 +48,9 @@ export function isTerminal(s: string | undefined): boolean {
 
 export type PendingApproval = Schemas['PendingApproval'];
 
+/** A node waiting for a decision, as the approvals inbox lists it. */
+export type Approval = Schemas['Approval'];
+
 export type Run = {
   runId: string;
   workflowId?: string | null;

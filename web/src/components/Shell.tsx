@@ -1,7 +1,8 @@
 import { useState, type FormEvent } from 'react';
 import { api, errorMessage } from '../api/client';
 import { useApp, type Theme } from '../store/app';
-import { navigate } from '../store/router';
+import { useInbox } from '../store/inbox';
+import { navigate, useRouter } from '../store/router';
 
 const NEXT_THEME: Record<Theme, Theme> = { system: 'light', light: 'dark', dark: 'system' };
 const THEME_TEXT: Record<Theme, string> = { system: 'Theme: system', light: 'Theme: light', dark: 'Theme: dark' };
@@ -25,6 +26,7 @@ export function Header() {
         Switchyard
       </a>
       <span className="header__spacer" />
+      <ApprovalsLink />
       {server === 'ok' && llm === false && (
         <span className="pill pill--warning" title="Agent nodes will fail until the server has an LLM provider configured">
           No LLM configured
@@ -43,6 +45,29 @@ export function Header() {
         {theme === 'dark' ? '☾' : theme === 'light' ? '☀' : '◐'} {theme}
       </button>
     </header>
+  );
+}
+
+function ApprovalsLink() {
+  const count = useInbox((s) => s.items?.length ?? 0);
+  const here = useRouter((s) => s.route.name === 'approvals');
+  return (
+    <a
+      href="/approvals"
+      className={`header__link${here ? ' is-current' : ''}`}
+      aria-current={here ? 'page' : undefined}
+      aria-label={count > 0 ? `Approvals: ${count} waiting` : 'Approvals: none waiting'}
+      onClick={(e) => {
+        e.preventDefault();
+        navigate('/approvals');
+      }}
+      data-testid="approvals-link"
+    >
+      Approvals
+      <span className={`count-badge${count > 0 ? ' count-badge--on' : ''}`} data-testid="approvals-count">
+        {count}
+      </span>
+    </a>
   );
 }
 
