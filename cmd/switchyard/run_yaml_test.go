@@ -68,7 +68,6 @@ func TestRunYAMLExitCodes(t *testing.T) {
 	}{
 		{"failed node", "  - id: a\n    bash: exit 2\n", exitFailed, "failed", "exit status 2"},
 		{"cancel node", "  - id: a\n    cancel: \"stopped: $ARGUMENTS\"\n", exitCancelled, "cancelled", "stopped: why"},
-		{"unsupported provider is a run-time failure", "  - id: a\n    provider: claude\n    prompt: hi\n", exitFailed, "failed", `provider "claude" is not supported`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,6 +81,26 @@ func TestRunYAMLExitCodes(t *testing.T) {
 				t.Fatalf("result %+v", res)
 			}
 		})
+	}
+}
+
+// TestRunYAMLProviderRefused: a provider that cannot run here is refused
+// before a run exists (nothing to show later), with the reason.
+func TestRunYAMLProviderRefused(t *testing.T) {
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1") // an LLM is configured, but never reached
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	for _, tc := range []struct{ provider, want string }{
+		{"claude", "provider claude is not configured: set ANTHROPIC_API_KEY"},
+		{"pi", `provider "pi" is not supported`},
+	} {
+		data := t.TempDir()
+		code, stdout, stderr := run(t, "run", writeYAML(t, "  - id: a\n    provider: "+tc.provider+"\n    prompt: hi\n"), "--data", data, "--cwd", t.TempDir())
+		if code != exitFailed || stdout != "" || !strings.Contains(stderr, `node "a"`) || !strings.Contains(stderr, tc.want) {
+			t.Errorf("provider %s: exit %d, stdout %q, stderr %q", tc.provider, code, stdout, stderr)
+		}
+		if c, out, _ := run(t, "runs", "--data", data, "--json"); c != exitOK || strings.Contains(out, "runId") {
+			t.Errorf("provider %s: a run was stored: %s", tc.provider, out)
+		}
 	}
 }
 
