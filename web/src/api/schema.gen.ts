@@ -45,7 +45,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A starter graph: start → agent → approval → agent. */
+        /** A starter graph in AgentFlow's shape: start → agent → approval → agent. */
         get: operations["defaultWorkflow"];
         put?: never;
         post?: never;
@@ -522,9 +522,33 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description A graph in AgentFlow's shape (its WorkflowGraph): x and y on nodes, connections without ids. */
+        AgentFlowGraph: {
+            connections: {
+                source: string;
+                sourceHandle?: string;
+                target: string;
+                targetHandle?: string;
+            }[];
+            nodes: {
+                data: Record<string, never>;
+                id: string;
+                type: string;
+                x: number;
+                y: number;
+            }[];
+        };
         Auth: {
             authRequired: boolean;
             authenticated: boolean;
+        };
+        /** @description An error of the compatibility routes, in AgentFlow's shape. */
+        CompatError: {
+            /** @description The error code, as in Error. */
+            code: string;
+            /** @description The human-readable message (AgentFlow's client shows it as is). */
+            error: string;
+            problems?: components["schemas"]["Problem"][];
         };
         CompatLog: {
             content: string;
@@ -549,7 +573,7 @@ export interface components {
             };
             status: components["schemas"]["RunStatus"];
             waitingForInput: boolean;
-            workflow: components["schemas"]["Graph"] | null;
+            workflow: components["schemas"]["AgentFlowGraph"] | null;
         };
         CompatResume: {
             input: components["schemas"]["Decision"];
@@ -564,8 +588,17 @@ export interface components {
             defaultModel: string;
             llmConfigured: boolean;
             models: string[];
-            providers: string[];
+            providers: components["schemas"]["ConfigProvider"][];
             reasoningEfforts: string[];
+        };
+        ConfigProvider: {
+            /** @description Whether the provider is configured (AgentFlow's editor offers the models of enabled providers). */
+            enabled: boolean;
+            id: string;
+            models: {
+                id: string;
+                reasoningEfforts: string[];
+            }[];
         };
         CreateRun: {
             graph?: components["schemas"]["GraphInput"];
@@ -864,7 +897,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Graph"];
+                    "application/json": components["schemas"]["AgentFlowGraph"];
                 };
             };
             /** @description Authentication required (a token is configured). */
@@ -873,7 +906,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Cross-origin request or foreign Host header. */
@@ -882,7 +915,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
         };
@@ -1096,7 +1129,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Authentication required (a token is configured). */
@@ -1105,7 +1138,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Cross-origin request or foreign Host header. */
@@ -1114,7 +1147,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Not found. */
@@ -1123,7 +1156,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description The request body did not arrive within the read timeout (serve --read-timeout). */
@@ -1132,7 +1165,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Conflict. */
@@ -1141,7 +1174,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
@@ -1150,7 +1183,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
         };
@@ -1183,7 +1216,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Authentication required (a token is configured). */
@@ -1192,7 +1225,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Cross-origin request or foreign Host header. */
@@ -1201,7 +1234,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Not found. */
@@ -1210,7 +1243,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description The request body did not arrive within the read timeout (serve --read-timeout). */
@@ -1219,7 +1252,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Conflict. */
@@ -1228,7 +1261,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
@@ -1237,7 +1270,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
         };
@@ -1270,7 +1303,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Authentication required (a token is configured). */
@@ -1279,7 +1312,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Cross-origin request or foreign Host header. */
@@ -1288,7 +1321,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description The request body did not arrive within the read timeout (serve --read-timeout). */
@@ -1297,7 +1330,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
@@ -1306,7 +1339,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Unavailable (no LLM configured, shutting down, or too many graphs being decoded at once: try again). */
@@ -1315,7 +1348,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
         };
@@ -1348,7 +1381,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Authentication required (a token is configured). */
@@ -1357,7 +1390,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Cross-origin request or foreign Host header. */
@@ -1366,7 +1399,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description The request body did not arrive within the read timeout (serve --read-timeout). */
@@ -1375,7 +1408,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
@@ -1384,7 +1417,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Unavailable (no LLM configured, shutting down, or too many graphs being decoded at once: try again). */
@@ -1393,7 +1426,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
         };
@@ -1425,7 +1458,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Authentication required (a token is configured). */
@@ -1434,7 +1467,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Cross-origin request or foreign Host header. */
@@ -1443,7 +1476,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Not found. */
@@ -1452,7 +1485,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
         };
