@@ -263,8 +263,12 @@ func TestConfigHealthAndDefaultWorkflow(t *testing.T) {
 		t.Error("llmConfigured without an LLM")
 	}
 
-	var g graph.Graph
-	v.must(http.StatusOK, "GET", "/api/default-workflow", nil, &g)
+	// AgentFlow's shape (TestCompatContractDefaultWorkflow pins it), which
+	// Switchyard reads as its legacy shape.
+	g, _, err := graph.Decode(v.must(http.StatusOK, "GET", "/api/default-workflow", nil, nil).body)
+	if err != nil || len(g.Edges) == 0 {
+		t.Fatalf("default workflow: %v %+v", err, g)
+	}
 	types := map[string]int{}
 	for _, n := range g.Nodes {
 		types[n.Type]++
@@ -272,7 +276,7 @@ func TestConfigHealthAndDefaultWorkflow(t *testing.T) {
 	if types[graph.TypeStart] != 1 || types[graph.TypeAgent] < 2 || types[graph.TypeApproval] != 1 {
 		t.Fatalf("default workflow nodes %v", types)
 	}
-	if probs := graph.Validate(&g); graph.HasErrors(probs) || len(probs) > 0 {
+	if probs := graph.Validate(g); graph.HasErrors(probs) || len(probs) > 0 {
 		t.Fatalf("default workflow has problems: %+v", probs)
 	}
 }

@@ -15,9 +15,64 @@ import (
 	"github.com/switchyard/switchyard/llm"
 )
 
-// The compatibility API answers AgentFlow-style clients: POST /api/run
-// runs a graph until it pauses or ends and answers with the whole state;
-// the -stream variants send the log as Server-Sent Events.
+// The compatibility API answers AgentFlow's web client
+// (CodeSignal/learn_bespoke-agentflow, apps/web) in its own shapes: POST
+// /api/run runs a graph until it pauses or ends and answers with the whole
+// state; the -stream variants send the log as Server-Sent Events. Graphs go
+// out as AgentFlow's WorkflowGraph (packages/types/src/index.ts):
+// {nodes: [{id, type, x, y, data}], connections: [{source, target,
+// sourceHandle, targetHandle}]}, and errors as {error: message, code}
+// (apps/web/src/services/api.ts does new Error(payload.error)).
+
+// afNode is AgentFlow's WorkflowNode: x and y at the top of the node.
+type afNode struct {
+	ID   string         `json:"id"`
+	Type string         `json:"type"`
+	X    float64        `json:"x"`
+	Y    float64        `json:"y"`
+	Data graph.NodeData `json:"data"`
+}
+
+// afConnection is AgentFlow's WorkflowConnection: no id.
+type afConnection struct {
+	Source       string `json:"source"`
+	Target       string `json:"target"`
+	SourceHandle string `json:"sourceHandle,omitempty"`
+	TargetHandle string `json:"targetHandle,omitempty"`
+}
+
+// afGraph is AgentFlow's WorkflowGraph.
+type afGraph struct {
+	Nodes       []afNode       `json:"nodes"`
+	Connections []afConnection `json:"connections"`
+}
+
+// toAgentFlow writes a graph in AgentFlow's shape; node data (agent names,
+// prompts, collapsed and every field Switchyard does not know) is kept.
+func toAgentFlow(g *graph.Graph) *afGraph {
+	out := &afGraph{Nodes: make([]afNode, 0, len(g.Nodes)), Connections: make([]afConnection, 0, len(g.Edges))}
+	for _, n := range g.Nodes {
+		out.Nodes = append(out.Nodes, afNode{ID: n.ID, Type: n.Type, X: n.Position.X, Y: n.Position.Y, Data: n.Data})
+	}
+	for _, e := range g.Edges {
+		out.Connections = append(out.Connections, afConnection{Source: e.Source, Target: e.Target,
+			SourceHandle: e.SourceHandle, TargetHandle: e.TargetHandle})
+	}
+	return out
+}
+
+// agentFlowOf reads a stored graph (current shape) as AgentFlow's; nil if
+// there is none.
+func agentFlowOf(def json.RawMessage) *afGraph {
+	if len(def) == 0 {
+		return nil
+	}
+	var g graph.Graph
+	if err := json.Unmarshal(def, &g); err != nil {
+		return nil
+	}
+	return toAgentFlow(&g)
+}
 
 // compatLog is one log line.
 type compatLog struct {
@@ -43,7 +98,7 @@ type compatResult struct {
 	CurrentNodeID    *string                  `json:"currentNodeId"`
 	PendingApprovals []engine.PendingApproval `json:"pendingApprovals"`
 	Error            string                   `json:"error,omitempty"`
-	Workflow         json.RawMessage          `json:"workflow"`
+	Workflow         *afGraph                 `json:"workflow"`
 }
 
 type compatRunRequest struct {
@@ -75,8 +130,7 @@ func (s *Server) compatResultOf(ctx context.Context, runID string) (*compatResul
 	}
 	res := &compatResult{RunID: r.ID, Status: r.Status, Logs: make([]compatLog, 0, len(evs)),
 		State:           compatState{Outputs: map[string]string{}, NodeStatuses: map[string]string{}},
-		WaitingForInput: r.WaitingForInput, PendingApprovals: r.PendingApprovals, Error: r.Error,
-		Workflow: r.Definition}
+		WaitingForInput: r.WaitingForInput, PendingApprovals: r.PendingApprovals, Error: r.Error}
 	if res.PendingApprovals == nil {
 		res.PendingApprovals = []engine.PendingApproval{}
 	}
@@ -84,11 +138,11 @@ func (s *Server) compatResultOf(ctx context.Context, runID string) (*compatResul
 		id := r.CurrentNodeID
 		res.CurrentNodeID = &id
 	}
-	if r.Kind == engine.KindYAML {
-		res.Workflow = yamlRunGraph(r.Definition) // its DAG as a read-only graph, as the UI shows it
-	}
-	if len(res.Workflow) == 0 || (r.Kind != engine.KindGraph && r.Kind != engine.KindYAML) {
-		res.Workflow = json.RawMessage("null")
+	switch r.Kind { // the stored graph, in AgentFlow's shape, for any client that reloads the run
+	case engine.KindGraph:
+		res.Workflow = agentFlowOf(r.Definition)
+	case engine.KindYAML:
+		res.Workflow = agentFlowOf(yamlRunGraph(r.Definition)) // its DAG as a read-only graph, as the UI shows it
 	}
 	for i := range evs {
 		res.Logs = append(res.Logs, toLog(&evs[i]))
@@ -325,9 +379,19 @@ func (s *Server) streamSSE(c echo.Context, f *follower) error {
 }
 
 // defaultWorkflow is a starter graph: start → writer → approval → publisher,
-// with rejections going back to the writer with the reviewer's note.
+// with rejections going back to the writer with the reviewer's note, in
+// AgentFlow's shape with its nodes collapsed (as AgentFlow adds them), so
+// the editor's expanded node width does not stack them on each other.
 func (s *Server) defaultWorkflow(c echo.Context) error {
-	return c.JSON(http.StatusOK, DefaultWorkflow())
+	g := toAgentFlow(DefaultWorkflow())
+	for i := range g.Nodes {
+		d := &g.Nodes[i].Data
+		if d.Extra == nil {
+			d.Extra = map[string]json.RawMessage{}
+		}
+		d.Extra["collapsed"] = json.RawMessage("true")
+	}
+	return c.JSON(http.StatusOK, g)
 }
 
 // DefaultWorkflow returns the starter graph offered to new users.

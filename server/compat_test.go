@@ -23,7 +23,17 @@ type compatJSON struct {
 	State           compatState      `json:"state"`
 	WaitingForInput bool             `json:"waitingForInput"`
 	CurrentNodeID   *string          `json:"currentNodeId"`
-	Workflow        *graph.Graph     `json:"workflow"`
+	Workflow        *afGraph         `json:"workflow"`
+}
+
+// node returns the node with id (nil if none).
+func (g *afGraph) node(id string) *afNode {
+	for i := range g.Nodes {
+		if g.Nodes[i].ID == id {
+			return &g.Nodes[i]
+		}
+	}
+	return nil
 }
 
 func checkLogShape(t *testing.T, logs []map[string]any) {
@@ -49,7 +59,7 @@ func TestCompatRunAndResume(t *testing.T) {
 	if res.Status != engine.StatusPaused || !res.WaitingForInput || res.CurrentNodeID == nil || *res.CurrentNodeID != "q" {
 		t.Fatalf("run: %+v", res)
 	}
-	if res.Workflow == nil || res.Workflow.NodeByID("q").Type != graph.TypeApproval || res.Workflow.NodeByID("end") != nil {
+	if res.Workflow == nil || res.Workflow.node("q").Type != graph.TypeApproval || res.Workflow.node("end") != nil {
 		t.Fatalf("workflow not normalized: %+v", res.Workflow)
 	}
 	if res.State.Outputs["w"] != "echo: go" || res.State.NodeStatuses["q"] != "waiting" || res.State.NodeStatuses["p"] != "idle" {

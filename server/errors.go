@@ -67,6 +67,25 @@ type errorDetail struct {
 	Problems []graph.Problem `json:"problems,omitempty"`
 }
 
+// compatErrorBody is an error on the compatibility routes in AgentFlow's
+// shape: its client shows new Error(payload.error), so error is the
+// message; code is Switchyard's error code.
+type compatErrorBody struct {
+	Error    string          `json:"error"`
+	Code     string          `json:"code"`
+	Problems []graph.Problem `json:"problems,omitempty"`
+}
+
+// isCompatPath reports whether an API path is one of the compatibility
+// routes, which answer errors as compatErrorBody.
+func isCompatPath(p string) bool {
+	switch p {
+	case "/api/run", "/api/run-stream", "/api/resume", "/api/resume-stream", "/api/default-workflow":
+		return true
+	}
+	return strings.HasPrefix(p, "/api/run/")
+}
+
 // engineErr maps engine and store errors about an existing run or
 // workflow to API errors.
 func engineErr(err error) error {
@@ -119,7 +138,10 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 		ae = newErr(http.StatusInternalServerError, CodeInternal, "internal error")
 	}
-	body := errorBody{Error: errorDetail{Code: ae.Code, Message: ae.Message, Problems: ae.Problems}}
+	var body any = errorBody{Error: errorDetail{Code: ae.Code, Message: ae.Message, Problems: ae.Problems}}
+	if isCompatPath(c.Request().URL.Path) {
+		body = compatErrorBody{Error: ae.Message, Code: ae.Code, Problems: ae.Problems}
+	}
 	var werr error
 	if c.Request().Method == http.MethodHead {
 		werr = c.NoContent(ae.Status)

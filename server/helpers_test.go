@@ -160,9 +160,23 @@ func (r *response) decode(t testing.TB, v any) {
 	}
 }
 
-// errCode returns the error code of an error response.
+// errCode returns the error code of an error response: Switchyard's
+// {"error": {code, message}} or, on the compatibility routes, AgentFlow's
+// {"error": message, "code"}.
 func (r *response) errCode(t testing.TB) string {
 	t.Helper()
+	var probe struct {
+		Error json.RawMessage `json:"error"`
+	}
+	r.decode(t, &probe)
+	if bytes.HasPrefix(bytes.TrimSpace(probe.Error), []byte(`"`)) {
+		var cb compatErrorBody
+		r.decode(t, &cb)
+		if cb.Code == "" || cb.Error == "" {
+			t.Fatalf("compat error response without code or message: %s", r.body)
+		}
+		return cb.Code
+	}
 	var b errorBody
 	r.decode(t, &b)
 	if b.Error.Code == "" || b.Error.Message == "" {

@@ -80,6 +80,27 @@ func public(op obj) obj {
 	return op
 }
 
+// closed forbids properties not listed and describes the schema.
+func closed(o obj, desc ...string) obj {
+	o["additionalProperties"] = false
+	if len(desc) > 0 {
+		o["description"] = desc[0]
+	}
+	return o
+}
+
+// withCompatErrors is withErrors for the compatibility routes, whose errors
+// have AgentFlow's shape (CompatError).
+func withCompatErrors(r obj, codes ...string) obj {
+	r = withErrors(r, codes...)
+	for code, v := range r {
+		if code[0] >= '4' {
+			r[code] = resp(v.(obj)["description"].(string), ref("CompatError"))
+		}
+	}
+	return r
+}
+
 // withErrors adds the error responses every API route may give.
 func withErrors(r obj, codes ...string) obj {
 	descs := map[string]string{
@@ -210,8 +231,12 @@ func schemas() obj {
 			"graph": ref("Graph"), "problems": arrayOf(ref("Problem")),
 		}),
 		"Config": object([]string{"llmConfigured", "providers", "models", "defaultModel", "reasoningEfforts"}, obj{
-			"llmConfigured": obj{"type": "boolean"}, "providers": arrayOf(str()), "models": arrayOf(str()),
+			"llmConfigured": obj{"type": "boolean"}, "providers": arrayOf(ref("ConfigProvider")), "models": arrayOf(str()),
 			"defaultModel": str(), "reasoningEfforts": arrayOf(str()), "authRequired": obj{"type": "boolean"},
+		}),
+		"ConfigProvider": object([]string{"id", "enabled", "models"}, obj{
+			"id": str(), "enabled": obj{"type": "boolean", "description": "Whether the provider is configured (AgentFlow's editor offers the models of enabled providers)."},
+			"models": arrayOf(object([]string{"id", "reasoningEfforts"}, obj{"id": str(), "reasoningEfforts": arrayOf(str())})),
 		}),
 		"Auth": object([]string{"authRequired", "authenticated"}, obj{
 			"authRequired": obj{"type": "boolean"}, "authenticated": obj{"type": "boolean"},
@@ -226,8 +251,21 @@ func schemas() obj {
 			}),
 			"waitingForInput": obj{"type": "boolean"}, "currentNodeId": nullable("string"),
 			"pendingApprovals": arrayOf(ref("PendingApproval")), "error": str(),
-			"workflow": obj{"anyOf": []obj{ref("Graph"), {"type": "null"}}},
+			"workflow": obj{"anyOf": []obj{ref("AgentFlowGraph"), {"type": "null"}}},
 		}),
+		"AgentFlowGraph": closed(object([]string{"nodes", "connections"}, obj{
+			"nodes": arrayOf(closed(object([]string{"id", "type", "x", "y", "data"}, obj{
+				"id": str(), "type": str(), "x": obj{"type": "number"}, "y": obj{"type": "number"}, "data": obj{"type": "object"},
+			}))),
+			"connections": arrayOf(closed(object([]string{"source", "target"}, obj{
+				"source": str(), "target": str(), "sourceHandle": str(), "targetHandle": str(),
+			}))),
+		}), "A graph in AgentFlow's shape (its WorkflowGraph): x and y on nodes, connections without ids."),
+		"CompatError": closed(object([]string{"error", "code"}, obj{
+			"error":    obj{"type": "string", "description": "The human-readable message (AgentFlow's client shows it as is)."},
+			"code":     obj{"type": "string", "description": "The error code, as in Error."},
+			"problems": arrayOf(ref("Problem")),
+		}), "An error of the compatibility routes, in AgentFlow's shape."),
 		"CompatRun": object([]string{"graph"}, obj{"graph": ref("GraphInput"), "input": str()}),
 		"CompatResume": object([]string{"runId", "input"}, obj{
 			"runId": str(), "input": ref("Decision"),
@@ -346,23 +384,23 @@ func paths() obj {
 
 		"/api/run": obj{"post": operation{"compatRun", "Compatibility: run a graph until it pauses or ends, then answer with its state.", nil,
 			body(ref("CompatRun")),
-			withErrors(obj{"200": resp("Result", ref("CompatResult"))}, "400", "413", "503")}.build()},
+			withCompatErrors(obj{"200": resp("Result", ref("CompatResult"))}, "400", "413", "503")}.build()},
 		"/api/run-stream": obj{"post": operation{"compatRunStream", "Compatibility: run a graph, streaming its log as Server-Sent Events.", nil,
 			body(ref("CompatRun")),
-			withErrors(obj{"200": sse}, "400", "413", "503")}.build()},
+			withCompatErrors(obj{"200": sse}, "400", "413", "503")}.build()},
 		"/api/resume": obj{"post": operation{"compatResume", "Compatibility: answer a paused run and wait until it pauses or ends again.", nil,
 			body(ref("CompatResume")),
-			withErrors(obj{"200": resp("Result", ref("CompatResult"))}, "400", "404", "409", "413")}.build()},
+			withCompatErrors(obj{"200": resp("Result", ref("CompatResult"))}, "400", "404", "409", "413")}.build()},
 		"/api/resume-stream": obj{"post": operation{"compatResumeStream", "Compatibility: answer a paused run, streaming the log that follows as Server-Sent Events.", nil,
 			body(ref("CompatResume")),
-			withErrors(obj{"200": sse}, "400", "404", "409", "413")}.build()},
+			withCompatErrors(obj{"200": sse}, "400", "404", "409", "413")}.build()},
 		"/api/run/{runId}": obj{
 			"parameters": []obj{pathParam("runId", "Run id (a uuid).")},
 			"get": operation{"compatGetRun", "Compatibility: a run's state and whole log.", nil, nil,
-				withErrors(obj{"200": resp("Result", ref("CompatResult"))}, "400", "404")}.build(),
+				withCompatErrors(obj{"200": resp("Result", ref("CompatResult"))}, "400", "404")}.build(),
 		},
-		"/api/default-workflow": obj{"get": operation{"defaultWorkflow", "A starter graph: start → agent → approval → agent.", nil, nil,
-			withErrors(obj{"200": resp("Graph", ref("Graph"))})}.build()},
+		"/api/default-workflow": obj{"get": operation{"defaultWorkflow", "A starter graph in AgentFlow's shape: start → agent → approval → agent.", nil, nil,
+			withCompatErrors(obj{"200": resp("Graph", ref("AgentFlowGraph"))})}.build()},
 	}
 	return p
 }
@@ -373,7 +411,7 @@ func buildOpenAPI() ([]byte, error) {
 		"info": obj{
 			"title":       "Switchyard API",
 			"version":     "1",
-			"description": "Draw, save and run AI-agent workflows. Errors are {\"error\": {\"code\", \"message\", \"problems\"?}}. With a token configured, send Authorization: Bearer <token> or the session cookie from POST /login.",
+			"description": "Draw, save and run AI-agent workflows. Errors are {\"error\": {\"code\", \"message\", \"problems\"?}}; the compatibility routes (/api/run, /api/run-stream, /api/resume, /api/resume-stream, /api/run/{runId}, /api/default-workflow) speak AgentFlow's shapes: graphs as {nodes: [{id, type, x, y, data}], connections}, errors as {\"error\": message, \"code\", \"problems\"?}. With a token configured, send Authorization: Bearer <token> or the session cookie from POST /login.",
 		},
 		"jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
 		"components": obj{

@@ -420,19 +420,38 @@ func (s *Server) health(c echo.Context) error {
 }
 
 type configJSON struct {
-	LLMConfigured    bool     `json:"llmConfigured"`
-	Providers        []string `json:"providers"`
-	Models           []string `json:"models"`
-	DefaultModel     string   `json:"defaultModel"`
+	LLMConfigured    bool             `json:"llmConfigured"`
+	Providers        []configProvider `json:"providers"`
+	Models           []string         `json:"models"`
+	DefaultModel     string           `json:"defaultModel"`
+	ReasoningEfforts []string         `json:"reasoningEfforts"`
+	AuthRequired     bool             `json:"authRequired"`
+}
+
+// configProvider is a provider with its models, in the shape AgentFlow's
+// editor reads (apps/web/src/app/workflow-editor.ts, loadConfig): it keeps
+// the enabled providers and offers each model with its reasoning efforts.
+type configProvider struct {
+	ID      string        `json:"id"`
+	Enabled bool          `json:"enabled"`
+	Models  []configModel `json:"models"`
+}
+
+type configModel struct {
+	ID               string   `json:"id"`
 	ReasoningEfforts []string `json:"reasoningEfforts"`
-	AuthRequired     bool     `json:"authRequired"`
 }
 
 // config tells the editor what it may offer; it never includes the key.
 func (s *Server) config(c echo.Context) error {
+	models := make([]configModel, 0, len(s.cfg.Models))
+	for _, m := range s.cfg.Models {
+		// Never empty: AgentFlow's editor selects the first effort.
+		models = append(models, configModel{ID: m, ReasoningEfforts: ReasoningEfforts})
+	}
 	return c.JSON(http.StatusOK, configJSON{
 		LLMConfigured:    s.llmOK,
-		Providers:        []string{"openai"},
+		Providers:        []configProvider{{ID: "openai", Enabled: s.llmOK, Models: models}},
 		Models:           s.cfg.Models,
 		DefaultModel:     s.defModel,
 		ReasoningEfforts: ReasoningEfforts,

@@ -62,7 +62,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A starter graph: start → agent → approval → agent. */
+        /** A starter graph in AgentFlow's shape: start → agent → approval → agent. */
         get: operations["defaultWorkflow"];
         put?: never;
         post?: never;
@@ -539,6 +539,22 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description A graph in AgentFlow's shape (its WorkflowGraph): x and y on nodes, connections without ids. */
+        AgentFlowGraph: {
+            connections: {
+                source: string;
+                sourceHandle?: string;
+                target: string;
+                targetHandle?: string;
+            }[];
+            nodes: {
+                data: Record<string, never>;
+                id: string;
+                type: string;
+                x: number;
+                y: number;
+            }[];
+        };
         Approval: {
             /** @description The output waiting for approval. */
             input: string;
@@ -558,6 +574,14 @@ export interface components {
         Auth: {
             authRequired: boolean;
             authenticated: boolean;
+        };
+        /** @description An error of the compatibility routes, in AgentFlow's shape. */
+        CompatError: {
+            /** @description The error code, as in Error. */
+            code: string;
+            /** @description The human-readable message (AgentFlow's client shows it as is). */
+            error: string;
+            problems?: components["schemas"]["Problem"][];
         };
         CompatLog: {
             content: string;
@@ -582,7 +606,7 @@ export interface components {
             };
             status: components["schemas"]["RunStatus"];
             waitingForInput: boolean;
-            workflow: components["schemas"]["Graph"] | null;
+            workflow: components["schemas"]["AgentFlowGraph"] | null;
         };
         CompatResume: {
             input: components["schemas"]["Decision"];
@@ -597,8 +621,17 @@ export interface components {
             defaultModel: string;
             llmConfigured: boolean;
             models: string[];
-            providers: string[];
+            providers: components["schemas"]["ConfigProvider"][];
             reasoningEfforts: string[];
+        };
+        ConfigProvider: {
+            /** @description Whether the provider is configured (AgentFlow's editor offers the models of enabled providers). */
+            enabled: boolean;
+            id: string;
+            models: {
+                id: string;
+                reasoningEfforts: string[];
+            }[];
         };
         CreateRun: {
             graph?: components["schemas"]["GraphInput"];
@@ -935,7 +968,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Graph"];
+                    "application/json": components["schemas"]["AgentFlowGraph"];
                 };
             };
             /** @description Authentication required (a token is configured). */
@@ -944,7 +977,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Cross-origin request or foreign Host header. */
@@ -953,7 +986,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
         };
@@ -1167,7 +1200,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Authentication required (a token is configured). */
@@ -1176,7 +1209,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Cross-origin request or foreign Host header. */
@@ -1185,7 +1218,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Not found. */
@@ -1194,7 +1227,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description The request body did not arrive within the read timeout (serve --read-timeout). */
@@ -1203,7 +1236,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Conflict. */
@@ -1212,7 +1245,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
@@ -1221,7 +1254,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
         };
@@ -1254,7 +1287,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Authentication required (a token is configured). */
@@ -1263,7 +1296,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Cross-origin request or foreign Host header. */
@@ -1272,7 +1305,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Not found. */
@@ -1281,7 +1314,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description The request body did not arrive within the read timeout (serve --read-timeout). */
@@ -1290,7 +1323,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Conflict. */
@@ -1299,7 +1332,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
@@ -1308,7 +1341,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
         };
@@ -1341,7 +1374,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Authentication required (a token is configured). */
@@ -1350,7 +1383,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Cross-origin request or foreign Host header. */
@@ -1359,7 +1392,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description The request body did not arrive within the read timeout (serve --read-timeout). */
@@ -1368,7 +1401,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
@@ -1377,7 +1410,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Unavailable (no LLM configured, shutting down, or too many graphs being decoded at once: try again). */
@@ -1386,7 +1419,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
         };
@@ -1419,7 +1452,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Authentication required (a token is configured). */
@@ -1428,7 +1461,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Cross-origin request or foreign Host header. */
@@ -1437,7 +1470,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description The request body did not arrive within the read timeout (serve --read-timeout). */
@@ -1446,7 +1479,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
@@ -1455,7 +1488,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Unavailable (no LLM configured, shutting down, or too many graphs being decoded at once: try again). */
@@ -1464,7 +1497,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
         };
@@ -1496,7 +1529,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Authentication required (a token is configured). */
@@ -1505,7 +1538,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Cross-origin request or foreign Host header. */
@@ -1514,7 +1547,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
             /** @description Not found. */
@@ -1523,7 +1556,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["CompatError"];
                 };
             };
         };

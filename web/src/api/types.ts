@@ -105,7 +105,7 @@ export type SubagentCallInfo = {
 
 export type AppConfig = {
   llmConfigured: boolean;
-  providers: string[];
+  providers: Schemas['ConfigProvider'][];
   models: string[];
   defaultModel: string;
   reasoningEfforts: string[];
