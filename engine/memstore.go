@@ -116,6 +116,10 @@ func (m *MemStore) Checkpoint(_ context.Context, r *Run, nodes []*NodeState) err
 	if !ok {
 		return fmt.Errorf("run %s: %w", r.ID, ErrNotFound)
 	}
+	if mr.run.Status.Terminal() {
+		// A run's end is written once and never changes.
+		return fmt.Errorf("run %s is %s: %w", r.ID, mr.run.Status, ErrTerminal)
+	}
 	if r.Owner != "" && mr.owner != r.Owner {
 		return fmt.Errorf("run %s is held by %q: %w", r.ID, mr.owner, ErrConflict)
 	}

@@ -172,6 +172,9 @@ var (
 	ErrNoClaude        = errors.New("provider claude is not configured: set ANTHROPIC_API_KEY")
 	ErrInvalidWorkflow = errors.New("invalid workflow")
 	ErrTerminal        = errors.New("run has already ended")
+	// ErrStorageFull: the store cannot write because its disk (or its
+	// size cap) is full; nothing of the refused write was stored.
+	ErrStorageFull = errors.New("disk full")
 	// ErrLeaseLost: this process no longer holds the run's lease.
 	ErrLeaseLost = errors.New("run lease lost to another process")
 	// ErrDrivenElsewhere: another live process holds the run's lease.

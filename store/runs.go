@@ -193,13 +193,17 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n == 0 {
-			var holder string
-			err := t.tx.QueryRowContext(t.ctx, `SELECT owner FROM runs WHERE id = ?`, hdr.ID).Scan(&holder)
+			var holder, status string
+			err := t.tx.QueryRowContext(t.ctx, `SELECT owner, status FROM runs WHERE id = ?`, hdr.ID).Scan(&holder, &status)
 			if errors.Is(err, sql.ErrNoRows) {
 				return rejected{engine.ErrNotFound}
 			}
 			if err != nil {
 				return err
+			}
+			if engine.RunStatus(status).Terminal() {
+				// A run's end is written once and never changes.
+				return rejected{fmt.Errorf("run is %s: %w", status, engine.ErrTerminal)}
 			}
 			return rejected{fmt.Errorf("run is held by %q, not %q: %w", holder, hdr.Owner, engine.ErrConflict)}
 		}

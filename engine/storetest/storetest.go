@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) engine.Store) {
 		{"ReleaseRun", testRelease},
 		{"CreateRunHeldByOwner", testCreateHeld},
 		{"TerminalCheckpointReleases", testTerminalReleases},
+		{"TerminalStatusIsWrittenOnce", testTerminalFinal},
 		{"CancelRequests", testCancelRequests},
 		{"CreateRunWithEvents", testCreateWithEvents},
 		{"RenewLeases", testRenew},
@@ -861,6 +862,38 @@ func testTerminalReleases(t *testing.T, s engine.Store) {
 		hdr.Status = st
 		must(t, s.Checkpoint(ctx, &hdr, nil), "terminal checkpoint")
 		must(t, s.AcquireRun(ctx, r.ID, "B", "", t0, t0.Add(time.Hour)), "acquire after a "+string(st)+" checkpoint")
+	}
+}
+
+// testTerminalFinal: a run's terminal status is written once; no later
+// checkpoint (by its owner, unfenced, or by a process that acquired it
+// afterwards) changes it or its error.
+func testTerminalFinal(t *testing.T, s engine.Store) {
+	ctx := ctxT(t)
+	for _, st := range []engine.RunStatus{engine.StatusCompleted, engine.StatusFailed, engine.StatusCancelled} {
+		r := newRun("run-final-"+string(st), engine.StatusRunning, t0)
+		r.Owner, r.LeaseUntil = "A", t0.Add(time.Hour)
+		create(t, s, r)
+		end := *r
+		end.Status, end.Error = st, "the end"
+		must(t, s.Checkpoint(ctx, &end, nil), "terminal checkpoint")
+		for _, owner := range []string{"A", ""} {
+			again := end
+			again.Owner, again.Status, again.Error = owner, engine.StatusFailed, "cannot persist run state"
+			if st == engine.StatusFailed {
+				again.Status = engine.StatusCompleted
+			}
+			mustIs(t, s.Checkpoint(ctx, &again, nil), engine.ErrTerminal, "a second terminal checkpoint by owner "+owner)
+		}
+		must(t, s.AcquireRun(ctx, r.ID, "B", "", t0, t0.Add(time.Hour)), "acquire after the end")
+		later := end
+		later.Owner, later.Status = "B", engine.StatusRunning
+		mustIs(t, s.Checkpoint(ctx, &later, nil), engine.ErrTerminal, "a running checkpoint after the end")
+		got, err := s.GetRun(ctx, r.ID)
+		must(t, err, "GetRun")
+		if got.Status != st || got.Error != "the end" {
+			t.Errorf("%s run became %s (%q)", st, got.Status, got.Error)
+		}
 	}
 }
 
