@@ -586,6 +586,7 @@ func (e *Engine) load(ctx context.Context, runID string, kind reqKind) (*runner,
 		_ = e.store.ReleaseRun(context.WithoutCancel(ctx), runID, e.cfg.Owner)
 		return nil, err
 	}
+	e.killLeftovers(runID, evs)
 	return newRunner(e, p, run, nodes, lastSeq, readLog(evs)), nil
 }
 
