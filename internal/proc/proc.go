@@ -90,7 +90,8 @@ type Spec struct {
 	Output Output
 	// OnStart, if set, hears the process group id (the leader's pid) and
 	// the leader's start time (see StartTime) right after the start, so a
-	// caller can record them and kill the group after its own death.
+	// caller can record them and kill the group after its own death. It is
+	// not called for a leader that ended before its start time was read.
 	OnStart func(pgid int, start uint64)
 }
 
@@ -136,8 +137,11 @@ func Run(ctx context.Context, ps Spec) (string, string, error) {
 		return "", "", fmt.Errorf("start %s: %w", ps.Name, err)
 	}
 	if ps.OnStart != nil {
-		st, _ := StartTime(cmd.Process.Pid)
-		ps.OnStart(cmd.Process.Pid, st)
+		// No start time: the leader is already gone (reaped), and what it
+		// left in its group is killed below.
+		if st, err := StartTime(cmd.Process.Pid); err == nil {
+			ps.OnStart(cmd.Process.Pid, st)
+		}
 	}
 	pid := cmd.Process.Pid
 	budget := &atomic.Int64{}
