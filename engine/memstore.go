@@ -271,6 +271,21 @@ func (m *MemStore) RenewLeases(_ context.Context, owner string, until time.Time)
 	return nil
 }
 
+// ExpireLeases implements Store.
+func (m *MemStore) ExpireLeases(_ context.Context, owner string) error {
+	if owner == "" {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, mr := range m.runs {
+		if mr.owner == owner {
+			mr.leaseUntil = time.Time{}
+		}
+	}
+	return nil
+}
+
 // ReleaseRun implements Store.
 func (m *MemStore) ReleaseRun(_ context.Context, id, owner string) error {
 	m.mu.Lock()

@@ -82,6 +82,10 @@ const (
 	EvSubagentCallEnd   = "subagent_call_end"
 	EvSubagentCallError = "subagent_call_error"
 	EvToolCall          = "tool_call"
+	// EvProcessStart records the process group of a bash or script node's
+	// subprocess (data: pgid, start, host): the process that takes the run
+	// over after a crash kills what is left of it before rerunning the node.
+	EvProcessStart = "process_start"
 )
 
 // SystemNodeID is the NodeID of run-level events.

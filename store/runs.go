@@ -146,6 +146,7 @@ WHERE id = ?3 AND (owner = '' OR owner = ?1 OR lease_until < ?4) AND (?5 = '' OR
 	// runs_owner; with "owner = ?" alone it cannot prove the index applies
 	// and scans every run ever stored (TestQueriesUseIndexes).
 	sqlRenewLeases   = `UPDATE runs SET lease_until = ? WHERE owner = ? AND owner <> ''`
+	sqlExpireLeases  = `UPDATE runs SET lease_until = 0 WHERE owner = ? AND owner <> ''`
 	sqlCancelPending = `SELECT EXISTS (SELECT 1 FROM runs WHERE owner = ? AND owner <> '' AND cancel_requested = 1)`
 	sqlTakeCancels   = `UPDATE runs SET cancel_requested = 0
 WHERE owner = ? AND owner <> '' AND cancel_requested = 1 RETURNING id`
@@ -288,6 +289,22 @@ LEFT JOIN node_states n ON n.run_id = r.id AND n.node_id = ?2 WHERE r.id = ?1`, 
 	})
 	if err != nil {
 		return fmt.Errorf("store: claim node %s of run %s: %w", nodeID, runID, err)
+	}
+	return nil
+}
+
+// ExpireLeases implements engine.Store. The owner stays recorded, so its
+// writes stay fenced off; its runs become orphaned.
+func (s *Store) ExpireLeases(ctx context.Context, owner string) error {
+	if owner == "" {
+		return nil // nobody's leases: never touch unowned runs
+	}
+	err := s.w.do(ctx, nil, func(t *wtx) error {
+		_, err := t.exec(sqlExpireLeases, owner)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: expire leases of %s: %w", owner, err)
 	}
 	return nil
 }

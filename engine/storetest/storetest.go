@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) engine.Store) {
 		{"CancelRequests", testCancelRequests},
 		{"CreateRunWithEvents", testCreateWithEvents},
 		{"RenewLeases", testRenew},
+		{"ExpireLeases", testExpire},
 		{"ListOrphaned", testOrphaned},
 		{"WritesAreFencedByOwner", testFencing},
 		{"ClaimStoresDecision", testClaimDecision},
@@ -967,6 +968,38 @@ func testRenew(t *testing.T, s engine.Store) {
 	if len(orphans) != 0 {
 		t.Errorf("ListOrphaned = %v, want none (all leases live)", orphans)
 	}
+}
+
+// testExpire: a dead owner's leases end at once; other owners keep theirs,
+// and unowned runs are untouched.
+func testExpire(t *testing.T, s engine.Store) {
+	ctx := ctxT(t)
+	for i, owner := range []string{"A", "A", "B"} {
+		r := newRun(fmt.Sprintf("run-expire-%d", i), engine.StatusRunning, t0)
+		create(t, s, r)
+		must(t, s.AcquireRun(ctx, r.ID, owner, "", t0, t0.Add(time.Hour)), "AcquireRun "+r.ID)
+	}
+	free := newRun("run-expire-free", engine.StatusPaused, t0)
+	create(t, s, free)
+	must(t, s.ExpireLeases(ctx, "A"), "ExpireLeases A")
+	must(t, s.ExpireLeases(ctx, ""), "ExpireLeases of no owner")
+	must(t, s.ExpireLeases(ctx, "nobody"), "ExpireLeases of an owner without runs")
+	now := t0.Add(time.Second) // long before the leases would run out
+	orphans, err := s.ListOrphaned(ctx, now)
+	must(t, err, "ListOrphaned")
+	if want := []string{"run-expire-0", "run-expire-1"}; !slices.Equal(orphans, want) {
+		t.Errorf("ListOrphaned = %v, want %v (A's runs only)", orphans, want)
+	}
+	mustIs(t, s.AcquireRun(ctx, "run-expire-2", "C", "", now, now.Add(time.Minute)), engine.ErrConflict, "B's live lease")
+	must(t, s.AcquireRun(ctx, "run-expire-0", "C", "", now, now.Add(time.Minute)), "A's expired lease")
+	// The dead owner's writes stay fenced off.
+	r0, _, _, err := s.LoadRun(ctx, "run-expire-0")
+	must(t, err, "LoadRun")
+	r0.Owner = "A"
+	mustIs(t, s.Checkpoint(ctx, r0, nil), engine.ErrConflict, "checkpoint by the dead owner after a takeover")
+	// A renewal by the owner would revive them: it is dead, so none comes.
+	must(t, s.RenewLeases(ctx, "C", now.Add(time.Hour)), "RenewLeases C")
+	mustIs(t, s.AcquireRun(ctx, "run-expire-0", "D", "", now, now.Add(time.Minute)), engine.ErrConflict, "C's lease after the takeover")
 }
 
 func testOrphaned(t *testing.T, s engine.Store) {
