@@ -108,3 +108,58 @@ test('a reject loop: path, visit counts, durations, re-run and replay', { timeou
     }
   }
 });
+
+test('the runs page lists runs across workflows, filters them and re-runs one', { timeout: TEST_TIMEOUT }, async () => {
+  const n = (id, type, x, y, data) => ({ id, type, position: { x, y }, data });
+  const e = (id, source, sourceHandle, target) => ({ id, source, target, sourceHandle, targetHandle: 'input' });
+  const quick = await stack.api.createWorkflow('Quick answer', {
+    nodes: [n('s', 'start', 0, 0, {}), n('a', 'agent', 260, 0, { agentName: 'Answerer', userPrompt: '{{PREVIOUS_OUTPUT}}' })],
+    edges: [e('e1', 's', 'output', 'a')],
+  });
+  const review = await stack.api.createWorkflow('Needs review', reviseLoop());
+  const done = await stack.api.post('/api/runs', { workflowId: quick.id, input: 'what is 2+2' });
+  const paused = await stack.api.post('/api/runs', { workflowId: review.id, input: 'a sonnet' });
+  await until(async () => (await stack.api.getRun(done.runId)).status === 'completed', 'the quick run to complete', 30_000);
+  await until(async () => (await stack.api.getRun(paused.runId)).status === 'paused', 'the review run to pause', 30_000);
+
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL });
+  try {
+    await page.goto('/');
+    await textMatches(page.locator(tid('server-status')), /Connected/, 'server status');
+    await page.locator(tid('runs-link')).click();
+    await page.locator(tid('runs-page')).waitFor();
+    const rowDone = page.locator(tid(`runs-row-${done.runId}`));
+    const rowPaused = page.locator(tid(`runs-row-${paused.runId}`));
+    await rowDone.waitFor();
+    await rowPaused.waitFor();
+    assert.match((await rowDone.textContent()) ?? '', /completed[\s\S]*Quick answer[\s\S]*what is 2\+2/);
+    assert.match((await rowPaused.textContent()) ?? '', /paused[\s\S]*Needs review[\s\S]*a sonnet/);
+    assert.match((await page.locator(tid(`runs-duration-${done.runId}`)).textContent()) ?? '', /^\d+(\.\d)? (ms|s)$/);
+    await screenshot(page, 'runs-page-light');
+    await page.emulateMedia({ colorScheme: 'dark' }); // the theme follows the system by default
+    await screenshot(page, 'runs-page-dark');
+    await page.emulateMedia({ colorScheme: 'light' });
+
+    await page.locator(tid('runs-status')).selectOption('paused');
+    await rowDone.waitFor({ state: 'detached' });
+    await rowPaused.waitFor();
+    await page.locator(tid('runs-status')).selectOption('');
+    await page.locator(tid('runs-workflow')).selectOption(quick.id);
+    await rowPaused.waitFor({ state: 'detached' });
+    await rowDone.waitFor();
+
+    // A run started elsewhere shows up without a reload.
+    const other = await stack.api.post('/api/runs', { workflowId: quick.id, input: 'live one' });
+    await page.locator(tid(`runs-row-${other.runId}`)).waitFor({ timeout: 30_000 });
+
+    await page.locator(tid(`runs-rerun-${done.runId}`)).click();
+    await page.waitForURL((u) => /^\/runs\/[^/]+$/.test(u.pathname) && !u.pathname.endsWith(done.runId));
+    const next = new URL(page.url()).pathname.split('/').pop();
+    await textMatches(page.locator(tid('run-title')), /Quick answer/, 'the re-run page');
+    await waitRunStatus(page, 'completed');
+    assert.equal((await stack.api.getRun(next)).input, 'what is 2+2');
+    assertNoPageErrors(errors);
+  } finally {
+    await context.close();
+  }
+});
