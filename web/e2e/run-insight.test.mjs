@@ -71,6 +71,13 @@ test('a reject loop: path, visit counts, durations, re-run and replay', { timeou
       assert.match((await page.locator(tid('node-meta-writer')).textContent()) ?? '', /^\d+(\.\d)? (ms|s)$/);
       await page.locator(tid('node-review')).click();
       await textMatches(page.locator(tid('node-details-facts')), /Visits\s*2/, 'node details show the visits');
+      // The loop's back edge is drawn under the nodes, not hidden behind them.
+      assert.equal(await page.locator(tid('edge-e5')).getAttribute('data-back'), 'true');
+      const edgeBox = await page.locator(`${tid('edge-e5')} path.react-flow__edge-path`).boundingBox();
+      for (const id of ['review', 'reviser']) {
+        const nodeBox = await page.locator(tid(`node-${id}`)).boundingBox();
+        assert.ok(edgeBox.y + edgeBox.height > nodeBox.y + nodeBox.height + 10, `the back edge passes below ${id}`);
+      }
       await screenshot(page, `run-insight-${theme}`);
 
       // Replay: back to the start, then to the first wait.

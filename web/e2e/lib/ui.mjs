@@ -58,6 +58,8 @@ export async function openEditor(page, path = '/') {
 
 /** Waits until the canvas viewport stops moving (fit-view animations). */
 export async function settle(page) {
+  // An auto-layout in progress (ELK loads and runs asynchronously).
+  await until(async () => !(await page.evaluate(() => document.documentElement.hasAttribute('data-layout-busy'))), 'the layout to finish');
   const transform = () => page.locator('.react-flow__viewport').first().evaluate((e) => e.style.transform);
   let prev = await transform();
   await until(async () => {

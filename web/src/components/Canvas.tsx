@@ -50,6 +50,16 @@ const isValidConnection: IsValidConnection = (c: Edge | Connection) => {
   return connectionProblem(c, nodeMap(s.nodes), s.edges) === null;
 };
 
+/**
+ * Fit options that keep text readable: a small graph is never shrunk below
+ * a readable zoom (the rest is a pan away); large ones may go further out
+ * to show their shape.
+ */
+export function fitOptions(nodeCount: number): { padding: number; maxZoom: number; minZoom: number } {
+  const minZoom = nodeCount <= 25 ? 0.6 : nodeCount <= 60 ? 0.35 : 0.05;
+  return { padding: 0.15, maxZoom: 1.2, minZoom };
+}
+
 function useFitOnRequest(fitRequest: number) {
   const rf = useReactFlow();
   const first = useRef(true);
@@ -61,7 +71,7 @@ function useFitOnRequest(fitRequest: number) {
     // Two frames: nodes are measured after the first paint.
     let f2 = 0;
     const f1 = requestAnimationFrame(() => {
-      f2 = requestAnimationFrame(() => void rf.fitView({ padding: 0.2, maxZoom: 1.2, duration: 200 }));
+      f2 = requestAnimationFrame(() => void rf.fitView({ ...fitOptions(rf.getNodes().length), duration: 200 }));
     });
     return () => {
       cancelAnimationFrame(f1);
@@ -143,14 +153,14 @@ export function EditorCanvas({
           onlyRenderVisibleElements={nodes.length > VISIBLE_ONLY_THRESHOLD}
           colorMode={colorMode}
           fitView
-          fitViewOptions={{ padding: 0.2, maxZoom: 1.2 }}
+          fitViewOptions={fitOptions(nodes.length)}
           minZoom={0.05}
           maxZoom={2}
           proOptions={PRO}
           aria-label="Workflow canvas"
         >
           <Background variant={BackgroundVariant.Dots} gap={16} size={1} />
-          <Controls showInteractive={false} aria-label="Zoom controls" />
+          <Controls showInteractive={false} fitViewOptions={fitOptions(nodes.length)} aria-label="Zoom controls" />
           {nodes.length > MINIMAP_THRESHOLD && <MiniMap pannable zoomable nodeColor={minimapColor} ariaLabel="Minimap" />}
         </ReactFlow>
       </div>
@@ -188,14 +198,14 @@ export function RunCanvas() {
           onlyRenderVisibleElements={nodes.length > VISIBLE_ONLY_THRESHOLD}
           colorMode={colorMode}
           fitView
-          fitViewOptions={{ padding: 0.2, maxZoom: 1.2 }}
+          fitViewOptions={fitOptions(nodes.length)}
           minZoom={0.05}
           maxZoom={2}
           proOptions={PRO}
           aria-label="Run graph"
         >
           <Background variant={BackgroundVariant.Dots} gap={16} size={1} />
-          <Controls showInteractive={false} />
+          <Controls showInteractive={false} fitViewOptions={fitOptions(nodes.length)} />
           {nodes.length > MINIMAP_THRESHOLD && <MiniMap pannable zoomable nodeColor={minimapColor} ariaLabel="Minimap" />}
         </ReactFlow>
       </div>

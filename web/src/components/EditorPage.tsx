@@ -210,7 +210,7 @@ function Toolbar({ snap, setSnap }: { snap: boolean; setSnap: (v: boolean) => vo
             </button>
           </>
         )}
-        <button className="btn" onClick={() => useEditor.getState().autoLayout()} title="Arrange nodes in layers" data-testid="auto-layout" disabled={readOnly}>
+        <button className="btn" onClick={() => void useEditor.getState().autoLayout()} title="Arrange nodes in layers" data-testid="auto-layout" disabled={readOnly}>
           Auto-layout
         </button>
         <button className="btn" onClick={() => void rf.fitView({ padding: 0.2, maxZoom: 1.2, duration: 200 })} title="Fit the graph in view" data-testid="fit-view">

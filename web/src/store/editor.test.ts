@@ -102,10 +102,10 @@ describe('editor store', () => {
     expect(st().edges[0]!.sourceHandle).toBe('condition-1');
   });
 
-  it('auto-layout moves nodes left to right and is undoable', () => {
+  it('auto-layout moves nodes left to right and is undoable', async () => {
     const a = st().addNode('agent', { x: -500, y: 0 });
     st().connect({ source: 'n1', target: a, sourceHandle: 'output', targetHandle: 'input' });
-    st().autoLayout();
+    await st().autoLayout();
     const g = toGraph(st().nodes, st().edges);
     const x = (id: string) => g.nodes.find((n) => n.id === id)!.position.x;
     expect(x('n1')).toBeLessThan(x(a));

@@ -9,7 +9,7 @@ import { connectionProblem } from '../graph/connect';
 import { defaultData } from '../graph/factory';
 import { checkpoint, emptyHistory, redo as redoH, undo as undoH, type History, type Snapshot } from '../graph/history';
 import { nextId } from '../graph/ids';
-import { layeredLayout } from '../graph/layout';
+import { elkLayout } from '../graph/elkLayout';
 import { edgeViewType, toGraph } from '../graph/serialize';
 import {
   SUBAGENT_HANDLE,
@@ -63,7 +63,7 @@ export type EditorState = {
   paste: () => boolean;
   undo: () => void;
   redo: () => void;
-  autoLayout: () => void;
+  autoLayout: () => Promise<void>;
   replaceGraph: (g: Graph) => void;
   save: (opts?: { overwrite?: boolean }) => Promise<boolean>;
   reloadFromServer: () => Promise<void>;
@@ -339,21 +339,25 @@ export const useEditor = create<EditorState>((set, get) => {
       set({ history: r.history, nodes: r.value.value.nodes, edges: r.value.value.edges, rev: r.value.rev });
     },
 
-    autoLayout: () => {
+    autoLayout: async () => {
       const s = get();
       if (s.nodes.length === 0) return;
-      const pos = layeredLayout(
+      const rev = s.rev;
+      const pos = await elkLayout(
         s.nodes.map((n) => ({ id: n.id, width: n.measured?.width, height: n.measured?.height, y: n.position.y })),
         s.edges,
       );
+      // The graph changed while ELK worked: its positions are for another graph.
+      if (get().rev !== rev) return;
+      const cur = get();
       mark(null);
       set({
-        nodes: s.nodes.map((n) => {
+        nodes: cur.nodes.map((n) => {
           const p = pos.get(n.id);
           return p ? { ...n, position: p } : n;
         }),
         rev: newRev(),
-        fitRequest: s.fitRequest + 1,
+        fitRequest: cur.fitRequest + 1,
       });
     },
 
