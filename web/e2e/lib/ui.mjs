@@ -116,9 +116,31 @@ async function edgeCount(page) {
   return page.locator('.react-flow__edge').count();
 }
 
+/**
+ * Zooms out (as a person would, with the zoom control) until every locator
+ * is inside the canvas: fit keeps text readable, so a wider graph runs past
+ * the view.
+ */
+async function bringIntoView(page, locators) {
+  for (let i = 0; i < 10; i++) {
+    const pane = await page.locator('.react-flow').first().boundingBox();
+    let inside = true;
+    for (const l of locators) {
+      const b = await l.boundingBox();
+      if (!b || b.x < pane.x + 4 || b.y < pane.y + 4 || b.x + b.width > pane.x + pane.width - 4 || b.y + b.height > pane.y + pane.height - 4) {
+        inside = false;
+      }
+    }
+    if (inside) return;
+    await page.locator('.react-flow__controls-zoomout').first().click();
+    await settle(page);
+  }
+}
+
 /** Draws an edge by dragging from an output handle to a node's input handle. */
 export async function connect(page, source, sourceHandle, target) {
   const before = await edgeCount(page);
+  await bringIntoView(page, [handle(page, source, sourceHandle), handle(page, target, 'input')]);
   const from = await center(handle(page, source, sourceHandle), `handle ${source}.${sourceHandle}`);
   const to = await center(handle(page, target, 'input'), `handle ${target}.input`);
   await page.mouse.move(from.x, from.y);

@@ -1,11 +1,14 @@
 import {
   Background,
   BackgroundVariant,
+  ControlButton,
   Controls,
   MiniMap,
   ReactFlow,
+  useNodesInitialized,
   useReactFlow,
   useStore,
+  useStoreApi,
   type Connection,
   type Edge,
   type IsValidConnection,
@@ -14,6 +17,7 @@ import {
 } from '@xyflow/react';
 import { useCallback, useEffect, useRef, type DragEvent } from 'react';
 import { connectionProblem } from '../graph/connect';
+import { readableViewport } from '../graph/fit';
 import { isEditableType, type FlowNode } from '../graph/types';
 import { CanvasModeContext } from '../nodes/mode';
 import { EdgeMarkers } from '../nodes/edges';
@@ -50,34 +54,46 @@ const isValidConnection: IsValidConnection = (c: Edge | Connection) => {
   return connectionProblem(c, nodeMap(s.nodes), s.edges) === null;
 };
 
-/**
- * Fit options that keep text readable: a small graph is never shrunk below
- * a readable zoom (the rest is a pan away); large ones may go further out
- * to show their shape.
- */
-export function fitOptions(nodeCount: number): { padding: number; maxZoom: number; minZoom: number } {
-  const minZoom = nodeCount <= 25 ? 0.6 : nodeCount <= 60 ? 0.35 : 0.05;
-  return { padding: 0.15, maxZoom: 1.2, minZoom };
+/** Fits the graph at a readable zoom (see readableViewport). */
+export function useReadableFit(): (duration?: number) => void {
+  const rf = useReactFlow();
+  const store = useStoreApi();
+  return useCallback(
+    (duration = 200) => {
+      const nodes = rf.getNodes();
+      if (nodes.length === 0) return;
+      const { width, height } = store.getState();
+      void rf.setViewport(readableViewport(rf.getNodesBounds(nodes), width, height, nodes.length), { duration });
+    },
+    [rf, store],
+  );
 }
 
+/** Fits when the nodes are first measured and on every fit request. */
 function useFitOnRequest(fitRequest: number) {
-  const rf = useReactFlow();
-  const first = useRef(true);
+  const fit = useReadableFit();
+  const measured = useNodesInitialized();
+  const done = useRef<number | null>(null);
   useEffect(() => {
-    if (first.current) {
-      first.current = false;
-      if (fitRequest === 0) return;
-    }
-    // Two frames: nodes are measured after the first paint.
-    let f2 = 0;
-    const f1 = requestAnimationFrame(() => {
-      f2 = requestAnimationFrame(() => void rf.fitView({ ...fitOptions(rf.getNodes().length), duration: 200 }));
-    });
-    return () => {
-      cancelAnimationFrame(f1);
-      cancelAnimationFrame(f2);
-    };
-  }, [fitRequest, rf]);
+    if (!measured || done.current === fitRequest) return;
+    const first = done.current === null;
+    done.current = fitRequest;
+    // A frame: positions applied by the request are painted first.
+    const f = requestAnimationFrame(() => fit(first ? 0 : 200));
+    return () => cancelAnimationFrame(f);
+  }, [fitRequest, measured, fit]);
+}
+
+/** The zoom controls' fit button, fitting readably. */
+function FitButton() {
+  const fit = useReadableFit();
+  return (
+    <ControlButton onClick={() => fit()} className="react-flow__controls-fitview" title="Fit view" aria-label="Fit view">
+      <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 30" aria-hidden="true">
+        <path d="M3.692 4.63c0-.53.4-.938.939-.938h5.215V0H4.708C2.13 0 0 2.054 0 4.63v5.216h3.692V4.631zM27.354 0h-5.2v3.692h5.17c.53 0 .984.4.984.939v5.215H32V4.631A4.624 4.624 0 0027.354 0zm.954 24.83c0 .532-.4.94-.939.94h-5.215v3.768h5.215c2.577 0 4.631-2.13 4.631-4.707v-5.139h-3.692v5.139zm-23.677.94c-.531 0-.939-.4-.939-.94v-5.138H0v5.139c0 2.577 2.13 4.707 4.708 4.707h5.138V25.77H4.631z" />
+      </svg>
+    </ControlButton>
+  );
 }
 
 /** Below this zoom node details are unreadable; hiding them saves paint time. */
@@ -152,15 +168,15 @@ export function EditorCanvas({
           multiSelectionKeyCode={['Meta', 'Control']}
           onlyRenderVisibleElements={nodes.length > VISIBLE_ONLY_THRESHOLD}
           colorMode={colorMode}
-          fitView
-          fitViewOptions={fitOptions(nodes.length)}
           minZoom={0.05}
           maxZoom={2}
           proOptions={PRO}
           aria-label="Workflow canvas"
         >
           <Background variant={BackgroundVariant.Dots} gap={16} size={1} />
-          <Controls showInteractive={false} fitViewOptions={fitOptions(nodes.length)} aria-label="Zoom controls" />
+          <Controls showInteractive={false} showFitView={false} aria-label="Zoom controls">
+            <FitButton />
+          </Controls>
           {nodes.length > MINIMAP_THRESHOLD && <MiniMap pannable zoomable nodeColor={minimapColor} ariaLabel="Minimap" />}
         </ReactFlow>
       </div>
@@ -197,15 +213,15 @@ export function RunCanvas() {
           deleteKeyCode={null}
           onlyRenderVisibleElements={nodes.length > VISIBLE_ONLY_THRESHOLD}
           colorMode={colorMode}
-          fitView
-          fitViewOptions={fitOptions(nodes.length)}
           minZoom={0.05}
           maxZoom={2}
           proOptions={PRO}
           aria-label="Run graph"
         >
           <Background variant={BackgroundVariant.Dots} gap={16} size={1} />
-          <Controls showInteractive={false} fitViewOptions={fitOptions(nodes.length)} />
+          <Controls showInteractive={false} showFitView={false}>
+            <FitButton />
+          </Controls>
           {nodes.length > MINIMAP_THRESHOLD && <MiniMap pannable zoomable nodeColor={minimapColor} ariaLabel="Minimap" />}
         </ReactFlow>
       </div>

@@ -1,4 +1,4 @@
-import { ReactFlowProvider, useReactFlow } from '@xyflow/react';
+import { ReactFlowProvider } from '@xyflow/react';
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { api, ApiError, errorMessage } from '../api/client';
 import { toGraph } from '../graph/serialize';
@@ -6,7 +6,7 @@ import { useApp } from '../store/app';
 import { isDirty, useEditor } from '../store/editor';
 import { navigate, runPath, workflowPath } from '../store/router';
 import { indexProblems, runBlocker, useValidation } from '../store/validation';
-import { EditorCanvas } from './Canvas';
+import { EditorCanvas, useReadableFit } from './Canvas';
 import { downloadJson, importGraphText, safeFileName } from './importExport';
 import { Inspector } from './Inspector';
 import { Palette } from './Palette';
@@ -14,6 +14,8 @@ import { ProblemsPanel } from './ProblemsPanel';
 import { RunHistory } from './RunHistory';
 import { WorkflowList } from './WorkflowList';
 import { WorkflowPanel } from './WorkflowPanel';
+import { PanelToggle } from './PanelToggle';
+import { usePanels } from '../store/panels';
 
 type Tab = 'inspect' | 'problems' | 'runs' | 'workflow';
 
@@ -66,7 +68,7 @@ function ConflictBanner() {
 }
 
 function Toolbar({ snap, setSnap }: { snap: boolean; setSnap: (v: boolean) => void }) {
-  const rf = useReactFlow();
+  const fit = useReadableFit();
   const name = useEditor((s) => s.name);
   const kind = useEditor((s) => s.kind);
   const dirty = useEditor(isDirty);
@@ -200,6 +202,7 @@ function Toolbar({ snap, setSnap }: { snap: boolean; setSnap: (v: boolean) => vo
         </span>
       )}
       <div className="toolbar__group">
+        <PanelToggle side="left" label="palette and workflow list" />
         {!readOnly && (
           <>
             <button className="btn" onClick={() => useEditor.getState().undo()} disabled={!canUndo} aria-label="Undo" title="Undo (Ctrl+Z)" data-testid="undo">
@@ -213,7 +216,7 @@ function Toolbar({ snap, setSnap }: { snap: boolean; setSnap: (v: boolean) => vo
         <button className="btn" onClick={() => void useEditor.getState().autoLayout()} title="Arrange nodes in layers" data-testid="auto-layout" disabled={readOnly}>
           Auto-layout
         </button>
-        <button className="btn" onClick={() => void rf.fitView({ padding: 0.2, maxZoom: 1.2, duration: 200 })} title="Fit the graph in view" data-testid="fit-view">
+        <button className="btn" onClick={() => fit()} title="Fit the graph in view (at a readable zoom)" data-testid="fit-view">
           Fit
         </button>
         <label className="check check--inline" title="Snap nodes to a 16px grid while dragging">
@@ -322,6 +325,7 @@ function EditorBody({ id }: { id: string | null }) {
   const [tab, setTab] = useState<Tab>('inspect');
   const loading = useEditor((s) => s.loading);
   const loadError = useEditor((s) => s.loadError);
+  const panels = usePanels((s) => s.open);
 
   useEffect(() => {
     const s = useEditor.getState();
@@ -339,10 +343,12 @@ function EditorBody({ id }: { id: string | null }) {
       <Toolbar snap={snap} setSnap={setSnap} />
       <ConflictBanner />
       <div className="editor__main">
-        <aside className="side side--left" aria-label="Workflows and palette">
-          <Palette />
-          <WorkflowList />
-        </aside>
+        {panels.left && (
+          <aside className="side side--left" aria-label="Workflows and palette" data-testid="left-panel">
+            <Palette />
+            <WorkflowList />
+          </aside>
+        )}
         <main className="editor__canvas" aria-busy={loading}>
           {loadError ? (
             <div className="center-msg" role="alert" data-testid="load-error">
@@ -357,7 +363,10 @@ function EditorBody({ id }: { id: string | null }) {
           )}
           {loading && <div className="loading-veil">Loading…</div>}
         </main>
-        <SidePanel tab={tab} setTab={setTab} />
+        {panels.right && <SidePanel tab={tab} setTab={setTab} />}
+        <div className="panel-toggle--right">
+          <PanelToggle side="right" />
+        </div>
       </div>
     </div>
   );

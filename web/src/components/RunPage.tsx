@@ -9,6 +9,8 @@ import { navigate, runPath, workflowPath } from '../store/router';
 import { effectiveStatus, useRun, viewLog } from '../store/run';
 import { RunCanvas } from './Canvas';
 import { fmtTime, shortId } from './format';
+import { PanelToggle } from './PanelToggle';
+import { usePanels } from '../store/panels';
 import { LogPanel } from './LogPanel';
 
 const STREAM_TEXT: Record<string, string> = {
@@ -81,6 +83,18 @@ function Approvals() {
         ))}
       </ul>
     </section>
+  );
+}
+
+/** With the details panel hidden, waiting approvals are still announced. */
+function PendingBadge() {
+  const n = useRun((s) => (s.replay ? 0 : (s.run?.pendingApprovals?.length ?? 0)));
+  const show = usePanels((s) => s.set);
+  if (n === 0) return null;
+  return (
+    <button className="btn btn--small pending-badge" onClick={() => show('right', true)} data-testid="pending-badge">
+      {n} waiting for approval
+    </button>
   );
 }
 
@@ -300,6 +314,7 @@ function RunHeader() {
             {rerunning ? 'Starting…' : 'Re-run'}
           </button>
         )}
+        <PanelToggle side="right" label="run details" />
         {active && (
           <button className="btn btn--danger" onClick={() => void doCancel()} disabled={cancelling} data-testid="cancel-run">
             {cancelling ? 'Cancelling…' : 'Cancel run'}
@@ -369,6 +384,7 @@ export function RunPage({ id }: { id: string }) {
   const cancelled = useRun((s) => effectiveStatus(s) === 'cancelled');
   const hasGraph = useRun((s) => s.nodes.length > 0);
   const hasRun = useRun((s) => s.run !== null);
+  const details = usePanels((s) => s.open.right);
   useEffect(() => {
     open(id);
     return () => close();
@@ -399,10 +415,14 @@ export function RunPage({ id }: { id: string }) {
               <div className="center-msg">This run has no graph to show; its log is below.</div>
             )}
           </main>
-          <aside className="side side--right" aria-label="Run details">
-            <Approvals />
-            <NodeDetails />
-          </aside>
+          {details ? (
+            <aside className="side side--right" aria-label="Run details" data-testid="run-details-panel">
+              <Approvals />
+              <NodeDetails />
+            </aside>
+          ) : (
+            <PendingBadge />
+          )}
         </div>
         <LogPanel />
       </div>
