@@ -1,0 +1,122 @@
+import { completionKeymap } from '@codemirror/autocomplete';
+import { defaultKeymap, history, historyKeymap } from '@codemirror/commands';
+import { EditorState, type Extension } from '@codemirror/state';
+import { EditorView, drawSelection, highlightSpecialChars, keymap, placeholder as placeholderExt } from '@codemirror/view';
+import { useEffect, useRef } from 'react';
+import { promptTheme, variableCompletion, variableHighlighter, type VariableContext } from '../editor/prompt';
+
+/** Idle time after the last key before the text is written to the editor store. */
+export const COMMIT_DEBOUNCE_MS = 250;
+
+export type PromptEditorProps = {
+  id: string;
+  /** The stored value; outside changes (undo, another tab's load) replace the text. */
+  value: string;
+  /** Called with the whole text when typing pauses, on blur and on Ctrl+S, only when it changed. */
+  onCommit: (value: string) => void;
+  label: string;
+  describedBy?: string;
+  testId: string;
+  readOnly?: boolean;
+  /** Variable highlighting and completion; null for plain text fields. */
+  variables?: VariableContext | null;
+  rows?: number;
+  placeholder?: string;
+};
+
+/**
+ * A CodeMirror 6 text field. The document lives in CodeMirror while typing:
+ * the store (and so the canvas, validation and undo history) sees the text
+ * once per burst of typing (COMMIT_DEBOUNCE_MS idle, blur, Ctrl+S, unmount),
+ * not once per key. The data-testid, id and aria-label are on the
+ * contenteditable, so tests can fill() it like a textarea.
+ */
+export function PromptEditor(props: PromptEditorProps) {
+  const host = useRef<HTMLDivElement>(null);
+  const viewRef = useRef<EditorView | null>(null);
+  /** The last text known to be in the store. */
+  const committed = useRef(props.value);
+  const timer = useRef<ReturnType<typeof setTimeout> | null>(null);
+  const latest = useRef(props);
+  latest.current = props;
+  const extensionsRef = useRef<Extension[]>([]);
+
+  useEffect(() => {
+    const el = host.current;
+    if (!el) return;
+    const p = latest.current;
+    const flush = () => {
+      if (timer.current) clearTimeout(timer.current);
+      timer.current = null;
+      const v = viewRef.current;
+      if (!v) return;
+      const text = v.state.doc.toString();
+      if (text === committed.current) return;
+      committed.current = text;
+      latest.current.onCommit(text);
+    };
+    const lineH = 18;
+    const extensions: Extension[] = [
+      history(),
+      drawSelection(),
+      highlightSpecialChars(),
+      EditorView.lineWrapping,
+      EditorState.readOnly.of(!!p.readOnly),
+      EditorView.editable.of(!p.readOnly),
+      keymap.of([
+        // Ctrl+S saves from the page's handler: write the text first.
+        { key: 'Mod-s', run: () => (flush(), false) },
+        ...completionKeymap,
+        ...defaultKeymap,
+        ...historyKeymap,
+      ]),
+      EditorView.contentAttributes.of({
+        id: p.id,
+        'aria-label': p.label,
+        ...(p.describedBy ? { 'aria-describedby': p.describedBy } : {}),
+        'data-testid': p.testId,
+      }),
+      EditorView.updateListener.of((u) => {
+        if (!u.docChanged) return;
+        if (timer.current) clearTimeout(timer.current);
+        timer.current = setTimeout(flush, COMMIT_DEBOUNCE_MS);
+      }),
+      promptTheme,
+      EditorView.theme({
+        '.cm-content': { minHeight: `${(p.rows ?? 4) * lineH + 10}px` },
+        '&': { maxHeight: '360px' },
+      }),
+      p.placeholder ? placeholderExt(p.placeholder) : [],
+      p.variables ? [variableHighlighter(p.variables), variableCompletion(p.variables)] : [],
+    ];
+    extensionsRef.current = extensions;
+    const view = new EditorView({ parent: el, state: EditorState.create({ doc: p.value, extensions }) });
+    viewRef.current = view;
+    committed.current = p.value;
+    // focusout fires at mousedown, before a click on Save or on the canvas.
+    const onFocusOut = () => flush();
+    el.addEventListener('focusout', onFocusOut);
+    return () => {
+      el.removeEventListener('focusout', onFocusOut);
+      flush();
+      view.destroy();
+      viewRef.current = null;
+    };
+    // Mounted once per field: Inspector keys it by node and field.
+  }, []);
+
+  // A change from outside (undo/redo, reload): show it.
+  useEffect(() => {
+    const v = viewRef.current;
+    if (!v || props.value === committed.current) return;
+    committed.current = props.value;
+    if (v.state.doc.toString() === props.value) return;
+    if (timer.current) clearTimeout(timer.current);
+    timer.current = null;
+    const hadFocus = v.hasFocus;
+    v.setState(EditorState.create({ doc: props.value, extensions: extensionsRef.current }));
+    if (hadFocus) v.focus();
+  }, [props.value]);
+
+  return <div ref={host} className="prompt-editor" data-readonly={props.readOnly ? 'true' : undefined} />;
+}
