@@ -1,4 +1,4 @@
-import { useId, useMemo, type ReactNode } from 'react';
+import { Suspense, lazy, useEffect, useId, useMemo, type ReactNode } from 'react';
 import type { VariableContext } from '../editor/prompt';
 import type { CompletionNode } from '../editor/variables';
 import { conditionLabel } from '../graph/handles';
@@ -7,7 +7,19 @@ import { useApp } from '../store/app';
 import { useEditor } from '../store/editor';
 import { useValidation } from '../store/validation';
 import { TYPE_LABEL } from '../nodes/NodeShell';
-import { PromptEditor } from './PromptEditor';
+import type { PromptEditorProps } from './PromptEditor';
+
+// The code editor (CodeMirror) is its own chunk, fetched when the inspector first shows.
+const loadPromptEditor = () => import('./PromptEditor');
+const LazyPromptEditor = lazy(() => loadPromptEditor().then((m) => ({ default: m.PromptEditor })));
+
+function PromptEditor(props: PromptEditorProps & { key?: string }) {
+  return (
+    <Suspense fallback={<div className="prompt-editor prompt-editor--loading" style={{ minHeight: (props.rows ?? 4) * 18 + 12 }} />}>
+      <LazyPromptEditor {...props} />
+    </Suspense>
+  );
+}
 
 /** The graph's nodes for variable completion, read from the store when asked. */
 function graphNodes(): CompletionNode[] {
@@ -339,6 +351,9 @@ function NodeProblems({ id }: { id: string }) {
 
 export function Inspector() {
   const sel = useSelectedNode();
+  useEffect(() => {
+    void loadPromptEditor();
+  }, []);
   const readOnly = useEditor((s) => s.kind === 'yaml');
   const deleteSelected = useEditor((s) => s.deleteSelected);
   if (sel === null)
