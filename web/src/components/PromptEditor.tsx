@@ -3,6 +3,7 @@ import { defaultKeymap, history, historyKeymap } from '@codemirror/commands';
 import { EditorState, type Extension } from '@codemirror/state';
 import { EditorView, drawSelection, highlightSpecialChars, keymap, placeholder as placeholderExt } from '@codemirror/view';
 import { useEffect, useRef } from 'react';
+import { createCommitter, type Committer } from '../editor/commit';
 import { promptTheme, variableCompletion, variableHighlighter, type VariableContext } from '../editor/prompt';
 
 /** Idle time after the last key before the text is written to the editor store. */
@@ -34,9 +35,7 @@ export type PromptEditorProps = {
 export function PromptEditor(props: PromptEditorProps) {
   const host = useRef<HTMLDivElement>(null);
   const viewRef = useRef<EditorView | null>(null);
-  /** The last text known to be in the store. */
-  const committed = useRef(props.value);
-  const timer = useRef<ReturnType<typeof setTimeout> | null>(null);
+  const committer = useRef<Committer | null>(null);
   const latest = useRef(props);
   latest.current = props;
   const extensionsRef = useRef<Extension[]>([]);
@@ -45,16 +44,14 @@ export function PromptEditor(props: PromptEditorProps) {
     const el = host.current;
     if (!el) return;
     const p = latest.current;
-    const flush = () => {
-      if (timer.current) clearTimeout(timer.current);
-      timer.current = null;
-      const v = viewRef.current;
-      if (!v) return;
-      const text = v.state.doc.toString();
-      if (text === committed.current) return;
-      committed.current = text;
-      latest.current.onCommit(text);
-    };
+    const c = createCommitter(
+      () => viewRef.current?.state.doc.toString() ?? c.committed(),
+      (text) => latest.current.onCommit(text),
+      p.value,
+      COMMIT_DEBOUNCE_MS,
+    );
+    committer.current = c;
+    const flush = () => void c.flush();
     const lineH = 18;
     const extensions: Extension[] = [
       history(),
@@ -77,9 +74,7 @@ export function PromptEditor(props: PromptEditorProps) {
         'data-testid': p.testId,
       }),
       EditorView.updateListener.of((u) => {
-        if (!u.docChanged) return;
-        if (timer.current) clearTimeout(timer.current);
-        timer.current = setTimeout(flush, COMMIT_DEBOUNCE_MS);
+        if (u.docChanged) c.changed();
       }),
       promptTheme,
       EditorView.theme({
@@ -92,15 +87,16 @@ export function PromptEditor(props: PromptEditorProps) {
     extensionsRef.current = extensions;
     const view = new EditorView({ parent: el, state: EditorState.create({ doc: p.value, extensions }) });
     viewRef.current = view;
-    committed.current = p.value;
     // focusout fires at mousedown, before a click on Save or on the canvas.
     const onFocusOut = () => flush();
     el.addEventListener('focusout', onFocusOut);
     return () => {
       el.removeEventListener('focusout', onFocusOut);
       flush();
+      c.dispose();
       view.destroy();
       viewRef.current = null;
+      committer.current = null;
     };
     // Mounted once per field: Inspector keys it by node and field.
   }, []);
@@ -108,11 +104,10 @@ export function PromptEditor(props: PromptEditorProps) {
   // A change from outside (undo/redo, reload): show it.
   useEffect(() => {
     const v = viewRef.current;
-    if (!v || props.value === committed.current) return;
-    committed.current = props.value;
+    const c = committer.current;
+    if (!v || !c || props.value === c.committed()) return;
+    c.reset(props.value);
     if (v.state.doc.toString() === props.value) return;
-    if (timer.current) clearTimeout(timer.current);
-    timer.current = null;
     const hadFocus = v.hasFocus;
     v.setState(EditorState.create({ doc: props.value, extensions: extensionsRef.current }));
     if (hadFocus) v.focus();
