@@ -1,6 +1,6 @@
 import { completionKeymap } from '@codemirror/autocomplete';
 import { defaultKeymap, history, historyKeymap } from '@codemirror/commands';
-import { EditorState, type Extension } from '@codemirror/state';
+import { Compartment, EditorState, type Extension, type Text } from '@codemirror/state';
 import { EditorView, drawSelection, highlightSpecialChars, keymap, placeholder as placeholderExt } from '@codemirror/view';
 import { useEffect, useRef } from 'react';
 import { createCommitter, type Committer } from '../editor/commit';
@@ -8,6 +8,18 @@ import { promptTheme, variableCompletion, variableHighlighter, type VariableCont
 
 /** Idle time after the last key before the text is written to the editor store. */
 export const COMMIT_DEBOUNCE_MS = 250;
+
+/**
+ * Lines longer than this are not wrapped: a wrapped line is laid out whole on
+ * every key, an unwrapped one is drawn only where it is visible.
+ */
+export const WRAP_LIMIT = 20_000;
+
+function hasHugeLine(doc: Text): boolean {
+  if (doc.length <= WRAP_LIMIT) return false;
+  for (const it = doc.iterLines(); !it.next().done; ) if (it.value.length > WRAP_LIMIT) return true;
+  return false;
+}
 
 export type PromptEditorProps = {
   id: string;
@@ -39,14 +51,26 @@ export function PromptEditor(props: PromptEditorProps) {
   const latest = useRef(props);
   latest.current = props;
   const extensionsRef = useRef<Extension[]>([]);
+  const wrapRef = useRef<((v: EditorView) => void) | null>(null);
 
   useEffect(() => {
     const el = host.current;
     if (!el) return;
     const p = latest.current;
+    const wrapping = new Compartment();
+    const wrapFor = (doc: Text) => (hasHugeLine(doc) ? [] : EditorView.lineWrapping);
+    const rewrap = (v: EditorView) => {
+      const want = hasHugeLine(v.state.doc);
+      if (want !== (wrapping.get(v.state) !== EditorView.lineWrapping)) v.dispatch({ effects: wrapping.reconfigure(wrapFor(v.state.doc)) });
+    };
+    wrapRef.current = rewrap;
     const c = createCommitter(
       () => viewRef.current?.state.doc.toString() ?? c.committed(),
-      (text) => latest.current.onCommit(text),
+      (text) => {
+        // Once per burst: a paste may have made (or removed) a huge line.
+        if (viewRef.current) rewrap(viewRef.current);
+        latest.current.onCommit(text);
+      },
       p.value,
       COMMIT_DEBOUNCE_MS,
     );
@@ -57,7 +81,7 @@ export function PromptEditor(props: PromptEditorProps) {
       history(),
       drawSelection(),
       highlightSpecialChars(),
-      EditorView.lineWrapping,
+      wrapping.of(wrapFor(EditorState.create({ doc: p.value }).doc)),
       EditorState.readOnly.of(!!p.readOnly),
       EditorView.editable.of(!p.readOnly),
       keymap.of([
@@ -110,6 +134,7 @@ export function PromptEditor(props: PromptEditorProps) {
     if (v.state.doc.toString() === props.value) return;
     const hadFocus = v.hasFocus;
     v.setState(EditorState.create({ doc: props.value, extensions: extensionsRef.current }));
+    wrapRef.current?.(v);
     if (hadFocus) v.focus();
   }, [props.value]);
 
