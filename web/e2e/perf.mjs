@@ -9,15 +9,32 @@
 //          at the fitted zoom (all nodes on screen) and at zoom ~1 (only
 //          visible nodes rendered)
 //
+//   prompt per-keystroke latency typing into a 500 KB agent user prompt in the
+//          inspector: keydown (event timestamp) → the first task after the
+//          next animation frame, i.e. the frame that shows the key; median
+//          and p95 over 50 keys, typed one after the other. Also the cost
+//          of the store commit once typing pauses (long tasks in the 1 s
+//          after the burst).
+//
 // SWITCHYARD_PERF_NODES changes the size (default 1000); SWITCHYARD_PERF_CSS
 // adds a style sheet after opening, to find what costs (e.g.
-// '.react-flow__edges{display:none}').
+// '.react-flow__edges{display:none}'). SWITCHYARD_PERF_ONLY=prompt runs only
+// the prompt part, =canvas only the big-graph part; SWITCHYARD_PERF_PROMPT_KB
+// sets the prompt size (default 500), SWITCHYARD_PERF_PROMPT_NODES the
+// number of other agents on that canvas (default 100),
+// SWITCHYARD_PERF_PROMPT_ONE_LINE=1 makes it a single line.
 import assert from 'node:assert/strict';
 import { launchBrowser, chromiumAvailable, CHROMIUM, newPage, screenshot } from './lib/browser.mjs';
 import { startStack } from './lib/stack.mjs';
 import { openEditor, settle, tid, until } from './lib/ui.mjs';
 
 const N = Number(process.env.SWITCHYARD_PERF_NODES ?? 1000);
+const ONLY = process.env.SWITCHYARD_PERF_ONLY ?? '';
+const PROMPT_KB = Number(process.env.SWITCHYARD_PERF_PROMPT_KB ?? 500);
+const PROMPT_NODES = Number(process.env.SWITCHYARD_PERF_PROMPT_NODES ?? 100);
+// SWITCHYARD_PERF_PROMPT_ONE_LINE=1: the prompt is one line (pasted minified JSON, say).
+const ONE_LINE = process.env.SWITCHYARD_PERF_PROMPT_ONE_LINE === '1';
+const KEYS = 50;
 
 if (!chromiumAvailable()) {
   console.log(`perf: SKIPPED: ${CHROMIUM} not found`);
@@ -103,9 +120,117 @@ async function measurePan(page, durationMs = 2000) {
   return { ...r, moves: i, elapsedMs: elapsed, fps: (r.frames / elapsed) * 1000 };
 }
 
+
+/** A drawn graph whose agent a1 has a kb-KB user prompt, plus `extra` other agents. */
+function promptGraph(kb, extra) {
+  const line = `Summarise the findings of $a2.output and {{PREVIOUS_OUTPUT}} for the report, politely.${ONE_LINE ? ' ' : '\n'}`;
+  const prompt = line.repeat(Math.ceil((kb * 1024) / line.length)).slice(0, kb * 1024);
+  const more = [];
+  for (let i = 0; i < extra; i++) {
+    more.push({ id: `b${i}`, type: 'agent', position: { x: (i % 10) * 320, y: 200 + Math.floor(i / 10) * 150 }, data: { agentName: `Agent ${i}`, userPrompt: '$a1.output' } });
+  }
+  return {
+    nodes: [
+      ...more,
+      { id: 'start', type: 'start', position: { x: 0, y: 0 }, data: { initialInput: 'x' } },
+      { id: 'a1', type: 'agent', position: { x: 320, y: 0 }, data: { agentName: 'Writer', userPrompt: prompt } },
+      { id: 'a2', type: 'agent', position: { x: 640, y: 0 }, data: { agentName: 'Checker', userPrompt: '{{PREVIOUS_OUTPUT}}' } },
+    ],
+    edges: [
+      { id: 'e1', source: 'start', target: 'a1', sourceHandle: 'output', targetHandle: 'input' },
+      { id: 'e2', source: 'a1', target: 'a2', sourceHandle: 'output', targetHandle: 'input' },
+    ],
+  };
+}
+
+/**
+ * Types KEYS characters at the end of the big prompt, one at a time, and
+ * returns per-key latency figures. Works for a <textarea> and for the code
+ * editor (the testid is on its contenteditable).
+ */
+async function measurePrompt(page, stackApi) {
+  const wf = await stackApi.createWorkflow(`Prompt ${PROMPT_KB} KB`, promptGraph(PROMPT_KB, PROMPT_NODES));
+  await page.goto(`/workflows/${wf.id}`);
+  await page.locator(tid('node-a1')).waitFor();
+  await settle(page);
+  await page.locator(tid('node-a1')).click();
+  const field = page.locator(tid('inspector-userPrompt'));
+  await field.waitFor();
+  await field.focus();
+  await page.keyboard.press('Control+End');
+  await page.evaluate(() => {
+    const w = window;
+    w.__keys = { lat: [], longTasks: [] };
+    try {
+      const po = new PerformanceObserver((l) => {
+        for (const e of l.getEntries()) w.__keys.longTasks.push({ at: e.startTime, ms: e.duration });
+      });
+      po.observe({ type: 'longtask', buffered: false });
+      w.__keys.po = po;
+    } catch {
+      /* no long task API */
+    }
+    w.__keys.onKey = (e) => {
+      const t0 = e.timeStamp;
+      requestAnimationFrame(() => setTimeout(() => w.__keys.lat.push(performance.now() - t0), 0));
+    };
+    window.addEventListener('keydown', w.__keys.onKey, true);
+  });
+  for (let k = 0; k < KEYS; k++) {
+    await page.keyboard.press(k % 10 === 9 ? 'Space' : 'x');
+    await page.waitForFunction((n) => window.__keys.lat.length > n, k, { polling: 'raf', timeout: 60_000 });
+  }
+  const burstEnd = await page.evaluate(() => performance.now());
+  // The commit to the store (debounced) and the validation that follows.
+  await new Promise((r) => setTimeout(r, 1500));
+  const r = await page.evaluate((end) => {
+    const k = window.__keys;
+    window.removeEventListener('keydown', k.onKey, true);
+    k.po?.disconnect();
+    const lat = k.lat.slice().sort((a, b) => a - b);
+    const after = k.longTasks.filter((t) => t.at >= end);
+    return {
+      keys: lat.length,
+      medianMs: lat[Math.floor(lat.length / 2)],
+      p95Ms: lat[Math.min(lat.length - 1, Math.floor(lat.length * 0.95))],
+      maxMs: lat[lat.length - 1],
+      afterBurstLongTasks: after.length,
+      afterBurstLongestMs: after.length ? Math.max(...after.map((t) => t.ms)) : 0,
+    };
+  }, burstEnd);
+  // The typed text reached the saved graph (Save, then read it back).
+  await page.locator(tid('save')).click();
+  await until(async () => {
+    const g = (await stackApi.get(`/api/workflows/${wf.id}`)).graph;
+    const p = g.nodes.find((n) => n.id === 'a1').data.userPrompt;
+    return p.length === PROMPT_KB * 1024 + KEYS;
+  }, 'the typed keys in the saved prompt', 30_000);
+  return r;
+}
+
 const stack = await startStack({ name: 'perf', latency: '0s' });
 const browser = await launchBrowser();
 try {
+  if (ONLY !== 'canvas') {
+    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'light' });
+    await openEditor(page, '/workflows/new');
+    const pr = await measurePrompt(page, stack.api);
+    await screenshot(page, `perf-prompt-${PROMPT_KB}kb`);
+    assert.deepEqual(errors.map(String), [], 'no page errors');
+    await context.close();
+    console.log(
+      `perf: prompt ${PROMPT_KB} KB${ONE_LINE ? ' on one line' : ''} (${PROMPT_NODES + 3} nodes on the canvas): per keystroke median ${pr.medianMs.toFixed(1)} ms, p95 ${pr.p95Ms.toFixed(1)} ms, max ${pr.maxMs.toFixed(1)} ms over ${pr.keys} keys; after the burst ${pr.afterBurstLongTasks} long tasks, longest ${pr.afterBurstLongestMs.toFixed(0)} ms`,
+    );
+    console.log(JSON.stringify({ promptKB: PROMPT_KB, oneLine: ONE_LINE, promptNodes: PROMPT_NODES + 3, prompt: pr }));
+    assert.ok(pr.maxMs < 5000, 'no keystroke took over 5 s');
+  }
+  if (ONLY !== 'prompt') await canvasPerf();
+} finally {
+  await browser.close();
+  await stack.stop();
+}
+
+async function canvasPerf() {
   const t0 = Date.now();
   const wf = await stack.api.createWorkflow(`Big ${N}`, bigGraph(N));
   console.log(`perf: saved a ${N}-node workflow in ${Date.now() - t0} ms`);
@@ -158,7 +283,4 @@ try {
   console.log(JSON.stringify({ nodes: N, openMs: Math.round(openMs), zoomFit, panFit, zoomNear, renderedNear, panNear }));
   // Loose: "without freezing" means frames kept coming.
   assert.ok(panFit.maxGapMs < 2000 && panNear.maxGapMs < 2000, 'no frame gap over 2 s while panning');
-} finally {
-  await browser.close();
-  await stack.stop();
 }

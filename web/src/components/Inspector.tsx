@@ -1,10 +1,38 @@
-import { useId, type ReactNode } from 'react';
+import { Suspense, lazy, useEffect, useId, useMemo, type ReactNode } from 'react';
+import type { VariableContext } from '../editor/prompt';
+import type { CompletionNode } from '../editor/variables';
 import { conditionLabel } from '../graph/handles';
 import { CONDITION_OPERATORS, agentData, conditionsOf, str, type ConditionOperator, type FlowNode } from '../graph/types';
 import { useApp } from '../store/app';
 import { useEditor } from '../store/editor';
 import { useValidation } from '../store/validation';
 import { TYPE_LABEL } from '../nodes/NodeShell';
+import type { PromptEditorProps } from './PromptEditor';
+
+// The code editor (CodeMirror) is its own chunk, fetched when the inspector first shows.
+const loadPromptEditor = () => import('./PromptEditor');
+const LazyPromptEditor = lazy(() => loadPromptEditor().then((m) => ({ default: m.PromptEditor })));
+
+function PromptEditor(props: PromptEditorProps & { key?: string }) {
+  return (
+    <Suspense fallback={<div className="prompt-editor prompt-editor--loading" style={{ minHeight: (props.rows ?? 4) * 18 + 12 }} />}>
+      <LazyPromptEditor {...props} />
+    </Suspense>
+  );
+}
+
+/** The graph's nodes for variable completion, read from the store when asked. */
+function graphNodes(): CompletionNode[] {
+  return useEditor.getState().nodes.map((n) => ({
+    id: n.id,
+    type: TYPE_LABEL[n.type ?? ''] ?? n.type,
+    label: str(n.data.agentName) || undefined,
+  }));
+}
+
+function useVariables(selfId: string): VariableContext {
+  return useMemo(() => ({ nodes: graphNodes, selfId }), [selfId]);
+}
 
 const MULTI = 'multi' as const;
 
@@ -52,13 +80,15 @@ function StartFields({ node }: { node: FlowNode }) {
   return (
     <Field label="Initial input" hint="Used when a run is started without its own input.">
       {(id, h) => (
-        <textarea
+        <PromptEditor
+          key={`${node.id}:initialInput`}
           id={id}
-          aria-describedby={h}
+          label="Initial input"
+          describedBy={h}
           rows={5}
           value={str(node.data.initialInput)}
-          onChange={(e) => update(node.id, { initialInput: e.target.value }, 'initialInput')}
-          data-testid="inspector-initialInput"
+          onCommit={(v) => update(node.id, { initialInput: v }, 'initialInput')}
+          testId="inspector-initialInput"
         />
       )}
     </Field>
@@ -69,6 +99,7 @@ function AgentFields({ node, readOnly }: { node: FlowNode; readOnly: boolean }) 
   const update = useEditor((s) => s.updateNodeData);
   const config = useApp((s) => s.config);
   const a = agentData(node.data);
+  const variables = useVariables(node.id);
   const models = config?.models ?? [];
   const efforts = config?.reasoningEfforts?.length ? config.reasoningEfforts : FALLBACK_EFFORTS;
   const set = (field: string, value: unknown) => update(node.id, { [field]: value }, field);
@@ -132,13 +163,16 @@ function AgentFields({ node, readOnly }: { node: FlowNode; readOnly: boolean }) 
       </div>
       <Field label="System prompt">
         {(id) => (
-          <textarea
+          <PromptEditor
+            key={`${node.id}:systemPrompt:${readOnly}`}
             id={id}
+            label="System prompt"
             rows={4}
             value={a.systemPrompt ?? ''}
             readOnly={readOnly}
-            onChange={(e) => set('systemPrompt', e.target.value)}
-            data-testid="inspector-systemPrompt"
+            variables={variables}
+            onCommit={(v) => set('systemPrompt', v)}
+            testId="inspector-systemPrompt"
           />
         )}
       </Field>
@@ -147,19 +181,23 @@ function AgentFields({ node, readOnly }: { node: FlowNode; readOnly: boolean }) 
         hint={
           <>
             <code>{'{{PREVIOUS_OUTPUT}}'}</code> inserts the output of the node before this one;{' '}
-            <code>$node_id.output</code> inserts a specific node&apos;s output.
+            <code>$node_id.output</code> inserts a specific node&apos;s output; <code>$REJECTION_REASON</code> the
+            note of a rejection. Type <kbd>$</kbd> or <kbd>{'{{'}</kbd> for suggestions.
           </>
         }
       >
         {(id, h) => (
-          <textarea
+          <PromptEditor
+            key={`${node.id}:userPrompt:${readOnly}`}
             id={id}
-            aria-describedby={h}
+            label="User prompt"
+            describedBy={h}
             rows={5}
             value={a.userPrompt ?? ''}
             readOnly={readOnly}
-            onChange={(e) => set('userPrompt', e.target.value)}
-            data-testid="inspector-userPrompt"
+            variables={variables}
+            onCommit={(v) => set('userPrompt', v)}
+            testId="inspector-userPrompt"
           />
         )}
       </Field>
@@ -272,14 +310,16 @@ function ApprovalFields({ node, readOnly }: { node: FlowNode; readOnly: boolean 
   return (
     <Field label="Approval prompt" hint="Shown to the person approving, with the output being approved.">
       {(id, h) => (
-        <textarea
+        <PromptEditor
+          key={`${node.id}:prompt:${readOnly}`}
           id={id}
-          aria-describedby={h}
+          label="Approval prompt"
+          describedBy={h}
           rows={4}
           value={str(node.data.prompt)}
           readOnly={readOnly}
-          onChange={(e) => update(node.id, { prompt: e.target.value }, 'prompt')}
-          data-testid="inspector-approval-prompt"
+          onCommit={(v) => update(node.id, { prompt: v }, 'prompt')}
+          testId="inspector-approval-prompt"
         />
       )}
     </Field>
@@ -311,6 +351,9 @@ function NodeProblems({ id }: { id: string }) {
 
 export function Inspector() {
   const sel = useSelectedNode();
+  useEffect(() => {
+    void loadPromptEditor();
+  }, []);
   const readOnly = useEditor((s) => s.kind === 'yaml');
   const deleteSelected = useEditor((s) => s.deleteSelected);
   if (sel === null)
