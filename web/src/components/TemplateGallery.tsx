@@ -34,7 +34,12 @@ function openTemplate(t: Template): void {
 const TYPE_LABEL: Record<string, string> = { start: 'start', agent: 'agent', if: 'if', approval: 'approval' };
 
 function Summary({ t }: { t: Template }) {
-  if (t.kind === 'yaml') return <span className="tpl-card__meta">YAML file · read-only in the editor</span>;
+  if (t.kind === 'yaml')
+    return (
+      <span className="tpl-card__meta">
+        <span className="tpl-chip tpl-chip--yaml">YAML file</span>
+      </span>
+    );
   const counts = new Map<string, number>();
   for (const n of t.graph.nodes) counts.set(n.type, (counts.get(n.type) ?? 0) + 1);
   const subs = t.graph.edges.filter((e) => e.sourceHandle === 'subagent').length;
@@ -70,7 +75,7 @@ function YamlCard({ t }: { t: Extract<Template, { kind: 'yaml' }> }) {
   return (
     <>
       <p className="tpl-card__how">
-        Save it as <code>{t.fileName}</code> in the server’s workflows folder (<code>switchyard serve --workflows DIR</code>;
+        To use it, save it as <code>{t.fileName}</code> in the server’s workflows folder (<code>switchyard serve --workflows DIR</code>;
         default <code>.switchyard/workflows</code>). It then appears in the workflow list.
       </p>
       <pre ref={pre} className="code-block tpl-card__yaml" data-testid={`template-yaml-${t.id}`} tabIndex={0}>

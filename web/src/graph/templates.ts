@@ -43,8 +43,7 @@ export const TEMPLATES: readonly Template[] = [
     id: 'yaml-review',
     kind: 'yaml',
     name: 'YAML DAG: review a change',
-    description:
-      'YAML workflows live as files in the server’s workflows folder and are read-only here. Copy this into a .yaml file there; it shows up in the list.',
+    description: 'Two reviews run in parallel, a summary waits for both, then a person signs off. YAML workflows are files on the server, read-only in the editor.',
     fileName: 'review-change.yaml',
     yaml: reviewDag,
   },
