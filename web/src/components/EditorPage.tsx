@@ -10,7 +10,7 @@ import { EditorCanvas } from './Canvas';
 import { downloadJson, importGraphText, safeFileName, type ImportResult } from './importExport';
 import { Inspector } from './Inspector';
 import { Palette } from './Palette';
-import { mayDiscardDraft, openGallery, TemplateGallery } from './TemplateGallery';
+import { mayDiscardDraft, openGallery, TemplateGallery, useGallery } from './TemplateGallery';
 import { ProblemsPanel } from './ProblemsPanel';
 import { RunHistory } from './RunHistory';
 import { WorkflowList } from './WorkflowList';
@@ -213,7 +213,7 @@ function Toolbar({
         if (!readOnly) void save();
         return;
       }
-      if (isTypingTarget(e.target)) return;
+      if (isTypingTarget(e.target) || useGallery.getState().open) return;
       const ed = useEditor.getState();
       if (mod && k === 'z' && !e.shiftKey) {
         e.preventDefault();
