@@ -434,9 +434,11 @@ func (v *validator) graph() {
 					"%s has no outgoing edge on a condition or the false branch", n.Label())
 			}
 		case TypeApproval:
+			// A final sign-off: approving or rejecting it ends that branch,
+			// which is allowed but may be a forgotten edge.
 			if reached[i] && !v.hasBranch[i] {
-				v.add(CodeApprovalNoBranch, SeverityError, n.ID, "",
-					"%s has no outgoing approve or reject edge", n.Label())
+				v.add(CodeApprovalNoBranch, SeverityWarning, n.ID, "",
+					"%s has no outgoing approve or reject edge: it is a final sign-off and the branch ends after it", n.Label())
 			}
 		}
 		if p := v.subParent[i]; p >= 0 && v.hasExec[i] {

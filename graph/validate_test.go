@@ -166,7 +166,7 @@ func TestValidateCodes(t *testing.T) {
 				Edges: edges(exec("e1", "s", "output", "a"), sub("e2", "a", "p")),
 			},
 			// p counts as reachable through its parent, so its missing branches show too.
-			want: []want{errorAt(CodeSubagentTargetNotAgent, "p", "e2"), errorAt(CodeApprovalNoBranch, "p", "")},
+			want: []want{errorAt(CodeSubagentTargetNotAgent, "p", "e2"), warningAt(CodeApprovalNoBranch, "p", "")},
 		},
 		{
 			name: "subagent_tool_disabled",
@@ -276,7 +276,7 @@ func TestValidateCodes(t *testing.T) {
 				Nodes: nodes(start("s"), agent("a", "Alpha"), approval("p")),
 				Edges: edges(exec("e1", "s", "output", "a"), exec("e2", "a", "output", "p")),
 			},
-			want: []want{errorAt(CodeApprovalNoBranch, "p", "")},
+			want: []want{warningAt(CodeApprovalNoBranch, "p", "")}, // a final sign-off
 		},
 		{
 			name: "unreachable_node",

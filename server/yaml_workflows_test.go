@@ -762,6 +762,16 @@ nodes:
 			t.Errorf("node %s: %+v at %+v, want %+v", n.ID, n.Data, n.Position, w)
 		}
 	}
+	// The inspector shows the whole text the detail is cut from.
+	if got, want := g.Nodes[1].Data.Text, strings.TrimSpace(strings.Repeat("word ", 30)); got != want {
+		t.Errorf("ask text %q, want the whole prompt %q", got, want)
+	}
+	if got := g.Nodes[2].Data.Text; got != "echo first\necho second" {
+		t.Errorf("sh text %q, want the whole script", got)
+	}
+	if got := g.Nodes[5].Data.Text; got != "" {
+		t.Errorf("ok text %q: a short message is all in the detail", got)
+	}
 	ok := g.Nodes[5].Data
 	if ok.TriggerRule != "one_success" || ok.When != "$sh.output != ''" || !ok.Gate {
 		t.Errorf("ok data %+v", ok)

@@ -48,7 +48,10 @@ type CanvasNodeData struct {
 	Kind string `json:"kind"`
 	// Detail is a short text: the bash script's first line, the prompt's
 	// first 80 characters, the approval message, ...
-	Detail      string `json:"detail"`
+	Detail string `json:"detail"`
+	// Text is the whole text Detail is cut from (prompt, script, message),
+	// for the step inspector; empty when it equals Detail.
+	Text        string `json:"text,omitempty"`
 	When        string `json:"when,omitempty"`
 	TriggerRule string `json:"triggerRule,omitempty"`
 	// Gate marks nodes that wait for a person (approvals, interactive
@@ -139,6 +142,9 @@ func CanvasOf(wf *Workflow) *Canvas {
 	for i, n := range nodes {
 		data := CanvasNodeData{Label: n.ID, Kind: string(n.Kind), Detail: canvasDetail(n), When: strings.TrimSpace(n.When),
 			AlwaysRun: n.AlwaysRun}
+		if t := canvasText(n); t != data.Detail {
+			data.Text = t
+		}
 		if data.Kind == "" {
 			data.Kind = "node"
 		}
@@ -223,6 +229,37 @@ func canvasDetail(n *Node) string {
 		return clipDetail(oneLineText(n.Approval.Message))
 	case KindCancel:
 		return clipDetail(oneLineText(n.CancelReason))
+	}
+	return ""
+}
+
+// canvasText is the whole text of a node, uncut, as written in the file.
+func canvasText(n *Node) string {
+	switch n.Kind {
+	case KindCommand:
+		return "command: " + n.Command
+	case KindPrompt:
+		return strings.TrimSpace(n.Prompt)
+	case KindBash:
+		return strings.TrimSpace(n.Bash)
+	case KindScript:
+		rt := n.Runtime
+		if rt == "" {
+			rt = "script"
+		}
+		return rt + ": " + strings.TrimSpace(n.Script)
+	case KindLoop:
+		if n.Loop == nil {
+			return ""
+		}
+		return strings.TrimSpace(n.Loop.Prompt)
+	case KindApproval:
+		if n.Approval == nil {
+			return ""
+		}
+		return strings.TrimSpace(n.Approval.Message)
+	case KindCancel:
+		return strings.TrimSpace(n.CancelReason)
 	}
 	return ""
 }

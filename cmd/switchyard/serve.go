@@ -130,7 +130,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if err := serve(ctx, serveOptions{notifier: notifier, addr: *addr, data: *data, token: *token, recover: !*noRecover,
 		workflows: *workflows, maxBody: limit, maxConns: *maxConns, readTimeout: *readTimeout, writeTimeout: *writeTimeout, grace: *grace, announce: announce,
-		maxParallel: *maxParallel, maxLLM: *maxLLM}, logger); err != nil {
+		maxParallel: *maxParallel, maxLLM: *maxLLM, ready: readyLine(stderr, *logFormat, announce, *publicURL)}, logger); err != nil {
 		logger.Error("serve", "err", err)
 		fmt.Fprintln(stderr, "switchyard serve:", err)
 		return exitFailed
@@ -179,6 +179,37 @@ type serveOptions struct {
 	maxParallel, maxLLM          int
 	announce                     *slog.Logger // start and stop lines, at any log level
 	notifier                     *server.Notifier
+	ready                        func(bound string) // called once, after the listening line
+}
+
+// readyLine returns what serve calls once it listens: the address to open,
+// as the last line of start-up, so a person running `go run` sees it under
+// the build and log output. With --log-format json it is a log record.
+func readyLine(w io.Writer, format string, announce *slog.Logger, publicURL string) func(string) {
+	return func(bound string) {
+		u := browserURL(bound, publicURL)
+		if format == "json" {
+			announce.Info("open in your browser", "url", u)
+			return
+		}
+		fmt.Fprintf(w, "Open %s in your browser\n", u)
+	}
+}
+
+// browserURL is the address a person opens: the public URL when given,
+// else the bound address, with a wildcard host (0.0.0.0, ::) as 127.0.0.1.
+func browserURL(bound, publicURL string) string {
+	if publicURL != "" {
+		return publicURL
+	}
+	host, port, err := net.SplitHostPort(bound)
+	if err != nil {
+		return "http://" + bound
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
@@ -254,6 +285,11 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 	}
 	o.announce.Info("listening", "addr", bound, "url", "http://"+bound, "auth", o.token != "", "db", st.Path())
 
+	// Before serving: connections wait in the listen backlog, so no
+	// request record is printed above the address to open.
+	if o.ready != nil {
+		o.ready(bound)
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

@@ -156,6 +156,24 @@ func TestServeHealthUIAndSignal(t *testing.T) {
 	if !strings.Contains(p.log(), "no LLM configured") {
 		t.Errorf("no warning about the missing LLM:\n%s", p.log())
 	}
+	// The address to open is the last line of start-up: right after the
+	// listening line, and only request records after it.
+	want := "Open " + p.url + " in your browser"
+	lines := strings.Split(strings.TrimRight(p.log(), "\n"), "\n")
+	at := -1
+	for i, l := range lines {
+		if l == want {
+			at = i
+		}
+	}
+	if at < 1 || !strings.Contains(lines[at-1], "msg=listening") {
+		t.Fatalf("no %q right after the listening line:\n%s", want, p.log())
+	}
+	for _, l := range lines[at+1:] {
+		if !strings.Contains(l, "msg=request") {
+			t.Errorf("start-up line %q printed after the address to open:\n%s", l, p.log())
+		}
+	}
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("exit code %d after SIGINT:\n%s", code, p.log())
 	}
@@ -328,6 +346,20 @@ func TestServeRecovery(t *testing.T) {
 		t.Fatalf("continued run is %q: %s", run.Status, body)
 	}
 	p3.stop(t)
+}
+
+func TestBrowserURL(t *testing.T) {
+	for _, c := range []struct{ bound, public, want string }{
+		{"127.0.0.1:8080", "", "http://127.0.0.1:8080"},
+		{"0.0.0.0:8080", "", "http://127.0.0.1:8080"},
+		{"[::]:9000", "", "http://127.0.0.1:9000"},
+		{"[::1]:9000", "", "http://[::1]:9000"},
+		{"0.0.0.0:8080", "https://flows.example.com", "https://flows.example.com"},
+	} {
+		if got := browserURL(c.bound, c.public); got != c.want {
+			t.Errorf("browserURL(%q, %q) = %q, want %q", c.bound, c.public, got, c.want)
+		}
+	}
 }
 
 func TestParseSize(t *testing.T) {

@@ -67,7 +67,12 @@ describe('editor and runs', () => {
     const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'light' });
     try {
       await openEditor(page, '/workflows/new');
-      assert.deepEqual(await nodeIds(page), ['n1'], 'a new workflow starts with one start node');
+      assert.deepEqual(await nodeIds(page), ['n1', 'n2'], 'a new workflow opens with the starter: start → agent');
+      // Draw from a lone start node: delete the starter's agent (its edge goes with it).
+      await selectNode(page, 'n2');
+      await page.keyboard.press('Delete');
+      await until(async () => (await nodeIds(page)).join() === 'n1', 'only the start node left');
+      assert.equal(await page.locator('.react-flow__edge').count(), 0);
       await page.locator(tid('workflow-name')).fill('Review flow');
 
       // Nodes: one dragged from the palette, the rest added with a click.

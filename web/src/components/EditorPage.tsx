@@ -7,9 +7,10 @@ import { isDirty, useEditor } from '../store/editor';
 import { navigate, runPath, workflowPath } from '../store/router';
 import { indexProblems, runBlocker, useValidation } from '../store/validation';
 import { EditorCanvas, useReadableFit } from './Canvas';
-import { downloadJson, importGraphText, safeFileName } from './importExport';
+import { downloadJson, importGraphText, safeFileName, type ImportResult } from './importExport';
 import { Inspector } from './Inspector';
 import { Palette } from './Palette';
+import { mayDiscardDraft, openGallery, TemplateGallery, useGallery } from './TemplateGallery';
 import { ProblemsPanel } from './ProblemsPanel';
 import { RunHistory } from './RunHistory';
 import { WorkflowList } from './WorkflowList';
@@ -67,7 +68,59 @@ function ConflictBanner() {
   );
 }
 
-function Toolbar({ snap, setSnap }: { snap: boolean; setSnap: (v: boolean) => void }) {
+type ImportReport = { file: string } & ImportResult;
+
+/** What an import left out (edges to missing nodes); stays until dismissed. */
+function ImportReportBanner({ report, onClose }: { report: ImportReport | null; onClose: () => void }) {
+  if (!report || report.dropped.length === 0) return null;
+  const n = report.dropped.length;
+  return (
+    <div className="banner banner--warning import-report" role="alert" data-testid="import-report">
+      <div className="banner__msg">
+        <strong>
+          Imported {report.file} without {n} edge{n === 1 ? '' : 's'}:
+        </strong>{' '}
+        {n === 1 ? 'it names a node' : 'they name nodes'} the file does not have.
+        <ul>
+          {report.dropped.map((d) => (
+            <li key={d} data-testid="import-dropped-edge">
+              {d}
+            </li>
+          ))}
+        </ul>
+      </div>
+      <div className="banner__actions">
+        <button className="btn btn--small" onClick={onClose} data-testid="import-report-close">
+          Dismiss
+        </button>
+      </div>
+    </div>
+  );
+}
+
+/** On a new, untouched workflow: where the templates are. */
+function StarterHint() {
+  const fresh = useEditor((s) => s.workflowId === null && s.kind === 'graph' && !isDirty(s) && !s.loading);
+  if (!fresh) return null;
+  return (
+    <div className="starter-hint" data-testid="starter-hint">
+      <span>New workflow: a start node wired to an agent.</span>
+      <button className="btn btn--small" onClick={openGallery} data-testid="starter-templates">
+        Browse templates
+      </button>
+    </div>
+  );
+}
+
+function Toolbar({
+  snap,
+  setSnap,
+  onImported,
+}: {
+  snap: boolean;
+  setSnap: (v: boolean) => void;
+  onImported: (r: ImportReport | null) => void;
+}) {
   const fit = useReadableFit();
   const name = useEditor((s) => s.name);
   const kind = useEditor((s) => s.kind);
@@ -140,8 +193,11 @@ function Toolbar({ snap, setSnap }: { snap: boolean; setSnap: (v: boolean) => vo
     if (!f) return;
     try {
       const r = await importGraphText(await f.text());
+      const left = r.dropped.length ? ` ${r.dropped.length} edge${r.dropped.length === 1 ? '' : 's'} to missing nodes will be left out.` : '';
+      if (!mayDiscardDraft(`replace the open graph with ${f.name}${left ? ` (${left.trim()})` : ''}`)) return;
       useEditor.getState().replaceGraph(r.graph);
-      toast([`Imported ${f.name}.`, ...r.notes].join(' '), 'success');
+      onImported({ file: f.name, ...r });
+      toast([`Imported ${f.name}.`, ...r.notes].join(' '), r.dropped.length ? 'info' : 'success');
     } catch (e) {
       toast(`Import failed: ${errorMessage(e)}`, 'error');
     } finally {
@@ -159,7 +215,7 @@ function Toolbar({ snap, setSnap }: { snap: boolean; setSnap: (v: boolean) => vo
         if (!readOnly) void save();
         return;
       }
-      if (isTypingTarget(e.target)) return;
+      if (isTypingTarget(e.target) || useGallery.getState().open) return;
       const ed = useEditor.getState();
       if (mod && k === 'z' && !e.shiftKey) {
         e.preventDefault();
@@ -323,9 +379,13 @@ function SidePanel({ tab, setTab }: { tab: Tab; setTab: (t: Tab) => void }) {
 function EditorBody({ id }: { id: string | null }) {
   const [snap, setSnap] = useState(true);
   const [tab, setTab] = useState<Tab>('inspect');
+  const [importReport, setImportReport] = useState<ImportReport | null>(null);
   const loading = useEditor((s) => s.loading);
   const loadError = useEditor((s) => s.loadError);
   const panels = usePanels((s) => s.open);
+  const workflowId = useEditor((s) => s.workflowId);
+  // The report is about the graph it was made for.
+  useEffect(() => setImportReport(null), [workflowId, id]);
 
   useEffect(() => {
     const s = useEditor.getState();
@@ -340,8 +400,9 @@ function EditorBody({ id }: { id: string | null }) {
   const activate = useCallback(() => setTab('inspect'), []);
   return (
     <div className="editor">
-      <Toolbar snap={snap} setSnap={setSnap} />
+      <Toolbar snap={snap} setSnap={setSnap} onImported={setImportReport} />
       <ConflictBanner />
+      <ImportReportBanner report={importReport} onClose={() => setImportReport(null)} />
       <div className="editor__main">
         {panels.left && (
           <aside className="side side--left" aria-label="Workflows and palette" data-testid="left-panel">
@@ -361,6 +422,7 @@ function EditorBody({ id }: { id: string | null }) {
           ) : (
             <EditorCanvas snap={snap} onNodeActivate={activate} />
           )}
+          <StarterHint />
           {loading && <div className="loading-veil">Loading…</div>}
         </main>
         {panels.right && <SidePanel tab={tab} setTab={setTab} />}
@@ -368,6 +430,7 @@ function EditorBody({ id }: { id: string | null }) {
           <PanelToggle side="right" />
         </div>
       </div>
+      <TemplateGallery />
     </div>
   );
 }

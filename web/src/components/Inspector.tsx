@@ -327,10 +327,18 @@ function ApprovalFields({ node, readOnly }: { node: FlowNode; readOnly: boolean 
 }
 
 function GenericFields({ node }: { node: FlowNode }) {
+  // The whole prompt/script (data.text); data.detail is the canvas' 80-character cut.
+  const text = typeof node.data.text === 'string' && node.data.text ? node.data.text : node.data.detail;
+  const rest = Object.fromEntries(Object.entries(node.data).filter(([k]) => k !== 'text' && k !== 'detail'));
   return (
     <div className="field">
       <div className="field__hint">Read-only step of a YAML workflow.</div>
-      <pre className="code-block">{JSON.stringify(node.data, null, 2)}</pre>
+      {typeof text === 'string' && text && (
+        <pre className="code-block" aria-label="Step text" data-testid="inspector-yaml-text">
+          {text}
+        </pre>
+      )}
+      <pre className="code-block">{JSON.stringify(rest, null, 2)}</pre>
     </div>
   );
 }

@@ -10,13 +10,18 @@ export function Palette() {
   const rf = useReactFlow();
   const readOnly = useEditor((s) => s.kind === 'yaml');
   if (readOnly) return null;
+  // Click-to-add: at the centre of the visible canvas, or the nearest free
+  // spot that is still wholly visible (never off-screen or under a panel).
   const add = (type: EditableNodeType) => {
     const el = document.querySelector('[data-testid="canvas"]');
-    const r = el?.getBoundingClientRect();
-    const center = r ? { x: r.left + r.width / 2, y: r.top + r.height / 2 } : { x: innerWidth / 2, y: innerHeight / 2 };
-    const p = rf.screenToFlowPosition(center);
+    const r = el?.getBoundingClientRect() ?? new DOMRect(0, 0, innerWidth, innerHeight);
+    const p = rf.screenToFlowPosition({ x: r.left + r.width / 2, y: r.top + r.height / 2 });
+    const tl = rf.screenToFlowPosition({ x: r.left + 8, y: r.top + 8 });
+    const br = rf.screenToFlowPosition({ x: r.right - 8, y: r.bottom - 8 });
+    const visible = { x: tl.x, y: tl.y, width: br.x - tl.x, height: br.y - tl.y };
     const ed = useEditor.getState();
-    ed.addNode(type, freeSpot(ed.nodes, { x: p.x - 120, y: p.y - 55 }));
+    const size = { width: 240, height: 110 };
+    ed.addNode(type, freeSpot(ed.nodes, { x: p.x - size.width / 2, y: p.y - size.height / 2 }, size, 24, visible));
   };
   const onDragStart = (e: DragEvent, type: EditableNodeType) => {
     e.dataTransfer.setData(DND_MIME, type);

@@ -2,6 +2,7 @@ import { useEffect } from 'react';
 import { useApp } from '../store/app';
 import { useEditor } from '../store/editor';
 import { navigate, useRouter, workflowPath } from '../store/router';
+import { openGallery, startNewWorkflow } from './TemplateGallery';
 
 export function WorkflowList() {
   const workflows = useApp((s) => s.workflows);
@@ -19,9 +20,14 @@ export function WorkflowList() {
         <h2 id="wf-title" className="side-title">
           Workflows
         </h2>
-        <button className="btn btn--small" onClick={() => navigate('/workflows/new')} data-testid="new-workflow">
-          + New
-        </button>
+        <span className="side-head__actions">
+          <button className="btn btn--small" onClick={openGallery} title="Start from an example workflow" data-testid="open-templates">
+            Templates
+          </button>
+          <button className="btn btn--small" onClick={startNewWorkflow} title="A new workflow with a start and an agent node" data-testid="new-workflow">
+            + New
+          </button>
+        </span>
       </div>
       {error && !workflows && <p className="sy-muted small">Could not load workflows.</p>}
       {workflows && workflows.length === 0 && <p className="sy-muted small">No saved workflows yet.</p>}

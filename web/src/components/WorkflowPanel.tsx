@@ -100,7 +100,12 @@ export function WorkflowPanel() {
           <Versions workflowId={id} current={version} />
         </>
       )}
-      {id && (
+      {id && kind === 'yaml' && (
+        <p className="sy-muted small" data-testid="workflow-yaml-note">
+          A YAML workflow is a file in the server’s workflows folder: to remove it, delete the file.
+        </p>
+      )}
+      {id && kind === 'graph' && (
         <button className="btn btn--danger btn--small" onClick={() => void del()} data-testid="workflow-delete">
           Delete workflow
         </button>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { copySelection, pasteGraph } from './clipboard';
+import { copySelection, pasteGraph, pasteOffset } from './clipboard';
 import type { FlowEdge, FlowNode } from './types';
 
 const nodes: FlowNode[] = [
@@ -34,5 +34,21 @@ describe('copy/paste', () => {
     ]);
     (r.nodes[1]!.data.tools as { subagents: boolean }).subagents = false;
     expect((nodes[1]!.data.tools as { subagents: boolean }).subagents).toBe(true);
+  });
+
+  it('offsets a paste, and a second paste of the same clipboard again (never on top of the first)', () => {
+    const c = copySelection(nodes, edges)!;
+    const first = pasteOffset(c, nodes);
+    expect(first).toEqual({ x: 40, y: 40 });
+    const r1 = pasteGraph(c, ['n1', 'n2', 'n3'], ['e1', 'e2'], first);
+    const after1 = [...nodes, ...r1.nodes];
+    const second = pasteOffset(c, after1);
+    expect(second).toEqual({ x: 80, y: 80 });
+    const r2 = pasteGraph(c, after1.map((n) => n.id), ['e1', 'e2', ...r1.edges.map((e) => e.id)], second);
+    const all = [...after1, ...r2.nodes].map((n) => `${n.position.x},${n.position.y}`);
+    expect(new Set(all).size).toBe(all.length);
+    // A paste where the first copy was moved away may use the first spot again.
+    const moved = [...nodes, ...r1.nodes.map((n) => ({ ...n, position: { x: n.position.x + 500, y: n.position.y } }))];
+    expect(pasteOffset(c, moved)).toEqual({ x: 40, y: 40 });
   });
 });

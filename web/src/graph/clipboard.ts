@@ -66,3 +66,21 @@ export function pasteGraph(
   }
   return { nodes, edges };
 }
+
+/**
+ * Where a paste goes: shifted by `step` down and right, and by another step
+ * as long as a pasted node would land exactly where a node already is (a
+ * second paste of the same clipboard goes below the first, not on top of it).
+ */
+export function pasteOffset(
+  clip: Graph,
+  existing: ReadonlyArray<{ position: { x: number; y: number } }>,
+  step = 40,
+): { x: number; y: number } {
+  const taken = new Set(existing.map((n) => `${Math.round(n.position.x)},${Math.round(n.position.y)}`));
+  for (let k = 1; ; k++) {
+    const dx = step * k;
+    const clash = clip.nodes.some((n) => taken.has(`${Math.round(n.position.x + dx)},${Math.round(n.position.y + dx)}`));
+    if (!clash || k > 1000) return { x: dx, y: dx };
+  }
+}

@@ -97,6 +97,20 @@ describe('freeSpot', () => {
     const q2 = freeSpot([...taken, { position: q }], { x: 10, y: 10 });
     expect(q2).not.toEqual(q);
   });
+
+  it('only takes spots inside the visible area; with none free there, the centre itself', () => {
+    const size = { width: 240, height: 110 };
+    const view = { x: -300, y: -200, width: 900, height: 400 };
+    // A crowded middle row: the free spot must still be wholly in view.
+    const taken = [-264, 0, 264].map((x) => ({ position: { x, y: 0 } }));
+    const q = freeSpot(taken, { x: 0, y: 0 }, size, 24, view);
+    expect(q.x).toBeGreaterThanOrEqual(view.x);
+    expect(q.y).toBeGreaterThanOrEqual(view.y);
+    expect(q.x + size.width).toBeLessThanOrEqual(view.x + view.width);
+    expect(q.y + size.height).toBeLessThanOrEqual(view.y + view.height);
+    // A view too small for any other spot: stay visible at the centre.
+    expect(freeSpot(taken, { x: 0, y: 0 }, size, 24, { x: -10, y: -10, width: 260, height: 130 })).toEqual({ x: 0, y: 0 });
+  });
 });
 
 describe('overlaps / arranged', () => {

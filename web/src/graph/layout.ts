@@ -134,7 +134,12 @@ export function freeSpot(
   p: Point,
   size: { width: number; height: number } = { width: 240, height: 110 },
   gap = 24,
+  /** The visible part of the canvas, in flow coordinates: only spots wholly inside it are taken. */
+  within?: { x: number; y: number; width: number; height: number },
 ): Point {
+  const inside = (q: Point) =>
+    !within ||
+    (q.x >= within.x && q.y >= within.y && q.x + size.width <= within.x + within.width && q.y + size.height <= within.y + within.height);
   const hits = (q: Point) =>
     nodes.some((n) => {
       const w = n.measured?.width ?? size.width;
@@ -147,7 +152,7 @@ export function freeSpot(
   cells.sort((a, b) => Math.hypot(a[0] * 1.5, a[1]) - Math.hypot(b[0] * 1.5, b[1]) || a[0] - b[0] || a[1] - b[1]);
   for (const [c, r] of cells) {
     const q = { x: p.x + c * (size.width + gap), y: p.y + r * (size.height + gap) };
-    if (!hits(q)) return q;
+    if (inside(q) && !hits(q)) return q;
   }
   return p;
 }

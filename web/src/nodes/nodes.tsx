@@ -80,7 +80,8 @@ function ApprovalForm({ nodeId }: { nodeId: string }) {
       (e: unknown) => toast(`Could not ${d}: ${(e as Error).message}`, 'error'),
     );
   return (
-    <div className="sy-approval nodrag nopan nowheel" data-testid={`node-approval-form-${nodeId}`}>
+    // Clicks here answer the approval; they do not select the node.
+    <div className="sy-approval nodrag nopan nowheel" onClick={(e) => e.stopPropagation()} data-testid={`node-approval-form-${nodeId}`}>
       {pending.input && (
         <pre className="sy-approval__input" aria-label="Output to approve">
           {pending.input}

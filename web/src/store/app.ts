@@ -1,10 +1,12 @@
 import { create } from 'zustand';
 import { api, errorMessage, setApiListener, type ApiError } from '../api/client';
 import type { AppConfig, RunStatusMessage, WorkflowSummary } from '../api/types';
+import { useRouter } from './router';
 
 export type ServerStatus = 'unknown' | 'ok' | 'unreachable';
 export type Theme = 'system' | 'light' | 'dark';
-export type Toast = { id: number; kind: 'info' | 'error' | 'success'; message: string };
+/** `page` is the kind of page the toast was raised on; it goes when the user leaves that page. */
+export type Toast = { id: number; kind: 'info' | 'error' | 'success'; message: string; page: string };
 
 type AppState = {
   server: ServerStatus;
@@ -83,7 +85,8 @@ export const useApp = create<AppState>((set, get) => ({
   },
   toast: (message, kind = 'info') => {
     const id = ++toastSeq;
-    set({ toasts: [...get().toasts.slice(-3), { id, kind, message }] });
+    const page = useRouter.getState().route.name;
+    set({ toasts: [...get().toasts.slice(-3), { id, kind, message, page }] });
     setTimeout(() => get().dismissToast(id), kind === 'error' ? 8000 : 4000);
   },
   dismissToast: (id) => set({ toasts: get().toasts.filter((t) => t.id !== id) }),
@@ -101,4 +104,13 @@ setApiListener({
   },
   onUnreachable: (err: ApiError) => useApp.setState({ server: 'unreachable', serverDetail: err.message }),
   onUnauthorized: () => useApp.setState({ needsLogin: true }),
+});
+
+// Toasts belong to the page they were raised on: "Saved" in the editor must
+// not follow the user onto the run page.
+useRouter.subscribe((r, prev) => {
+  if (r.route.name === prev.route.name) return;
+  const { toasts } = useApp.getState();
+  const kept = toasts.filter((t) => t.page === r.route.name);
+  if (kept.length !== toasts.length) useApp.setState({ toasts: kept });
 });

@@ -1,18 +1,45 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { toGraph } from '../graph/serialize';
+import { TEMPLATES } from '../graph/templates';
+import type { Graph } from '../graph/types';
 import { isDirty, resetEditorModuleState, useEditor } from './editor';
 
 const st = () => useEditor.getState();
 
+const onlyStart: Graph = { nodes: [{ id: 'n1', type: 'start', position: { x: 0, y: 0 }, data: {} }], edges: [] };
+
 beforeEach(() => {
   resetEditorModuleState();
-  st().newWorkflow();
+  st().newWorkflow({ graph: onlyStart });
 });
 
 describe('editor store', () => {
-  it('starts clean with a start node', () => {
-    expect(st().nodes.map((n) => n.type)).toEqual(['start']);
+  it('a new workflow opens clean with the starter: a start node wired to an agent', () => {
+    st().newWorkflow();
+    expect(st().nodes.map((n) => n.type)).toEqual(['start', 'agent']);
+    expect(st().edges).toEqual([expect.objectContaining({ source: 'n1', target: 'n2', sourceHandle: 'output', type: 'exec' })]);
     expect(isDirty(st())).toBe(false);
+    expect(st().workflowId).toBeNull();
+  });
+
+  it('a template opens as a new unsaved workflow, deep-copied', () => {
+    const t = TEMPLATES.find((x) => x.kind === 'graph')!;
+    if (t.kind !== 'graph') throw new Error('no graph template');
+    st().newWorkflow({ graph: t.graph, name: t.name, unsaved: true });
+    expect(st().name).toBe(t.name);
+    expect(st().nodes).toHaveLength(t.graph.nodes.length);
+    expect(isDirty(st())).toBe(true);
+    st().updateNodeData(st().nodes[1]!.id, { agentName: 'Changed' }, 'agentName');
+    expect(JSON.stringify(t.graph)).not.toContain('Changed');
+  });
+
+  it('pasting the same clipboard twice offsets each copy', () => {
+    st().selectAll();
+    st().copy();
+    st().paste();
+    st().paste();
+    const spots = st().nodes.map((n) => `${n.position.x},${n.position.y}`);
+    expect(spots).toEqual(['0,0', '40,40', '80,80']);
   });
 
   it('adds, connects, undoes and redoes; undoing to the saved state is clean again', () => {

@@ -3,10 +3,11 @@ import { create } from 'zustand';
 import { api, ApiError, errorMessage } from '../api/client';
 import type { Workflow, WorkflowKind } from '../api/types';
 import { toCanvas } from '../graph/canvas';
-import { copySelection, pasteGraph } from '../graph/clipboard';
+import { copySelection, pasteGraph, pasteOffset } from '../graph/clipboard';
 import { applyConditionEdit, type ConditionEdit } from '../graph/conditions';
 import { connectionProblem } from '../graph/connect';
 import { defaultData } from '../graph/factory';
+import { starterGraph } from '../graph/templates';
 import { checkpoint, emptyHistory, redo as redoH, undo as undoH, type History, type Snapshot } from '../graph/history';
 import { nextId } from '../graph/ids';
 import { elkLayout } from '../graph/elkLayout';
@@ -23,6 +24,8 @@ import {
 type GraphSnap = { nodes: FlowNode[]; edges: FlowEdge[] };
 
 export type Conflict = { message: string };
+
+export type NewWorkflowOptions = { graph?: Graph; name?: string; description?: string; unsaved?: boolean };
 
 export type EditorState = {
   workflowId: string | null;
@@ -47,7 +50,11 @@ export type EditorState = {
   /** Set when the graph was replaced wholesale and the view should refit. */
   fitRequest: number;
 
-  newWorkflow: () => void;
+  /**
+   * Opens a new unsaved workflow: the starter graph, or `o.graph` (a
+   * template). A template counts as unsaved, so leaving it asks first.
+   */
+  newWorkflow: (o?: NewWorkflowOptions) => void;
   loadWorkflow: (id: string) => Promise<void>;
   setMeta: (patch: { name?: string; description?: string }) => void;
   onNodesChange: (changes: NodeChange<FlowNode>[]) => void;
@@ -73,15 +80,11 @@ export type EditorState = {
 let revCounter = 1;
 const newRev = () => ++revCounter;
 let clipboard: Graph | null = null;
-let pasteCount = 0;
 /** A drag is one undo step: the checkpoint is taken when it starts. */
 let dragging = false;
 
-function starter(): GraphSnap {
-  return {
-    nodes: [{ id: 'n1', type: 'start', position: { x: 0, y: 0 }, data: defaultData('start') }],
-    edges: [],
-  };
+function starter(g: Graph = starterGraph()): GraphSnap {
+  return toCanvas(structuredClone(g));
 }
 
 export const isDirty = (s: Pick<EditorState, 'rev' | 'savedRev' | 'metaDirty'>) => s.rev !== s.savedRev || s.metaDirty;
@@ -135,19 +138,19 @@ export const useEditor = create<EditorState>((set, get) => {
     conflict: null,
     fitRequest: 0,
 
-    newWorkflow: () => {
+    newWorkflow: (o = {}) => {
       const rev = newRev();
       set({
         workflowId: null,
         kind: 'graph',
         runBlocker: null,
-        name: 'Untitled workflow',
-        description: '',
+        name: o.name ?? 'Untitled workflow',
+        description: o.description ?? '',
         version: null,
-        ...starter(),
+        ...starter(o.graph),
         rev,
         savedRev: rev,
-        metaDirty: false,
+        metaDirty: !!o.unsaved,
         history: emptyHistory(),
         loading: false,
         loadError: null,
@@ -302,19 +305,17 @@ export const useEditor = create<EditorState>((set, get) => {
       const c = copySelection(s.nodes, s.edges);
       if (!c) return false;
       clipboard = c;
-      pasteCount = 0;
       return true;
     },
 
     paste: () => {
       const s = get();
       if (!clipboard || readOnly()) return false;
-      pasteCount++;
       const r = pasteGraph(
         clipboard,
         s.nodes.map((n) => n.id),
         s.edges.map((e) => e.id),
-        { x: 40 * pasteCount, y: 40 * pasteCount },
+        pasteOffset(clipboard, s.nodes),
       );
       mark(null);
       set({
@@ -428,6 +429,5 @@ export const useEditor = create<EditorState>((set, get) => {
 /** For tests: reset module-level state. */
 export function resetEditorModuleState(): void {
   clipboard = null;
-  pasteCount = 0;
   dragging = false;
 }
