@@ -70,7 +70,8 @@ func Register(dir, owner string) (*Registry, error) {
 		return nil, fmt.Errorf("owner lock %s: %w", tmp.Name(), err)
 	}
 	final := filepath.Join(dir, fileName(owner))
-	if _, err := tmp.Write(append(rec, '\n')); err == nil {
+	_, err = tmp.Write(append(rec, '\n'))
+	if err == nil {
 		err = os.Rename(tmp.Name(), final)
 	}
 	if err != nil {
