@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
 
 	"github.com/switchyard/switchyard/store"
 )
@@ -21,14 +20,12 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
+// migrationLockID is the advisory lock key of migrations ("swyd" in ASCII
+// plus 1), distinct from goose's own default key.
+const migrationLockID int64 = 0x73777964_00000001
+
 func newProvider(pool *pgxpool.Pool) (*goose.Provider, func() error, error) {
 	fsys, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return nil, nil, fmt.Errorf("migrations: %w", err)
-	}
-	// Processes starting together migrate one at a time: the first takes
-	// a session advisory lock, the others wait and find nothing to do.
-	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
 		return nil, nil, fmt.Errorf("migrations: %w", err)
 	}
@@ -36,7 +33,6 @@ func newProvider(pool *pgxpool.Pool) (*goose.Provider, func() error, error) {
 	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys,
 		goose.WithDisableGlobalRegistry(true),
 		goose.WithLogger(goose.NopLogger()),
-		goose.WithSessionLocker(locker),
 	)
 	if err != nil {
 		db.Close()
@@ -63,6 +59,24 @@ func SchemaVersion() int64 {
 // migrate applies pending migrations, each in its own transaction with the
 // row recording it. A database newer than this binary is refused.
 func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+	// Processes starting together migrate one at a time: each holds a
+	// session advisory lock while it looks and migrates; the others block
+	// on it (no polling) and then find nothing to do.
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrationLockID); err != nil {
+		return fmt.Errorf("migrations: take lock: %w", err)
+	}
+	defer func() {
+		// A failed unlock leaves the lock with the session: closing the
+		// connection frees it.
+		if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, migrationLockID); err != nil {
+			_ = conn.Conn().Close(context.Background())
+		}
+	}()
 	p, closeDB, err := newProvider(pool)
 	if err != nil {
 		return err
