@@ -13,6 +13,9 @@
 //
 // When no server can be started the tests skip, except under CI=true where
 // they fail: CI must never go green on a suite that did not run.
+//
+// The cluster runs in /dev/shm with fsync off unless PGTEST_DURABLE=1,
+// which keeps PostgreSQL's durable defaults on disk (for benchmarks).
 package pgtest
 
 import (
@@ -93,9 +96,10 @@ func Start(ctx context.Context) (*Cluster, error) {
 		c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
 	// /dev/shm when there is one: a cluster in memory makes fsync-heavy
-	// tests fast, and it is thrown away anyway.
+	// tests fast, and it is thrown away anyway. A durable cluster (for
+	// benchmarks that should pay for real commits) lives on disk.
 	base := ""
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() && !durable() {
 		base = "/dev/shm"
 	}
 	c.dir, err = os.MkdirTemp(base, "pgtest-")
@@ -133,15 +137,18 @@ func (c *Cluster) start(ctx context.Context) error {
 		return fmt.Errorf("pgtest: free port: %w", err)
 	}
 	c.port = port
-	// Durability settings off: the cluster lives for one test binary.
-	opts := strings.Join([]string{
+	args := []string{
 		"-c listen_addresses=127.0.0.1",
 		"-p " + strconv.Itoa(port),
 		"-c unix_socket_directories=" + c.dir,
-		"-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off",
 		"-c max_connections=300",
 		"-c shared_buffers=64MB",
-	}, " ")
+	}
+	if !durable() {
+		// The cluster lives for one test binary: durability buys nothing.
+		args = append(args, "-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off")
+	}
+	opts := strings.Join(args, " ")
 	out, err := c.run(ctx, "pg_ctl", "start", "-w", "-t", "60", "-D", c.data,
 		"-l", filepath.Join(c.dir, "server.log"), "-o", opts)
 	if err != nil {
@@ -155,6 +162,10 @@ func (c *Cluster) start(ctx context.Context) error {
 	c.pid = pid
 	return nil
 }
+
+// durable reports whether PGTEST_DURABLE=1 asks for a cluster that
+// fsyncs its commits (PostgreSQL's defaults), e.g. for benchmarks.
+func durable() bool { return os.Getenv("PGTEST_DURABLE") == "1" }
 
 // run runs a PostgreSQL program, as the postgres OS user when we are root.
 func (c *Cluster) run(ctx context.Context, prog string, args ...string) ([]byte, error) {
