@@ -123,7 +123,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 	err = s.w.doEvents(ctx, hdr, evs, func(t *wtx) error {
 		if wf != nil {
 			var one int
-			err := t.tx.QueryRow(t.ctx, `SELECT 1 FROM workflows WHERE id = $1`, *wf).Scan(&one)
+			err := t.queryRow(`SELECT 1 FROM workflows WHERE id = $1`, *wf).Scan(&one)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return rejected{fmt.Errorf("workflow %q: %w", hdr.WorkflowID, engine.ErrNotFound)}
 			}
@@ -148,7 +148,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.RunID, e.Seq, e.NodeID, e.Type, e.Content, e.Timestamp, nullText(e.Data))
 		}
 		queueNodes(b, nargs)
-		return t.tx.SendBatch(t.ctx, b).Close()
+		return t.sendBatch(b).Close()
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: create run %s: %w", r.ID, err)
@@ -186,9 +186,10 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 		}
 		b.Queue(sqlUpdateRun, string(hdr.Status), hdr.Input, hdr.WaitingForInput, hdr.CurrentNodeID,
 			string(approvals), hdr.Error, hdr.WorkDir, hdr.UpdatedAt, hdr.FinishedAt, release, hdr.ID, hdr.Owner)
-		br := t.tx.SendBatch(t.ctx, b)
+		n := b.Len() // sendBatch may put a BEGIN in front
+		br := t.sendBatch(b)
 		var tag pgconn.CommandTag
-		for range b.Len() {
+		for range n {
 			var err error
 			if tag, err = br.Exec(); err != nil {
 				_ = br.Close() // the statement's error is the one to report
@@ -211,7 +212,7 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 
 func checkpointRefused(t *wtx, hdr *engine.Run) error {
 	var holder string
-	err := t.tx.QueryRow(t.ctx, `SELECT owner FROM runs WHERE id = $1`, hdr.ID).Scan(&holder)
+	err := t.queryRow(`SELECT owner FROM runs WHERE id = $1`, hdr.ID).Scan(&holder)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return rejected{engine.ErrNotFound}
 	}
@@ -237,7 +238,7 @@ func (s *Store) AcquireRun(ctx context.Context, runID, owner string, expect engi
 			return nil
 		}
 		var status, holder string
-		err = t.tx.QueryRow(t.ctx, `SELECT status, owner FROM runs WHERE id = $1`, runID).Scan(&status, &holder)
+		err = t.queryRow(`SELECT status, owner FROM runs WHERE id = $1`, runID).Scan(&status, &holder)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return rejected{engine.ErrNotFound}
 		}
@@ -272,7 +273,7 @@ func (s *Store) ClaimOrphaned(ctx context.Context, owner string, now, leaseUntil
 	dbNow, dbUntil := s.dbTime(now), s.dbTime(leaseUntil)
 	var ids []string
 	err := s.w.do(ctx, nil, func(t *wtx) error {
-		rows, err := t.tx.Query(t.ctx, `UPDATE runs SET owner = $2, lease_until = $3 WHERE id IN
+		rows, err := t.query(`UPDATE runs SET owner = $2, lease_until = $3 WHERE id IN
 (SELECT r.id FROM runs r WHERE `+sqlOrphaned+` ORDER BY r.created_at, r.id LIMIT $4 FOR UPDATE SKIP LOCKED)
 RETURNING id`, dbNow, owner, dbUntil, lim)
 		if err != nil {
@@ -308,7 +309,7 @@ AND EXISTS (SELECT 1 FROM runs WHERE id = $1 AND owner = $3 FOR SHARE)`, runID, 
 			return nil
 		}
 		var holder, status *string
-		err = t.tx.QueryRow(t.ctx, `SELECT r.owner, n.status FROM runs r
+		err = t.queryRow(`SELECT r.owner, n.status FROM runs r
 LEFT JOIN node_states n ON n.run_id = r.id AND n.node_id = $2 WHERE r.id = $1`, runID, nodeID).Scan(&holder, &status)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return rejected{fmt.Errorf("run: %w", engine.ErrNotFound)}
@@ -359,7 +360,7 @@ func (s *Store) ReleaseRun(ctx context.Context, runID, owner string) error {
 			return nil
 		}
 		var holder string
-		err = t.tx.QueryRow(t.ctx, `SELECT owner FROM runs WHERE id = $1`, runID).Scan(&holder)
+		err = t.queryRow(`SELECT owner FROM runs WHERE id = $1`, runID).Scan(&holder)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return rejected{engine.ErrNotFound}
 		}
@@ -409,7 +410,7 @@ func (s *Store) TakeCancelRequests(ctx context.Context, owner string) ([]string,
 	}
 	var ids []string
 	err = s.w.do(ctx, nil, func(t *wtx) error {
-		rows, err := t.tx.Query(t.ctx, `UPDATE runs SET cancel_requested = false
+		rows, err := t.query(`UPDATE runs SET cancel_requested = false
 WHERE owner = $1 AND owner <> '' AND cancel_requested RETURNING id`, owner)
 		if err != nil {
 			return err

@@ -56,19 +56,84 @@ type rejected struct{ err error }
 func (r rejected) Error() string { return r.err.Error() }
 func (r rejected) Unwrap() error { return r.err }
 
-// wtx is the transaction of one batch as seen by an op function.
+// wtx is the transaction of one batch as seen by an op function. BEGIN is
+// not a round trip of its own: it goes to the server in front of the
+// batch's first statements (a step's events and checkpoint then cost two
+// round trips with the COMMIT, an events-only batch one).
 type wtx struct {
-	ctx context.Context
-	tx  pgx.Tx
+	ctx   context.Context
+	conn  *pgx.Conn
+	begun bool
+}
+
+func (t *wtx) begin() error {
+	if t.begun {
+		return nil
+	}
+	t.begun = true
+	_, err := t.conn.Exec(t.ctx, "BEGIN")
+	return err
+}
+
+// sendBatch sends b, BEGIN first if the transaction has not begun.
+func (t *wtx) sendBatch(b *pgx.Batch) pgx.BatchResults {
+	if t.begun {
+		return t.conn.SendBatch(t.ctx, b)
+	}
+	t.begun = true
+	b.QueuedQueries = append([]*pgx.QueuedQuery{{SQL: "BEGIN"}}, b.QueuedQueries...)
+	br := t.conn.SendBatch(t.ctx, b)
+	if _, err := br.Exec(); err != nil { // BEGIN's result: no extra round trip
+		return errResults{BatchResults: br, err: err}
+	}
+	return br
 }
 
 func (t *wtx) exec(query string, args ...any) (int64, error) {
-	tag, err := t.tx.Exec(t.ctx, query, args...)
+	b := &pgx.Batch{}
+	b.Queue(query, args...)
+	br := t.sendBatch(b)
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return 0, err
 	}
 	return tag.RowsAffected(), nil
 }
+
+func (t *wtx) queryRow(query string, args ...any) pgx.Row {
+	if err := t.begin(); err != nil {
+		return errRow{err}
+	}
+	return t.conn.QueryRow(t.ctx, query, args...)
+}
+
+func (t *wtx) query(query string, args ...any) (pgx.Rows, error) {
+	if err := t.begin(); err != nil {
+		return nil, err
+	}
+	return t.conn.Query(t.ctx, query, args...)
+}
+
+// errResults reports a failed BEGIN for every statement of its batch.
+type errResults struct {
+	pgx.BatchResults
+	err error
+}
+
+func (e errResults) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, e.err }
+func (e errResults) Query() (pgx.Rows, error)         { return nil, e.err }
+func (e errResults) QueryRow() pgx.Row                { return errRow{e.err} }
+func (e errResults) Close() error {
+	_ = e.BatchResults.Close() // e.err is the error to report
+	return e.err
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
 
 // commitHook receives what a batch made durable.
 type commitHook func(events []engine.Event, runs []*engine.Run)
@@ -311,21 +376,44 @@ func (w *writer) runBatchRetrying(batch []op) error {
 // per event.
 func (w *writer) runBatch(batch []op) error {
 	ctx := context.Background()
-	tx, err := w.s.pool.Begin(ctx)
+	pc, err := w.s.pool.Acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		return fmt.Errorf("connect: %w", err)
 	}
-	t := &wtx{ctx: ctx, tx: tx}
-	fatal := w.runOps(t, batch)
-	if fatal != nil {
-		_ = tx.Rollback(ctx) // the error that matters is fatal
-	} else if err := tx.Commit(ctx); err != nil {
-		fatal = fmt.Errorf("commit: %w", err)
+	// A connection released inside a transaction (a failed ROLLBACK) is
+	// closed by the pool, never reused.
+	defer pc.Release()
+	t := &wtx{ctx: ctx, conn: pc.Conn()}
+	var fatal error
+	if eventsOnly(batch) {
+		// BEGIN, the inserts and COMMIT in one round trip.
+		fatal = w.insertEvents(t, batch, true)
+	} else {
+		fatal = w.runOps(t, batch)
+		if fatal == nil && t.begun {
+			fatal = commit(t)
+		}
 	}
 	if fatal != nil {
+		if t.begun {
+			_, _ = t.conn.Exec(ctx, "ROLLBACK") // the error that matters is fatal
+		}
 		return fatal
 	}
 	w.commitDone(batch)
+	return nil
+}
+
+// commit commits, and tells a transaction that failed and was rolled back
+// (COMMIT then answers ROLLBACK, without an error) from a committed one.
+func commit(t *wtx) error {
+	tag, err := t.conn.Exec(t.ctx, "COMMIT")
+	if err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	if tag.String() != "COMMIT" {
+		return fmt.Errorf("commit: transaction was rolled back (%s)", tag)
+	}
 	return nil
 }
 
@@ -336,7 +424,7 @@ func (w *writer) runOps(t *wtx, batch []op) error {
 			for j < len(batch) && batch[j].kind == opEvent {
 				j++
 			}
-			if err := w.insertEvents(t, batch[i:j]); err != nil {
+			if err := w.insertEvents(t, batch[i:j], false); err != nil {
 				return err
 			}
 			i = j
@@ -362,14 +450,19 @@ func (w *writer) runOps(t *wtx, batch []op) error {
 	return nil
 }
 
-func (w *writer) insertEvents(t *wtx, evs []op) error {
+// insertEvents appends evs in one pipelined round trip, committing the
+// transaction in the same round trip when andCommit.
+func (w *writer) insertEvents(t *wtx, evs []op, andCommit bool) error {
 	b := &pgx.Batch{}
 	for i := range evs {
 		e := &evs[i].ev
 		b.Queue(sqlInsertEvent, e.RunID, e.Seq, e.NodeID, e.Type, e.Content, e.Timestamp,
 			nullText(e.Data), e.Owner)
 	}
-	br := t.tx.SendBatch(t.ctx, b)
+	if andCommit {
+		b.Queue("COMMIT")
+	}
+	br := t.sendBatch(b)
 	for i := range evs {
 		tag, err := br.Exec()
 		if err != nil {
@@ -377,6 +470,17 @@ func (w *writer) insertEvents(t *wtx, evs []op) error {
 			return fmt.Errorf("append event %s#%d: %w", evs[i].ev.RunID, evs[i].ev.Seq, err)
 		}
 		evs[i].written = tag.RowsAffected() == 1
+	}
+	if andCommit {
+		tag, err := br.Exec()
+		if err == nil && tag.String() != "COMMIT" {
+			err = fmt.Errorf("transaction was rolled back (%s)", tag)
+		}
+		if err != nil {
+			_ = br.Close()
+			return fmt.Errorf("commit: %w", err)
+		}
+		t.begun = false // committed: nothing to roll back
 	}
 	if err := br.Close(); err != nil {
 		return fmt.Errorf("append events: %w", err)
