@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/engine/storetest"
 	"github.com/switchyard/switchyard/internal/pgtest"
@@ -716,4 +718,71 @@ func TestTakeoverFencesOldOwner(t *testing.T) {
 		}
 	}
 	t.Logf("A's events committed before the takeover: %d of %d", last, sent)
+}
+
+// TestDeadlockWithAnotherProcessIsRetried: a batch that deadlocks with
+// another process's transaction is the victim PostgreSQL aborts; the
+// writer runs it again and its callers never see the deadlock.
+func TestDeadlockWithAnotherProcessIsRetried(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	dsn := pg.NewDatabase(t)
+	s := openDSN(t, dsn)
+	for _, id := range []string{"r1", "r2", "r3"} {
+		mustOK(t, s.CreateRun(ctx, newRun(id), nil, nil), "CreateRun "+id)
+	}
+	other := func() pgx.Tx { // another process's transaction
+		conn, err := pgx.Connect(ctx, dsn)
+		mustOK(t, err, "connect")
+		t.Cleanup(func() { conn.Close(context.Background()) })
+		tx, err := conn.Begin(ctx)
+		mustOK(t, err, "begin")
+		return tx
+	}
+	lockWaits := func() int {
+		var n int
+		mustOK(t, s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n), "pg_stat_activity")
+		return n
+	}
+	x3, x2 := other(), other()
+	_, err := x3.Exec(ctx, `UPDATE runs SET input = 'x3' WHERE id = 'r3'`)
+	mustOK(t, err, "x3 locks r3")
+	// x2 waits longer before checking for deadlocks: the store's batch
+	// checks first and is the victim.
+	_, err = x2.Exec(ctx, `SET LOCAL deadlock_timeout = '20s'`)
+	mustOK(t, err, "x2 deadlock_timeout")
+	_, err = x2.Exec(ctx, `UPDATE runs SET input = 'x2' WHERE id = 'r2'`)
+	mustOK(t, err, "x2 locks r2")
+
+	// The writer blocks on r3, so the next two ops queue up as one batch.
+	acq3 := make(chan error, 1)
+	go func() { acq3 <- s.AcquireRun(ctx, "r3", "A", "", time.Now(), time.Now().Add(time.Minute)) }()
+	waitFor(t, "the writer to wait for r3", func() bool { return lockWaits() == 1 })
+	s.Emit(ev("r1", 1, "share-locks r1"))
+	acq2 := make(chan error, 1)
+	go func() { acq2 <- s.AcquireRun(ctx, "r2", "A", "", time.Now(), time.Now().Add(time.Minute)) }()
+	waitFor(t, "both ops to queue", func() bool { return s.Stats().QueueDepth == 2 })
+	mustOK(t, x3.Commit(ctx), "x3 commit")
+	mustOK(t, <-acq3, "AcquireRun r3")
+	// Now the batch holds r1 and waits for r2; x2 wants r1: a deadlock.
+	waitFor(t, "the batch to wait for r2", func() bool { return lockWaits() == 1 })
+	x2r1 := make(chan error, 1)
+	go func() {
+		_, err := x2.Exec(ctx, `UPDATE runs SET input = 'x2' WHERE id = 'r1'`)
+		if err == nil {
+			err = x2.Commit(ctx)
+		}
+		x2r1 <- err
+	}()
+	mustOK(t, <-x2r1, "the other process's transaction")
+	mustOK(t, <-acq2, "AcquireRun r2 after the deadlock")
+	if st := s.Stats(); st.Retries < 1 || st.WriteErrors != 0 {
+		t.Fatalf("stats %+v: want a retried batch and no write error", st)
+	}
+	evs, err := s.Events(ctx, "r1", 0, 0)
+	mustOK(t, err, "Events")
+	if len(evs) != 1 {
+		t.Fatalf("events of r1: %+v, want the one of the retried batch", evs)
+	}
 }
