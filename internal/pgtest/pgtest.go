@@ -52,7 +52,8 @@ type Cluster struct {
 	pid  int
 	cred *syscall.Credential // set when running as root: the postgres OS user
 
-	startErr error // why the cluster is not running, when it is not
+	startErr error     // why the cluster is not running, when it is not
+	watchdog *exec.Cmd // stops the cluster if the test binary dies first
 	dbs      atomic.Int64
 }
 
@@ -160,7 +161,32 @@ func (c *Cluster) start(ctx context.Context) error {
 		return fmt.Errorf("pgtest: %w", err)
 	}
 	c.pid = pid
+	c.startWatchdog()
 	return nil
+}
+
+// watchdogScript waits for the test binary ($1) to exit, then stops the
+// postmaster ($2) and removes the cluster ($3): a test binary killed by
+// go test's timeout or a signal runs no cleanup of its own, and a
+// leftover server in /dev/shm would hold memory until the machine reboots.
+const watchdogScript = `while kill -0 "$1" 2>/dev/null; do sleep 1; done
+kill -INT "$2" 2>/dev/null
+for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$2" 2>/dev/null || break; sleep 1; done
+kill -QUIT "$2" 2>/dev/null
+rm -rf "$3"`
+
+func (c *Cluster) startWatchdog() {
+	cmd := exec.Command("/bin/sh", "-c", watchdogScript, "pgtest-watchdog",
+		strconv.Itoa(os.Getpid()), strconv.Itoa(c.pid), c.dir)
+	// Its own session: a ^C to the test's process group must not end it
+	// before it has stopped the server. No stdout/stderr of ours either,
+	// or go test would wait for it to close them.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		slog.Warn("pgtest: no watchdog: the cluster leaks if the test binary is killed", "err", err)
+		return
+	}
+	c.watchdog = cmd
 }
 
 // durable reports whether PGTEST_DURABLE=1 asks for a cluster that
@@ -295,6 +321,10 @@ func (c *Cluster) Stop() error {
 	var err error
 	if c.pid > 0 {
 		err = stopPID(c.pid)
+	}
+	if c.watchdog != nil {
+		_ = c.watchdog.Process.Kill() // our own child, by its PID
+		_ = c.watchdog.Wait()         // killed: its exit status says so
 	}
 	c.cleanup()
 	return err

@@ -2,7 +2,10 @@ package pgtest
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -64,5 +67,56 @@ func TestStartStopOwnCluster(t *testing.T) {
 	}
 	if syscall.Kill(pg.pid, 0) != nil {
 		t.Errorf("the package's cluster (pid %d) was stopped too", pg.pid)
+	}
+}
+
+// TestWatchdogStopsAnOrphanedCluster: when the process that started a
+// cluster dies without stopping it, the watchdog stops the server and
+// removes its directory.
+func TestWatchdogStopsAnOrphanedCluster(t *testing.T) {
+	pg.Require(t)
+	if os.Getenv("PGTEST_CHILD") == "1" {
+		// The child: start a cluster, report it, die without cleanup.
+		c, err := Start(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("CLUSTER %d %s\n", c.pid, c.dir)
+		os.Exit(0)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestWatchdogStopsAnOrphanedCluster$")
+	cmd.Env = append(os.Environ(), "PGTEST_CHILD=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	var pid int
+	var dir string
+	for line := range strings.Lines(string(out)) {
+		if _, err := fmt.Sscanf(line, "CLUSTER %d %s", &pid, &dir); err == nil {
+			break
+		}
+	}
+	if pid == 0 {
+		t.Fatalf("child did not report its cluster:\n%s", out)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			_ = stopPID(pid)
+			t.Fatalf("postmaster %d of the dead child still runs", pid)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for {
+		if _, err := os.Stat(dir); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster directory %s left behind", dir)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

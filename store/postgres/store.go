@@ -63,7 +63,6 @@ type Store struct {
 	stopClock chan struct{}
 	clockDone chan struct{}
 	closeOnce sync.Once
-	closeErr  error
 }
 
 type config struct {
@@ -190,8 +189,10 @@ func (s *Store) dbTime(t time.Time) time.Time { return t.Add(s.ClockOffset()) }
 // Pool is the connection pool (for tests and tools: the store owns it).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// Close stops accepting writes, commits everything already queued, stops
-// the writer and closes the pool. It is idempotent.
+// Close stops accepting writes, commits everything already queued (events
+// of a failing database are given up after a few tries), stops the writer
+// and closes the pool. It is idempotent and returns nil: pgxpool's Close
+// reports nothing.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.w.stop()
@@ -199,7 +200,7 @@ func (s *Store) Close() error {
 		<-s.clockDone
 		s.pool.Close()
 	})
-	return s.closeErr
+	return nil
 }
 
 // Stats is a snapshot of the writer's counters.
