@@ -158,6 +158,26 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 	}
 }
 
+func TestMigrationsDownAndUpAgain(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	s := openStore(t)
+	mustOK(t, s.CreateRun(ctx, newRun("r"), []*engine.NodeState{{NodeID: "a"}}, nil), "CreateRun")
+	p, closeDB, err := newProvider(s.pool)
+	mustOK(t, err, "newProvider")
+	defer closeDB()
+	_, err = p.DownTo(ctx, 0)
+	mustOK(t, err, "down to 0")
+	var n int
+	mustOK(t, s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'
+AND tablename <> 'goose_db_version'`).Scan(&n), "count tables")
+	if n != 0 {
+		t.Fatalf("%d tables left after migrating down", n)
+	}
+	_, err = p.Up(ctx)
+	mustOK(t, err, "up again")
+}
+
 func TestRefuseNewerSchema(t *testing.T) {
 	t.Parallel()
 	dsn := pg.NewDatabase(t)
