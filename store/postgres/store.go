@@ -32,6 +32,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -60,6 +61,12 @@ type Store struct {
 
 	w *writer
 
+	id          string // tells this Store's commit notices from others'
+	listening   atomic.Bool
+	stopListen  context.CancelFunc // nil without WithRemoteCommits
+	listenDone  chan struct{}
+	listenRetry time.Duration
+
 	stopClock chan struct{}
 	clockDone chan struct{}
 	closeOnce sync.Once
@@ -73,7 +80,13 @@ type config struct {
 
 	eventTries int
 	retryDelay time.Duration
+
+	remote      bool
+	listenRetry time.Duration
 }
+
+// withListenRetry sets the pause before a lost listener reconnects (tests).
+func withListenRetry(d time.Duration) Option { return func(c *config) { c.listenRetry = d } }
 
 // Option configures Open.
 type Option func(*config)
@@ -94,17 +107,27 @@ func WithMaxConns(n int) Option { return func(c *config) { c.maxConns = int32(n)
 // measured to translate lease times.
 func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
 
+// WithRemoteCommits makes the store follow what other processes (other
+// Stores on the database) commit and pass it to its OnCommit hooks too:
+// their events in seq order per run, and the current header of each run
+// whose header they wrote. Hooks are never called concurrently. A run is
+// followed from the first notice about it; notices sent while the
+// listening connection is down are lost, but the runs already followed
+// catch up when it is back.
+func WithRemoteCommits() Option { return func(c *config) { c.remote = true } }
+
 // Open connects to the database at dsn (a PostgreSQL URL or key=value
 // string), applies pending migrations and starts the writer. A database
 // migrated by a newer switchyard is refused with an error matching
 // store.ErrSchemaTooNew.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	cfg := config{
-		log:        slog.Default(),
-		queueSize:  DefaultQueueSize,
-		now:        time.Now,
-		eventTries: defaultEventTries,
-		retryDelay: defaultRetryDelay,
+		log:         slog.Default(),
+		queueSize:   DefaultQueueSize,
+		now:         time.Now,
+		eventTries:  defaultEventTries,
+		retryDelay:  defaultRetryDelay,
+		listenRetry: defaultListenRetry,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -127,7 +150,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{log: cfg.log, now: cfg.now, pool: pool,
+	s := &Store{log: cfg.log, now: cfg.now, pool: pool, id: uuid.NewString(), listenRetry: cfg.listenRetry,
 		stopClock: make(chan struct{}), clockDone: make(chan struct{})}
 	if err := s.measureClock(ctx); err != nil {
 		pool.Close()
@@ -136,6 +159,11 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	s.w = newWriter(s, cfg.queueSize, cfg.eventTries, cfg.retryDelay)
 	go s.w.loop()
 	go s.clockLoop()
+	if cfg.remote {
+		lctx, cancel := context.WithCancel(context.Background())
+		s.stopListen, s.listenDone = cancel, make(chan struct{})
+		go s.listen(lctx)
+	}
 	return s, nil
 }
 
@@ -186,6 +214,10 @@ func (s *Store) ClockOffset() time.Duration { return time.Duration(s.offset.Load
 // dbTime translates a lease time of this process to the database clock.
 func (s *Store) dbTime(t time.Time) time.Time { return t.Add(s.ClockOffset()) }
 
+// Listening reports whether a store opened WithRemoteCommits is listening
+// for other processes' commits right now.
+func (s *Store) Listening() bool { return s.listening.Load() }
+
 // Pool is the connection pool (for tests and tools: the store owns it).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
@@ -195,6 +227,10 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // reports nothing.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		if s.stopListen != nil {
+			s.stopListen()
+			<-s.listenDone
+		}
 		s.w.stop()
 		close(s.stopClock)
 		<-s.clockDone

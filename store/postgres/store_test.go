@@ -806,3 +806,156 @@ WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n), "pg_
 		t.Fatalf("events of r1: %+v, want the one of the retried batch", evs)
 	}
 }
+
+// --- live events across processes ---
+
+// collector gathers what OnCommit hooks receive, checking they are never
+// called concurrently.
+type collector struct {
+	mu      sync.Mutex
+	inCall  atomic.Bool
+	events  map[string][]engine.Event
+	headers map[string][]engine.RunStatus
+	overlap atomic.Bool
+}
+
+func collect(s *Store) *collector {
+	c := &collector{events: map[string][]engine.Event{}, headers: map[string][]engine.RunStatus{}}
+	s.OnCommit(func(evs []engine.Event, runs []*engine.Run) {
+		if !c.inCall.CompareAndSwap(false, true) {
+			c.overlap.Store(true)
+		}
+		defer c.inCall.Store(false)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, e := range evs {
+			c.events[e.RunID] = append(c.events[e.RunID], e)
+		}
+		for _, r := range runs {
+			c.headers[r.ID] = append(c.headers[r.ID], r.Status)
+		}
+	})
+	return c
+}
+
+func (c *collector) seqs(run string) []int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []int64
+	for _, e := range c.events[run] {
+		out = append(out, e.Seq)
+	}
+	return out
+}
+
+func (c *collector) lastHeader(run string) engine.RunStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.headers[run]
+	if len(h) == 0 {
+		return ""
+	}
+	return h[len(h)-1]
+}
+
+func seqRange(from, to int64) []int64 {
+	var out []int64
+	for i := from; i <= to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+// TestRemoteCommitsReachHooks: a store opened WithRemoteCommits sees what
+// another process commits (events in order, gapless, once; headers as
+// they change), next to its own commits, its hooks never called at once.
+func TestRemoteCommitsReachHooks(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	dsn := pg.NewDatabase(t)
+	server := openDSN(t, dsn, WithRemoteCommits())
+	worker := openDSN(t, dsn)
+	seen := collect(server)
+	waitFor(t, "the server to listen", server.Listening)
+
+	// The worker drives two runs; the server one of its own.
+	const n = 1500
+	var wg sync.WaitGroup
+	for _, id := range []string{"remote-1", "remote-2"} {
+		wg.Go(func() {
+			r := newRun(id)
+			first := []*engine.Event{ev(id, 1, "created")}
+			mustOK(t, worker.CreateRun(ctx, r, nil, first), "CreateRun")
+			for i := int64(2); i <= n; i++ {
+				worker.Emit(ev(id, i, "x"))
+				if i%500 == 0 {
+					c := *r
+					c.Status = engine.StatusPaused
+					mustOK(t, worker.Checkpoint(ctx, &c, nil), "Checkpoint")
+				}
+			}
+			c := *r
+			c.Status = engine.StatusCompleted
+			mustOK(t, worker.Checkpoint(ctx, &c, nil), "final Checkpoint")
+		})
+	}
+	local := newRun("local")
+	mustOK(t, server.CreateRun(ctx, local, nil, nil), "CreateRun local")
+	for i := int64(1); i <= 300; i++ {
+		server.Emit(ev(local.ID, i, "mine"))
+	}
+	mustOK(t, server.Checkpoint(ctx, local, nil), "Checkpoint local")
+	wg.Wait()
+
+	for _, id := range []string{"remote-1", "remote-2"} {
+		waitFor(t, id+" completed on the server", func() bool { return seen.lastHeader(id) == engine.StatusCompleted })
+		if got := seen.seqs(id); !slices.Equal(got, seqRange(1, n)) {
+			t.Fatalf("%s: the server's hooks saw %d events (first %v): want 1..%d once, in order", id, len(got), got[:min(5, len(got))], n)
+		}
+	}
+	if got := seen.seqs("local"); !slices.Equal(got, seqRange(1, 300)) {
+		t.Fatalf("local run: hooks saw %d events, want 1..300 once", len(got))
+	}
+	if seen.overlap.Load() {
+		t.Fatal("hooks were called concurrently")
+	}
+	// The worker does not listen: it sees only its own commits.
+	if worker.Listening() {
+		t.Fatal("a store without WithRemoteCommits listens")
+	}
+}
+
+// TestRemoteCommitsCatchUpAfterReconnect: the listening connection dies;
+// once it is back, a run it follows catches up on what was committed in
+// between.
+func TestRemoteCommitsCatchUpAfterReconnect(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	dsn := pg.NewDatabase(t)
+	// Reconnecting late, so that everything below commits while away.
+	server := openDSN(t, dsn, WithRemoteCommits(), withListenRetry(5*time.Second))
+	worker := openDSN(t, dsn)
+	seen := collect(server)
+	waitFor(t, "the server to listen", server.Listening)
+
+	r := newRun("followed")
+	mustOK(t, worker.CreateRun(ctx, r, nil, []*engine.Event{ev(r.ID, 1, "created")}), "CreateRun")
+	waitFor(t, "the first event", func() bool { return len(seen.seqs(r.ID)) == 1 })
+
+	// Kill the listening connection (as a network blip or a server restart would).
+	_, err := worker.pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+WHERE datname = current_database() AND query LIKE 'LISTEN%'`)
+	mustOK(t, err, "terminate the listener")
+	waitFor(t, "the listener to notice", func() bool { return !server.Listening() })
+	for i := int64(2); i <= 50; i++ {
+		worker.Emit(ev(r.ID, i, "while away"))
+	}
+	mustOK(t, worker.Checkpoint(ctx, r, nil), "barrier")
+	if server.Listening() {
+		t.Fatal("the listener reconnected before the events committed: the test proves nothing")
+	}
+	waitFor(t, "the events committed while away", func() bool { return len(seen.seqs(r.ID)) == 50 })
+	if got := seen.seqs(r.ID); !slices.Equal(got, seqRange(1, 50)) {
+		t.Fatalf("after reconnecting: %v", got)
+	}
+}

@@ -149,6 +149,9 @@ type writer struct {
 
 	hooksMu sync.Mutex
 	hooks   []commitHook
+	// callMu makes hook calls one at a time: the writer's and, with
+	// WithRemoteCommits, the listener's.
+	callMu sync.Mutex
 
 	retry      []op
 	eventTries int
@@ -384,14 +387,15 @@ func (w *writer) runBatch(batch []op) error {
 	// closed by the pool, never reused.
 	defer pc.Release()
 	t := &wtx{ctx: ctx, conn: pc.Conn()}
+	notes := w.s.commitNotes(batch)
 	var fatal error
 	if eventsOnly(batch) {
-		// BEGIN, the inserts and COMMIT in one round trip.
-		fatal = w.insertEvents(t, batch, true)
+		// BEGIN, the inserts, the notifications and COMMIT in one round trip.
+		fatal = w.insertEvents(t, batch, true, notes)
 	} else {
 		fatal = w.runOps(t, batch)
 		if fatal == nil && t.begun {
-			fatal = commit(t)
+			fatal = commit(t, notes)
 		}
 	}
 	if fatal != nil {
@@ -404,10 +408,33 @@ func (w *writer) runBatch(batch []op) error {
 	return nil
 }
 
-// commit commits, and tells a transaction that failed and was rolled back
-// (COMMIT then answers ROLLBACK, without an error) from a committed one.
-func commit(t *wtx) error {
-	tag, err := t.conn.Exec(t.ctx, "COMMIT")
+// commit sends the notifications and commits, in one round trip, and
+// tells a transaction that failed and was rolled back (COMMIT then answers
+// ROLLBACK, without an error) from a committed one.
+func commit(t *wtx, notes []string) error {
+	b := &pgx.Batch{}
+	queueCommit(b, notes)
+	br := t.sendBatch(b)
+	defer br.Close() // every result is read below; Close reports nothing new
+	return readCommit(br, notes)
+}
+
+// queueCommit queues the batch's notifications (delivered to listeners
+// only if, and once, the transaction commits) and COMMIT.
+func queueCommit(b *pgx.Batch, notes []string) {
+	for _, n := range notes {
+		b.Queue(`SELECT pg_notify('`+notifyChannel+`', $1)`, n)
+	}
+	b.Queue("COMMIT")
+}
+
+func readCommit(br pgx.BatchResults, notes []string) error {
+	for range notes {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("notify: %w", err)
+		}
+	}
+	tag, err := br.Exec()
 	if err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
@@ -424,7 +451,7 @@ func (w *writer) runOps(t *wtx, batch []op) error {
 			for j < len(batch) && batch[j].kind == opEvent {
 				j++
 			}
-			if err := w.insertEvents(t, batch[i:j], false); err != nil {
+			if err := w.insertEvents(t, batch[i:j], false, nil); err != nil {
 				return err
 			}
 			i = j
@@ -450,9 +477,9 @@ func (w *writer) runOps(t *wtx, batch []op) error {
 	return nil
 }
 
-// insertEvents appends evs in one pipelined round trip, committing the
-// transaction in the same round trip when andCommit.
-func (w *writer) insertEvents(t *wtx, evs []op, andCommit bool) error {
+// insertEvents appends evs in one pipelined round trip; with notes (the
+// batch is events only) it also notifies and commits in that round trip.
+func (w *writer) insertEvents(t *wtx, evs []op, andCommit bool, notes []string) error {
 	b := &pgx.Batch{}
 	for i := range evs {
 		e := &evs[i].ev
@@ -460,7 +487,7 @@ func (w *writer) insertEvents(t *wtx, evs []op, andCommit bool) error {
 			nullText(e.Data), e.Owner)
 	}
 	if andCommit {
-		b.Queue("COMMIT")
+		queueCommit(b, notes)
 	}
 	br := t.sendBatch(b)
 	for i := range evs {
@@ -472,13 +499,9 @@ func (w *writer) insertEvents(t *wtx, evs []op, andCommit bool) error {
 		evs[i].written = tag.RowsAffected() == 1
 	}
 	if andCommit {
-		tag, err := br.Exec()
-		if err == nil && tag.String() != "COMMIT" {
-			err = fmt.Errorf("transaction was rolled back (%s)", tag)
-		}
-		if err != nil {
+		if err := readCommit(br, notes); err != nil {
 			_ = br.Close()
-			return fmt.Errorf("commit: %w", err)
+			return err
 		}
 		t.begun = false // committed: nothing to roll back
 	}
@@ -532,14 +555,20 @@ func (w *writer) commitDone(batch []op) {
 	// Hooks before waking waiters: once a Checkpoint returns, every hook has
 	// seen the events committed with it.
 	if len(events) > 0 || len(runs) > 0 {
-		for _, h := range hooks {
-			w.callHook(h, events, runs)
-		}
+		w.callHooks(hooks, events, runs)
 	}
 	for i := range batch {
 		if o := &batch[i]; o.kind == opSync {
 			o.done <- o.res
 		}
+	}
+}
+
+func (w *writer) callHooks(hooks []commitHook, events []engine.Event, runs []*engine.Run) {
+	w.callMu.Lock()
+	defer w.callMu.Unlock()
+	for _, h := range hooks {
+		w.callHook(h, events, runs)
 	}
 }
 
