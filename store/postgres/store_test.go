@@ -26,7 +26,14 @@ import (
 // database of its own on it.
 var pg *pgtest.Cluster
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &pg)) }
+func TestMain(m *testing.M) {
+	if os.Getenv(childDSN) != "" {
+		// A child process of a multi-process test: it uses the parent's
+		// cluster.
+		os.Exit(m.Run())
+	}
+	os.Exit(pgtest.Main(m, &pg))
+}
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
