@@ -79,6 +79,25 @@ func Main(m *testing.M, c **Cluster) int {
 	return code
 }
 
+// StartT starts a cluster for one test and stops it when the test ends,
+// for a package with a single test that needs one; the test skips when no
+// server can be started, or fails under CI=true.
+func StartT(t testing.TB) *Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := Start(ctx)
+	if err != nil {
+		(&Cluster{startErr: err}).Require(t)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("pgtest: %v", err)
+		}
+	})
+	return c
+}
+
 // Start creates and starts a cluster. The caller must Stop it.
 func Start(ctx context.Context) (*Cluster, error) {
 	bin, err := findBin()
