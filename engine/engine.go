@@ -40,6 +40,10 @@ type Config struct {
 	Owner string
 	// LeaseTTL is how long a run lease lasts without renewal (default 30s).
 	LeaseTTL time.Duration
+	// Owners, if set, tells at once which lease owners of this machine
+	// died (internal/ownerlock): their runs are taken over without waiting
+	// for their leases to run out. Owner must be the one it registered.
+	Owners OwnerRegistry
 	// Sinks observe every event synchronously, in seq order per run, right
 	// after the store got it. They must not block.
 	Sinks []Sink
@@ -47,6 +51,19 @@ type Config struct {
 	Executors map[string]Executor
 	Logger    *slog.Logger
 }
+
+// OwnerRegistry knows which lease owners died without waiting for their
+// leases: on one machine, a process's death is visible at once.
+type OwnerRegistry interface {
+	// Dead lists owners known to be dead.
+	Dead() []string
+	// Forget drops a dead owner once its leases were ended.
+	Forget(owner string) error
+}
+
+// ownerPoll is how often KeepRecovering looks for owners that died, when
+// an OwnerRegistry is configured.
+const ownerPoll = time.Second
 
 // Engine runs workflows. It is safe for concurrent use.
 type Engine struct {
@@ -562,7 +579,14 @@ func (e *Engine) load(ctx context.Context, runID string, kind reqKind) (*runner,
 		}
 	}
 	now := time.Now()
-	if err := e.store.AcquireRun(ctx, runID, e.cfg.Owner, run.Status, now, now.Add(e.cfg.LeaseTTL)); err != nil {
+	err = e.store.AcquireRun(ctx, runID, e.cfg.Owner, run.Status, now, now.Add(e.cfg.LeaseTTL))
+	if errors.Is(err, ErrConflict) && e.reapDead(ctx) {
+		// The holder may be a process of this machine that died: its
+		// leases just ended, so try again instead of waiting them out.
+		now = time.Now()
+		err = e.store.AcquireRun(ctx, runID, e.cfg.Owner, run.Status, now, now.Add(e.cfg.LeaseTTL))
+	}
+	if err != nil {
 		if errors.Is(err, ErrConflict) {
 			return nil, fmt.Errorf("run %s: %w: %w", runID, ErrDrivenElsewhere, err)
 		}
@@ -586,6 +610,7 @@ func (e *Engine) load(ctx context.Context, runID string, kind reqKind) (*runner,
 		_ = e.store.ReleaseRun(context.WithoutCancel(ctx), runID, e.cfg.Owner)
 		return nil, err
 	}
+	e.killLeftovers(runID, evs)
 	return newRunner(e, p, run, nodes, lastSeq, readLog(evs)), nil
 }
 
@@ -602,6 +627,7 @@ func compileGraphRun(e *Engine, run *Run) (*plan, error) {
 // from their last persisted state; otherwise they are marked interrupted
 // for the user to resume or cancel. It returns the ids it took.
 func (e *Engine) Recover(ctx context.Context, resume bool) ([]string, error) {
+	e.reapDead(ctx)
 	ids, err := e.store.ListOrphaned(ctx, time.Now())
 	if err != nil {
 		return nil, err
@@ -632,10 +658,29 @@ func (e *Engine) KeepRecovering(resume bool) {
 		defer e.wg.Done()
 		t := time.NewTicker(e.cfg.LeaseTTL)
 		defer t.Stop()
+		// Owners known dead free their runs at once: look for them often.
+		var dead <-chan time.Time
+		if e.cfg.Owners != nil {
+			dt := time.NewTicker(ownerPoll)
+			defer dt.Stop()
+			dead = dt.C
+		}
 		for {
 			select {
 			case <-e.stop:
 				return
+			case <-dead:
+				if len(e.cfg.Owners.Dead()) == 0 {
+					continue
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), e.cfg.LeaseTTL)
+				took, err := e.Recover(ctx, resume)
+				cancel()
+				if err != nil {
+					e.log.Warn("recover runs of dead owners", "err", err)
+				} else if len(took) > 0 {
+					e.log.Info("took over the runs of dead owners", "count", len(took), "resume", resume)
+				}
 			case <-t.C:
 				ctx, cancel := context.WithTimeout(context.Background(), e.cfg.LeaseTTL)
 				took, err := e.Recover(ctx, resume)
@@ -648,6 +693,30 @@ func (e *Engine) KeepRecovering(resume bool) {
 			}
 		}
 	}()
+}
+
+// reapDead ends the leases of the owners known dead and reports whether
+// there were any.
+func (e *Engine) reapDead(ctx context.Context) bool {
+	if e.cfg.Owners == nil {
+		return false
+	}
+	freed := false
+	for _, o := range e.cfg.Owners.Dead() {
+		if o == e.cfg.Owner {
+			continue
+		}
+		if err := e.store.ExpireLeases(ctx, o); err != nil {
+			e.log.Warn("end the leases of a dead owner", "owner", o, "err", err)
+			continue
+		}
+		e.log.Info("lease owner died: its runs are free", "owner", o)
+		if err := e.cfg.Owners.Forget(o); err != nil {
+			e.log.Warn("forget a dead owner", "owner", o, "err", err)
+		}
+		freed = true
+	}
+	return freed
 }
 
 func (e *Engine) markInterrupted(ctx context.Context, runID string) error {

@@ -116,6 +116,10 @@ func (m *MemStore) Checkpoint(_ context.Context, r *Run, nodes []*NodeState) err
 	if !ok {
 		return fmt.Errorf("run %s: %w", r.ID, ErrNotFound)
 	}
+	if mr.run.Status.Terminal() {
+		// A run's end is written once and never changes.
+		return fmt.Errorf("run %s is %s: %w", r.ID, mr.run.Status, ErrTerminal)
+	}
 	if r.Owner != "" && mr.owner != r.Owner {
 		return fmt.Errorf("run %s is held by %q: %w", r.ID, mr.owner, ErrConflict)
 	}
@@ -262,6 +266,21 @@ func (m *MemStore) RenewLeases(_ context.Context, owner string, until time.Time)
 	for _, mr := range m.runs {
 		if mr.owner == owner {
 			mr.leaseUntil = until
+		}
+	}
+	return nil
+}
+
+// ExpireLeases implements Store.
+func (m *MemStore) ExpireLeases(_ context.Context, owner string) error {
+	if owner == "" {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, mr := range m.runs {
+		if mr.owner == owner {
+			mr.leaseUntil = time.Time{}
 		}
 	}
 	return nil

@@ -48,14 +48,18 @@ func (r *runner) failSummary() string {
 	return strings.Join(parts, "; ")
 }
 
-// finish records a terminal status durably.
 // finish records a terminal status durably. It reports false when the
 // store refused the write (disk full, locked): the loop then keeps the run
-// and tries again, rather than leaving it "running" in the database.
+// and tries again, rather than leaving it "running" in the database. The
+// status is decided once: a retry writes the same status, never another
+// (a completed run whose final save failed does not become failed).
 func (r *runner) finish(s RunStatus, reason string) bool {
 	if r.finished {
 		return true // a request kept the loop going after the end: it is said
 	}
+	// From here on the run is ending with s: failStore and settle retry
+	// this end instead of deciding a new one.
+	r.ending, r.endReason = s, reason
 	r.stateMu.Lock()
 	r.run.Error = reason
 	r.run.WaitingForInput = false
@@ -69,6 +73,12 @@ func (r *runner) finish(s RunStatus, reason string) bool {
 	if err := r.persist(); err != nil {
 		if errors.Is(err, ErrConflict) {
 			r.loseLease(err)
+			return true
+		}
+		if errors.Is(err, ErrTerminal) {
+			// Already ended in the store: its status stands.
+			r.e.log.Warn("persist final run state: the run has already ended", "run", r.run.ID, "err", err)
+			r.finished = true
 			return true
 		}
 		if r.e.leaseStale() {

@@ -59,6 +59,10 @@ type Store interface {
 	ClaimWaitingNode(ctx context.Context, runID, nodeID, owner string, decision []byte) error
 	// RenewLeases extends every lease owner holds.
 	RenewLeases(ctx context.Context, owner string, leaseUntil time.Time) error
+	// ExpireLeases ends at once every lease owner holds: owner is known
+	// dead (see Config.Owners), so its runs are orphaned now instead of
+	// when their leases run out. Runs of other owners are untouched.
+	ExpireLeases(ctx context.Context, owner string) error
 	// ReleaseRun clears the owner of a run that owner holds.
 	ReleaseRun(ctx context.Context, runID, owner string) error
 	// RequestCancel durably asks whichever process drives the run to

@@ -82,6 +82,10 @@ const (
 	EvSubagentCallEnd   = "subagent_call_end"
 	EvSubagentCallError = "subagent_call_error"
 	EvToolCall          = "tool_call"
+	// EvProcessStart records the process group of a bash or script node's
+	// subprocess (data: pgid, start, host): the process that takes the run
+	// over after a crash kills what is left of it before rerunning the node.
+	EvProcessStart = "process_start"
 )
 
 // SystemNodeID is the NodeID of run-level events.
@@ -172,6 +176,9 @@ var (
 	ErrNoClaude        = errors.New("provider claude is not configured: set ANTHROPIC_API_KEY")
 	ErrInvalidWorkflow = errors.New("invalid workflow")
 	ErrTerminal        = errors.New("run has already ended")
+	// ErrStorageFull: the store cannot write because its disk (or its
+	// size cap) is full; nothing of the refused write was stored.
+	ErrStorageFull = errors.New("disk full")
 	// ErrLeaseLost: this process no longer holds the run's lease.
 	ErrLeaseLost = errors.New("run lease lost to another process")
 	// ErrDrivenElsewhere: another live process holds the run's lease.

@@ -2,8 +2,12 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"sync"
+	"time"
 
 	"github.com/switchyard/switchyard/internal/proc"
 )
@@ -20,10 +24,56 @@ func runProc(ctx context.Context, x *Exec, ps proc.Spec) (string, string, error)
 					proc.MaxStreamed>>10), nil)
 			}
 		}
+		ps.OnStart = func(pgid int, start uint64) {
+			x.Emit(EvProcessStart, fmt.Sprintf("%s started (process group %d)", ps.Name, pgid),
+				processStart{Group: proc.Group{ID: pgid, Start: start}, Host: hostname()})
+		}
 	}
 	out, errText, err := proc.Run(ctx, ps)
 	if errors.Is(err, proc.ErrNotFound) || errors.Is(err, proc.ErrOutputTooLarge) {
 		err = permanent(err)
 	}
 	return out, errText, err
+}
+
+// processStart is the data of an EvProcessStart event.
+type processStart struct {
+	proc.Group
+	Host string `json:"host"`
+}
+
+var hostname = sync.OnceValue(func() string { h, _ := os.Hostname(); return h })
+
+// leftoverWait bounds the wait for killed leftover processes to be gone.
+const leftoverWait = 10 * time.Second
+
+// killLeftovers kills the process groups of this run's nodes that a dead
+// driver left running (its parent-death signal reaches only each group's
+// leader, and not at all where it cannot fire), so a node is never run
+// twice at once in one working directory. Only groups started on this
+// host, and still the same groups, are touched.
+func (e *Engine) killLeftovers(runID string, evs []Event) {
+	var gs []proc.Group
+	seen := map[proc.Group]bool{}
+	for _, ev := range evs {
+		if ev.Type != EvProcessStart {
+			continue
+		}
+		var d processStart
+		if json.Unmarshal(ev.Data, &d) != nil || d.Host != hostname() || seen[d.Group] {
+			continue
+		}
+		seen[d.Group] = true
+		gs = append(gs, d.Group)
+	}
+	if len(gs) == 0 {
+		return
+	}
+	killed, err := proc.KillGroups(gs, leftoverWait)
+	if len(killed) > 0 {
+		e.log.Warn("killed processes a dead driver left running", "run", runID, "groups", killed)
+	}
+	if err != nil {
+		e.log.Error("kill leftover processes", "run", runID, "err", err)
+	}
 }

@@ -201,6 +201,7 @@ type harness struct {
 	env       []string
 	llm       *fakeLLM
 	http      *http.Client
+	token     string // sent on metrics scrapes, for a server started with one
 
 	mu    sync.Mutex
 	procs []*proc
@@ -520,7 +521,14 @@ var metricsClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: t
 // metrics scrapes /metrics into name{labels} -> value.
 func (p *proc) metrics(t *testing.T) map[string]float64 {
 	t.Helper()
-	resp, err := metricsClient.Get(p.base + "/metrics")
+	req, err := http.NewRequest(http.MethodGet, p.base+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.h.token != "" {
+		req.Header.Set("Authorization", "Bearer "+p.h.token)
+	}
+	resp, err := metricsClient.Do(req)
 	if err != nil {
 		t.Fatalf("GET /metrics: %v", err)
 	}

@@ -69,9 +69,7 @@ func withToken(t *testing.T, h *harness, token string) string {
 		t.Fatal(err)
 	}
 	h.http = &http.Client{Transport: bearer{h.http.Transport, token}, Timeout: h.http.Timeout}
-	saved := metricsClient.Transport
-	metricsClient.Transport = bearer{saved, token}
-	t.Cleanup(func() { metricsClient.Transport = saved })
+	h.token = token // per harness: tests run in parallel
 	return file
 }
 

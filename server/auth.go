@@ -201,7 +201,10 @@ func (s *Server) login(c echo.Context) error {
 // even if a copy of it survives the browser's.
 func (s *Server) logout(c echo.Context) error {
 	if ck, err := c.Request().Cookie(SessionCookie); err == nil && s.sessions != nil {
-		s.sessions.revoke(ck.Value)
+		if err := s.sessions.revoke(c.Request().Context(), ck.Value); err != nil {
+			// Ended here; only a restart could bring it back. Say so.
+			s.log.Warn("logout: could not store the revocation", "err", err)
+		}
 	}
 	c.SetCookie(&http.Cookie{
 		Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,

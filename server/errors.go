@@ -34,6 +34,7 @@ const (
 	CodeRequestTimeout   = "request_timeout"
 	CodeNoLLM            = "no_llm"
 	CodeUnavailable      = "unavailable"
+	CodeDiskFull         = "disk_full"
 	CodeRateLimited      = "rate_limited"
 	CodeInternal         = "internal"
 )
@@ -109,6 +110,9 @@ func engineErr(err error) error {
 		return newErr(http.StatusBadRequest, CodeBadRequest, "%s", oneLine(err))
 	case errors.Is(err, engine.ErrNoLLM), errors.Is(err, engine.ErrNoClaude):
 		return newErr(http.StatusServiceUnavailable, CodeNoLLM, "%s", oneLine(err))
+	case errors.Is(err, engine.ErrStorageFull):
+		return newErr(http.StatusServiceUnavailable, CodeDiskFull,
+			"disk full: the server cannot store anything more until space is freed; nothing of this request was saved")
 	case errors.Is(err, store.ErrClosed):
 		return newErr(http.StatusServiceUnavailable, CodeUnavailable, "the server is shutting down")
 	}

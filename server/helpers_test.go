@@ -64,6 +64,7 @@ type envOpts struct {
 	source     WorkflowSource
 	noHTTP     bool // do not start an httptest server
 	sinks      []engine.Sink
+	storeOpts  []store.Option
 }
 
 // env is a server on a real SQLite file, a real engine talking to the fake
@@ -98,7 +99,7 @@ func newEnvTB(t testing.TB, opts ...func(*envOpts)) *env {
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	dbPath := t.TempDir() + "/switchyard.db"
-	st, err := store.Open(ctx, dbPath, store.WithLogger(logger))
+	st, err := store.Open(ctx, dbPath, append([]store.Option{store.WithLogger(logger)}, o.storeOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -168,7 +168,7 @@ func schemas() obj {
 	})
 	return obj{
 		"Error": object([]string{"error"}, obj{"error": object([]string{"code", "message"}, obj{
-			"code":    obj{"type": "string", "description": "bad_request, not_found, conflict, invalid_graph, invalid_decision, unauthorized, forbidden, payload_too_large, no_llm, method_not_allowed, unavailable, internal"},
+			"code":    obj{"type": "string", "description": "bad_request, not_found, conflict, invalid_graph, invalid_decision, unauthorized, forbidden, payload_too_large, no_llm, method_not_allowed, unavailable, disk_full, internal"},
 			"message": str(), "problems": arrayOf(ref("Problem")),
 		})}),
 		"Problem":   problem,

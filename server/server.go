@@ -184,6 +184,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Token != "" {
 		s.sessions = newSessions(cfg.Token, cfg.SessionTTL)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := s.sessions.load(ctx, cfg.Store)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("server: load revoked sessions: %w", err)
+		}
 	}
 	s.logins = newLoginLimiter()
 	s.drainCtx, s.drain = context.WithCancel(context.Background())

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -26,9 +27,33 @@ type sessions struct {
 	token string
 	ttl   time.Duration
 	now   func() time.Time
+	// keep persists revocations so a restart does not bring a signed-out
+	// cookie back to life; nil keeps them in memory only.
+	keep revocations
 
 	mu      sync.Mutex
 	revoked map[string]time.Time // id → expiry, forgotten once expired
+}
+
+// revocations is where sessions ended on the server are kept (the store).
+type revocations interface {
+	RevokeSession(ctx context.Context, id string, exp time.Time) error
+	RevokedSessions(ctx context.Context) (map[string]time.Time, error)
+}
+
+// load reads the revocations kept from earlier runs of the server.
+func (s *sessions) load(ctx context.Context, keep revocations) error {
+	s.keep = keep
+	got, err := keep.RevokedSessions(ctx)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, exp := range got {
+		s.revoked[id] = exp
+	}
+	return nil
 }
 
 func newSessions(token string, ttl time.Duration) *sessions {
@@ -85,14 +110,14 @@ func (s *sessions) valid(v string) bool {
 	return !gone
 }
 
-// revoke ends the session of cookie value v.
-func (s *sessions) revoke(v string) {
+// revoke ends the session of cookie value v, here at once and, when the
+// revocations are kept, across restarts (an error says only the latter failed).
+func (s *sessions) revoke(ctx context.Context, v string) error {
 	id, exp, ok := s.parse(v)
 	if !ok {
-		return
+		return nil
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	now := s.now()
 	for k, e := range s.revoked {
 		if !now.Before(e) {
@@ -100,6 +125,11 @@ func (s *sessions) revoke(v string) {
 		}
 	}
 	s.revoked[id] = exp
+	s.mu.Unlock()
+	if s.keep == nil {
+		return nil
+	}
+	return s.keep.RevokeSession(ctx, id, exp)
 }
 
 // loginLimiter rate-limits sign-in attempts per client address: a token

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +54,33 @@ func TestLogoutRevokesTheSession(t *testing.T) {
 	}
 	if r := v.request("GET", "/api/workflows", nil, "Cookie", SessionCookie+"="+b); r.status != http.StatusOK {
 		t.Fatalf("another session ended with the first: %d", r.status)
+	}
+}
+
+// A logout holds across a restart: the server that starts next on the same
+// database refuses the signed-out cookie and still accepts the others.
+func TestLogoutSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = "tok-1" })
+	v.token = ""
+	a, b := loginCookie(t, v, "tok-1"), loginCookie(t, v, "tok-1")
+	if r := v.request("POST", "/api/logout", nil, "Cookie", SessionCookie+"="+a); r.status != http.StatusNoContent {
+		t.Fatalf("logout: %d %s", r.status, r.body)
+	}
+	// The next server: a new Server (its memory empty) on the same store.
+	next, err := New(Config{Engine: v.e, Store: v.st, Addr: "127.0.0.1:0", Token: "tok-1", Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ck, want := range map[string]int{a: http.StatusUnauthorized, b: http.StatusOK} {
+		req := httptest.NewRequest("GET", "/api/workflows", nil)
+		req.Host = "127.0.0.1"
+		req.AddCookie(&http.Cookie{Name: SessionCookie, Value: ck})
+		rec := httptest.NewRecorder()
+		next.Handler().ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Errorf("after a restart, cookie %s…: %d, want %d", ck[:12], rec.Code, want)
+		}
 	}
 }
 

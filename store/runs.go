@@ -146,6 +146,7 @@ WHERE id = ?3 AND (owner = '' OR owner = ?1 OR lease_until < ?4) AND (?5 = '' OR
 	// runs_owner; with "owner = ?" alone it cannot prove the index applies
 	// and scans every run ever stored (TestQueriesUseIndexes).
 	sqlRenewLeases   = `UPDATE runs SET lease_until = ? WHERE owner = ? AND owner <> ''`
+	sqlExpireLeases  = `UPDATE runs SET lease_until = 0 WHERE owner = ? AND owner <> ''`
 	sqlCancelPending = `SELECT EXISTS (SELECT 1 FROM runs WHERE owner = ? AND owner <> '' AND cancel_requested = 1)`
 	sqlTakeCancels   = `UPDATE runs SET cancel_requested = 0
 WHERE owner = ? AND owner <> '' AND cancel_requested = 1 RETURNING id`
@@ -193,13 +194,17 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n == 0 {
-			var holder string
-			err := t.tx.QueryRowContext(t.ctx, `SELECT owner FROM runs WHERE id = ?`, hdr.ID).Scan(&holder)
+			var holder, status string
+			err := t.tx.QueryRowContext(t.ctx, `SELECT owner, status FROM runs WHERE id = ?`, hdr.ID).Scan(&holder, &status)
 			if errors.Is(err, sql.ErrNoRows) {
 				return rejected{engine.ErrNotFound}
 			}
 			if err != nil {
 				return err
+			}
+			if engine.RunStatus(status).Terminal() {
+				// A run's end is written once and never changes.
+				return rejected{fmt.Errorf("run is %s: %w", status, engine.ErrTerminal)}
 			}
 			return rejected{fmt.Errorf("run is held by %q, not %q: %w", holder, hdr.Owner, engine.ErrConflict)}
 		}
@@ -284,6 +289,22 @@ LEFT JOIN node_states n ON n.run_id = r.id AND n.node_id = ?2 WHERE r.id = ?1`, 
 	})
 	if err != nil {
 		return fmt.Errorf("store: claim node %s of run %s: %w", nodeID, runID, err)
+	}
+	return nil
+}
+
+// ExpireLeases implements engine.Store. The owner stays recorded, so its
+// writes stay fenced off; its runs become orphaned.
+func (s *Store) ExpireLeases(ctx context.Context, owner string) error {
+	if owner == "" {
+		return nil // nobody's leases: never touch unowned runs
+	}
+	err := s.w.do(ctx, nil, func(t *wtx) error {
+		_, err := t.exec(sqlExpireLeases, owner)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: expire leases of %s: %w", owner, err)
 	}
 	return nil
 }

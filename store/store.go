@@ -21,9 +21,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"syscall"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/switchyard/switchyard/engine"
 )
 
 // Defaults.
@@ -58,6 +62,7 @@ type config struct {
 
 	eventTries int
 	retryDelay time.Duration
+	maxSize    int64
 }
 
 // Option configures Open.
@@ -73,6 +78,11 @@ func WithQueueSize(n int) Option { return func(c *config) { c.queueSize = n } }
 
 // WithReadConns sets the size of the read pool (default max(4, NumCPU)).
 func WithReadConns(n int) Option { return func(c *config) { c.readConns = n } }
+
+// WithMaxSize caps the database file at about n bytes (SQLite's
+// max_page_count); writes beyond it fail with engine.ErrStorageFull, as on
+// a full disk. 0 means no cap.
+func WithMaxSize(n int64) Option { return func(c *config) { c.maxSize = n } }
 
 // WithClock sets the clock used for workflow timestamps (default time.Now).
 func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
@@ -142,6 +152,13 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err := migrate(ctx, wdb, cfg.log); err != nil {
 		wdb.Close()
 		return nil, fmt.Errorf("store: %s: %w", abs, err)
+	}
+
+	if cfg.maxSize > 0 {
+		if err := capSize(ctx, wdb, cfg.maxSize); err != nil {
+			wdb.Close()
+			return nil, fmt.Errorf("store: %s: %w", abs, err)
+		}
 	}
 
 	// The read pool is opened after migrating so that its connections never
@@ -262,4 +279,31 @@ func nullText(b []byte) any {
 		return nil
 	}
 	return string(b)
+}
+
+// capSize sets max_page_count on the writer connection (the only one that
+// writes, kept open for the store's lifetime).
+func capSize(ctx context.Context, wdb *sql.DB, n int64) error {
+	var page int64
+	if err := wdb.QueryRowContext(ctx, "PRAGMA page_size").Scan(&page); err != nil {
+		return fmt.Errorf("read page size: %w", err)
+	}
+	if _, err := wdb.ExecContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", max(1, n/page))); err != nil {
+		return fmt.Errorf("cap size: %w", err)
+	}
+	return nil
+}
+
+// storageErr marks an error of a write refused for lack of space (SQLITE_FULL,
+// or ENOSPC from the file system) with engine.ErrStorageFull, so callers can
+// tell "disk full" from other failures.
+func storageErr(err error) error {
+	if err == nil || errors.Is(err, engine.ErrStorageFull) {
+		return err
+	}
+	var se *sqlite.Error
+	if (errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL) || errors.Is(err, syscall.ENOSPC) {
+		return fmt.Errorf("%w: %w", engine.ErrStorageFull, err)
+	}
+	return err
 }

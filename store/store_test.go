@@ -164,7 +164,7 @@ func TestMigrateEmptyDatabase(t *testing.T) {
 	if got, want := schemaVersion(t, s.rdb), SchemaVersion(); got != want || want < 1 {
 		t.Fatalf("schema version %d, want %d (>= 1)", got, want)
 	}
-	want := []string{"goose_db_version", "node_states", "run_definitions", "run_events", "runs", "workflow_versions", "workflows"}
+	want := []string{"goose_db_version", "node_states", "revoked_sessions", "run_definitions", "run_events", "runs", "workflow_versions", "workflows"}
 	if got := tableNames(t, s.rdb); !slices.Equal(got, want) {
 		t.Fatalf("tables %v, want %v", got, want)
 	}
@@ -425,7 +425,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
 	for _, q := range []string{sqlInsertEvent, sqlInsertEventFenced, sqlUpdateRun, sqlUpsertNode, sqlInsertRun,
-		sqlInsertDefinition, sqlAcquireRun, sqlReleaseRun, sqlRenewLeases, sqlCancelPending, sqlTakeCancels,
+		sqlInsertDefinition, sqlAcquireRun, sqlReleaseRun, sqlRenewLeases, sqlExpireLeases, sqlCancelPending, sqlTakeCancels,
 		sqlListOrphaned} {
 		rows, err := s.rdb.Query("EXPLAIN QUERY PLAN "+q, make([]any, strings.Count(q, "?"))...)
 		mustOK(t, err, "explain "+q)

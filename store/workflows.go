@@ -72,9 +72,9 @@ func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
-		return err
+		return storageErr(err)
 	}
-	return tx.Commit()
+	return storageErr(tx.Commit())
 }
 
 // CreateWorkflow stores w as version 1 (an id is assigned if w.ID is empty)

@@ -152,7 +152,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, seq) DO NOTHING`
 	sqlUpdateRun = `UPDATE runs SET status = ?, input = ?, waiting_for_input = ?, current_node_id = ?,
 pending_approvals = ?, error = ?, work_dir = ?, updated_at = ?, finished_at = ?,
 owner = CASE WHEN ? THEN '' ELSE owner END, lease_until = CASE WHEN ? THEN 0 ELSE lease_until END
-WHERE id = ? AND (? = '' OR owner = ?)`
+WHERE id = ? AND (? = '' OR owner = ?) AND status NOT IN ('completed', 'failed', 'cancelled')`
 
 	sqlUpsertNode = `INSERT INTO node_states (run_id, node_id, status, input, output, handle, error,
 visits, attempts, fired, wait, started_at, finished_at, rejection, decision)
@@ -570,7 +570,7 @@ func (w *writer) failBatch(batch []op, err error) {
 	w.eventsDropped.Add(uint64(dropped))
 	w.s.log.Error("store: write failed", "err", err, "ops", len(batch),
 		"events_retried", retried, "events_dropped", dropped)
-	werr := fmt.Errorf("store write failed, nothing committed: %w", err)
+	werr := fmt.Errorf("store write failed, nothing committed: %w", storageErr(err))
 	for i := range batch {
 		o := &batch[i]
 		if o.kind != opSync {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/graph"
+	"github.com/switchyard/switchyard/internal/ownerlock"
 	"github.com/switchyard/switchyard/llm"
 	"github.com/switchyard/switchyard/store"
 )
@@ -70,8 +71,9 @@ func (s *lineSink) Emit(ev *engine.Event) {
 
 // cliEnv is the store and engine a run-related command works with.
 type cliEnv struct {
-	st *store.Store
-	e  *engine.Engine
+	st     *store.Store
+	e      *engine.Engine
+	owners *ownerlock.Registry // nil when it could not be created
 }
 
 func openEnv(ctx context.Context, dataDir string, events io.Writer, stderr io.Writer) (*cliEnv, error) {
@@ -92,6 +94,7 @@ func openEnv(ctx context.Context, dataDir string, events io.Writer, stderr io.Wr
 		st.Close()
 		return nil, err
 	}
+	owners := registerOwner(&cfg, st.Path(), logger)
 	if events != nil {
 		// Print an event only once it is durable: a line the user saw is
 		// never lost, even if this process is killed right after.
@@ -104,10 +107,32 @@ func openEnv(ctx context.Context, dataDir string, events io.Writer, stderr io.Wr
 	}
 	e, err := engine.New(cfg)
 	if err != nil {
+		closeOwners(owners)
 		st.Close()
 		return nil, err
 	}
-	return &cliEnv{st: st, e: e}, nil
+	return &cliEnv{st: st, e: e, owners: owners}, nil
+}
+
+// registerOwner names this process's lease owner and holds its lock file
+// beside the database (<db>.owners/), so that other processes on this
+// machine know at once when it dies. Without it (a read-only directory),
+// leases alone decide, as across machines.
+func registerOwner(cfg *engine.Config, db string, logger *slog.Logger) *ownerlock.Registry {
+	owner := ownerlock.NewOwner()
+	reg, err := ownerlock.Register(db+".owners", owner)
+	if err != nil {
+		logger.Warn("no owner lock: runs of this process are taken over only when their leases expire", "err", err)
+		return nil
+	}
+	cfg.Owner, cfg.Owners = owner, reg
+	return reg
+}
+
+func closeOwners(reg *ownerlock.Registry) {
+	if reg != nil {
+		_ = reg.Close()
+	}
 }
 
 // leaseTTLFromEnv reads SWITCHYARD_LEASE_TTL (a Go duration): how long a
@@ -130,6 +155,7 @@ func envInt(name string, def int) int {
 
 func (c *cliEnv) close() {
 	c.e.Close()
+	closeOwners(c.owners)
 	c.st.Close()
 }
 

@@ -205,6 +205,8 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 	} else if !ok {
 		logger.Warn("no LLM configured: agent nodes will fail; set OPENAI_API_KEY or OPENAI_BASE_URL")
 	}
+	owners := registerOwner(&cfg, st.Path(), logger)
+	defer closeOwners(owners) // after the engine's Close (defers run last first)
 	e, err := engine.New(cfg)
 	if err != nil {
 		return err

@@ -57,9 +57,11 @@ func Run(t *testing.T, open func(t *testing.T) engine.Store) {
 		{"ReleaseRun", testRelease},
 		{"CreateRunHeldByOwner", testCreateHeld},
 		{"TerminalCheckpointReleases", testTerminalReleases},
+		{"TerminalStatusIsWrittenOnce", testTerminalFinal},
 		{"CancelRequests", testCancelRequests},
 		{"CreateRunWithEvents", testCreateWithEvents},
 		{"RenewLeases", testRenew},
+		{"ExpireLeases", testExpire},
 		{"ListOrphaned", testOrphaned},
 		{"WritesAreFencedByOwner", testFencing},
 		{"ClaimStoresDecision", testClaimDecision},
@@ -864,6 +866,38 @@ func testTerminalReleases(t *testing.T, s engine.Store) {
 	}
 }
 
+// testTerminalFinal: a run's terminal status is written once; no later
+// checkpoint (by its owner, unfenced, or by a process that acquired it
+// afterwards) changes it or its error.
+func testTerminalFinal(t *testing.T, s engine.Store) {
+	ctx := ctxT(t)
+	for _, st := range []engine.RunStatus{engine.StatusCompleted, engine.StatusFailed, engine.StatusCancelled} {
+		r := newRun("run-final-"+string(st), engine.StatusRunning, t0)
+		r.Owner, r.LeaseUntil = "A", t0.Add(time.Hour)
+		create(t, s, r)
+		end := *r
+		end.Status, end.Error = st, "the end"
+		must(t, s.Checkpoint(ctx, &end, nil), "terminal checkpoint")
+		for _, owner := range []string{"A", ""} {
+			again := end
+			again.Owner, again.Status, again.Error = owner, engine.StatusFailed, "cannot persist run state"
+			if st == engine.StatusFailed {
+				again.Status = engine.StatusCompleted
+			}
+			mustIs(t, s.Checkpoint(ctx, &again, nil), engine.ErrTerminal, "a second terminal checkpoint by owner "+owner)
+		}
+		must(t, s.AcquireRun(ctx, r.ID, "B", "", t0, t0.Add(time.Hour)), "acquire after the end")
+		later := end
+		later.Owner, later.Status = "B", engine.StatusRunning
+		mustIs(t, s.Checkpoint(ctx, &later, nil), engine.ErrTerminal, "a running checkpoint after the end")
+		got, err := s.GetRun(ctx, r.ID)
+		must(t, err, "GetRun")
+		if got.Status != st || got.Error != "the end" {
+			t.Errorf("%s run became %s (%q)", st, got.Status, got.Error)
+		}
+	}
+}
+
 // testCreateWithEvents: a run's first events are stored with it, and the
 // log continues after them.
 func testCreateWithEvents(t *testing.T, s engine.Store) {
@@ -934,6 +968,38 @@ func testRenew(t *testing.T, s engine.Store) {
 	if len(orphans) != 0 {
 		t.Errorf("ListOrphaned = %v, want none (all leases live)", orphans)
 	}
+}
+
+// testExpire: a dead owner's leases end at once; other owners keep theirs,
+// and unowned runs are untouched.
+func testExpire(t *testing.T, s engine.Store) {
+	ctx := ctxT(t)
+	for i, owner := range []string{"A", "A", "B"} {
+		r := newRun(fmt.Sprintf("run-expire-%d", i), engine.StatusRunning, t0)
+		create(t, s, r)
+		must(t, s.AcquireRun(ctx, r.ID, owner, "", t0, t0.Add(time.Hour)), "AcquireRun "+r.ID)
+	}
+	free := newRun("run-expire-free", engine.StatusPaused, t0)
+	create(t, s, free)
+	must(t, s.ExpireLeases(ctx, "A"), "ExpireLeases A")
+	must(t, s.ExpireLeases(ctx, ""), "ExpireLeases of no owner")
+	must(t, s.ExpireLeases(ctx, "nobody"), "ExpireLeases of an owner without runs")
+	now := t0.Add(time.Second) // long before the leases would run out
+	orphans, err := s.ListOrphaned(ctx, now)
+	must(t, err, "ListOrphaned")
+	if want := []string{"run-expire-0", "run-expire-1"}; !slices.Equal(orphans, want) {
+		t.Errorf("ListOrphaned = %v, want %v (A's runs only)", orphans, want)
+	}
+	mustIs(t, s.AcquireRun(ctx, "run-expire-2", "C", "", now, now.Add(time.Minute)), engine.ErrConflict, "B's live lease")
+	must(t, s.AcquireRun(ctx, "run-expire-0", "C", "", now, now.Add(time.Minute)), "A's expired lease")
+	// The dead owner's writes stay fenced off.
+	r0, _, _, err := s.LoadRun(ctx, "run-expire-0")
+	must(t, err, "LoadRun")
+	r0.Owner = "A"
+	mustIs(t, s.Checkpoint(ctx, r0, nil), engine.ErrConflict, "checkpoint by the dead owner after a takeover")
+	// A renewal by the owner would revive them: it is dead, so none comes.
+	must(t, s.RenewLeases(ctx, "C", now.Add(time.Hour)), "RenewLeases C")
+	mustIs(t, s.AcquireRun(ctx, "run-expire-0", "D", "", now, now.Add(time.Minute)), engine.ErrConflict, "C's lease after the takeover")
 }
 
 func testOrphaned(t *testing.T, s engine.Store) {

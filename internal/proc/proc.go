@@ -88,6 +88,11 @@ type Spec struct {
 	Stream string
 	// Output, if set, receives the streams as they are written.
 	Output Output
+	// OnStart, if set, hears the process group id (the leader's pid) and
+	// the leader's start time (see StartTime) right after the start, so a
+	// caller can record them and kill the group after its own death. It is
+	// not called for a leader that ended before its start time was read.
+	OnStart func(pgid int, start uint64)
 }
 
 // Run runs a subprocess in its own process group and returns its stdout
@@ -100,7 +105,7 @@ func Run(ctx context.Context, ps Spec) (string, string, error) {
 	cmd := exec.Command(ps.Name, ps.Args...)
 	cmd.Dir = ps.Dir
 	cmd.Env = ps.Env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = sysProcAttr()
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return "", "", err
@@ -119,7 +124,8 @@ func Run(ctx context.Context, ps Spec) (string, string, error) {
 		errW.Close()
 		return "", "", err
 	}
-	err = cmd.Start()
+	waitCh := make(chan error, 1)
+	err = startLocked(cmd, waitCh)
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -129,6 +135,13 @@ func Run(ctx context.Context, ps Spec) (string, string, error) {
 			return "", "", fmt.Errorf("%s: %w", ps.Name, ErrNotFound)
 		}
 		return "", "", fmt.Errorf("start %s: %w", ps.Name, err)
+	}
+	if ps.OnStart != nil {
+		// No start time: the leader is already gone (reaped), and what it
+		// left in its group is killed below.
+		if st, err := StartTime(cmd.Process.Pid); err == nil {
+			ps.OnStart(cmd.Process.Pid, st)
+		}
 	}
 	pid := cmd.Process.Pid
 	budget := &atomic.Int64{}
@@ -147,8 +160,6 @@ func Run(ctx context.Context, ps Spec) (string, string, error) {
 	go func() { defer readers.Done(); pump(outR, &stdout, outEm) }()
 	go func() { defer readers.Done(); pump(errR, &stderr, errEm) }()
 
-	waitCh := make(chan error, 1)
-	go func() { waitCh <- cmd.Wait() }()
 	var timeoutC <-chan time.Time
 	if ps.Timeout > 0 {
 		t := time.NewTimer(ps.Timeout)

@@ -2,6 +2,7 @@ import { useEffect } from 'react';
 import { ApprovalsPage } from './components/ApprovalsPage';
 import { EditorPage } from './components/EditorPage';
 import { RunPage } from './components/RunPage';
+import { RunsPage } from './components/RunsPage';
 import { Header, ServerBanner, SignIn, Toasts } from './components/Shell';
 import { useApp } from './store/app';
 import { navigate, useRouter } from './store/router';
@@ -49,6 +50,7 @@ export function App() {
         {route.name === 'editor' && <EditorPage id={route.id} />}
         {route.name === 'run' && <RunPage key={route.id} id={route.id} />}
         {route.name === 'approvals' && <ApprovalsPage />}
+        {route.name === 'runs' && <RunsPage />}
         {route.name === 'notfound' && <NotFound path={route.path} />}
       </div>
       <Toasts />

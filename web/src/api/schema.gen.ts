@@ -645,7 +645,7 @@ export interface components {
         };
         Error: {
             error: {
-                /** @description bad_request, not_found, conflict, invalid_graph, invalid_decision, unauthorized, forbidden, payload_too_large, no_llm, method_not_allowed, unavailable, internal */
+                /** @description bad_request, not_found, conflict, invalid_graph, invalid_decision, unauthorized, forbidden, payload_too_large, no_llm, method_not_allowed, unavailable, disk_full, internal */
                 code: string;
                 message: string;
                 problems?: components["schemas"]["Problem"][];

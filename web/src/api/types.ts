@@ -64,6 +64,7 @@ export type Run = {
   finishedAt?: string | null;
   graph?: unknown;
   input?: string;
+  kind?: WorkflowKind;
 };
 
 export type EventType =

@@ -1,6 +1,6 @@
 import { memo, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import type { LogLine } from '../run/reducer';
-import { useRun } from '../store/run';
+import { useRun, viewLog } from '../store/run';
 import { TYPE_LABEL } from '../nodes/NodeShell';
 import { fmtClock } from './format';
 
@@ -63,7 +63,7 @@ const Line = memo(function Line({ line, label }: { line: LogLine; label: string 
 });
 
 export function LogPanel() {
-  const lines = useRun((s) => s.log.lines);
+  const lines = useRun((s) => viewLog(s).lines);
   const filter = useRun((s) => s.filterNodeId);
   const setFilter = useRun((s) => s.setFilter);
   const nodes = useRun((s) => s.nodes);

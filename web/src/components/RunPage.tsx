@@ -1,13 +1,14 @@
 import { ReactFlowProvider } from '@xyflow/react';
 import { useEffect, useState } from 'react';
-import { errorMessage } from '../api/client';
+import { api, errorMessage } from '../api/client';
+import type { Graph } from '../graph/types';
 import { isTerminal, type PendingApproval } from '../api/types';
-import { childCalls, idleState, topLevelCalls, type RunLog, type SubagentCall } from '../run/reducer';
+import { childCalls, fmtDuration, idleState, topLevelCalls, type RunLog, type SubagentCall } from '../run/reducer';
 import { useApp } from '../store/app';
-import { navigate, workflowPath } from '../store/router';
-import { effectiveStatus, useRun } from '../store/run';
+import { navigate, runPath, workflowPath } from '../store/router';
+import { effectiveStatus, useRun, viewLog } from '../store/run';
 import { RunCanvas } from './Canvas';
-import { fmtTime } from './format';
+import { fmtTime, shortId } from './format';
 import { LogPanel } from './LogPanel';
 
 const STREAM_TEXT: Record<string, string> = {
@@ -64,7 +65,7 @@ function ApprovalCard({ p }: { p: PendingApproval }) {
 }
 
 function Approvals() {
-  const pending = useRun((s) => s.run?.pendingApprovals);
+  const pending = useRun((s) => (s.replay ? undefined : s.run?.pendingApprovals));
   const nodes = useRun((s) => s.log.nodes);
   const list = (pending ?? []).filter((p) => {
     const st = nodes[p.nodeId]?.status;
@@ -102,9 +103,9 @@ function CallTree({ log, calls }: { log: RunLog; calls: SubagentCall[] }) {
 function NodeDetails() {
   const id = useRun((s) => s.selectedNodeId);
   const node = useRun((s) => (id ? s.nodes.find((n) => n.id === id) : undefined));
-  const st = useRun((s) => (id ? (s.log.nodes[id] ?? idleState()) : null));
-  const output = useRun((s) => (id ? s.run?.outputs?.[id] : undefined));
-  const log = useRun((s) => s.log);
+  const st = useRun((s) => (id ? (viewLog(s).nodes[id] ?? idleState()) : null));
+  const output = useRun((s) => (id && !s.replay ? s.run?.outputs?.[id] : undefined));
+  const log = useRun(viewLog);
   const setFilter = useRun((s) => s.setFilter);
   if (!id || !st) return <div className="panel-empty">Click a node to see its prompt, output and errors.</div>;
   const d = (node?.data ?? {}) as { agentName?: string; label?: string };
@@ -122,6 +123,34 @@ function NodeDetails() {
           Filter log
         </button>
       </div>
+      {(st.visits > 0 || st.tokens > 0) && (
+        <dl className="facts" data-testid="node-details-facts">
+          {st.visits > 0 && (
+            <>
+              <dt>Visits</dt>
+              <dd>{st.visits}</dd>
+            </>
+          )}
+          {st.durationMs !== null && (
+            <>
+              <dt>{st.visits > 1 ? 'Last visit' : 'Duration'}</dt>
+              <dd>{fmtDuration(st.durationMs)}</dd>
+            </>
+          )}
+          {st.visits > 1 && st.totalMs > 0 && (
+            <>
+              <dt>All visits</dt>
+              <dd>{fmtDuration(st.totalMs)}</dd>
+            </>
+          )}
+          {st.tokens > 0 && (
+            <>
+              <dt>Tokens</dt>
+              <dd>{st.tokens.toLocaleString('en-US')}</dd>
+            </>
+          )}
+        </dl>
+      )}
       {st.errors.length > 0 && (
         <div className="detail-block">
           <h3>Errors</h3>
@@ -192,6 +221,26 @@ function RunHeader() {
   const [cancelling, setCancelling] = useState(false);
   const known = useRun((s) => s.run !== null || s.log.lastSeq > 0);
   const active = known && !isTerminal(status);
+  const wfName = useApp((s) => (run?.workflowId ? s.workflows?.find((w) => w.id === run.workflowId)?.name : undefined));
+  const title = run ? (wfName ?? (run.workflowId ? 'Workflow run' : 'Unsaved workflow')) : 'Run';
+  const replaying = useRun((s) => s.replay !== null);
+  const startReplay = useRun((s) => s.startReplay);
+  const stopReplay = useRun((s) => s.stopReplay);
+  const [rerunning, setRerunning] = useState(false);
+  const rerun = async () => {
+    if (!run) return;
+    setRerunning(true);
+    try {
+      const next = run.workflowId
+        ? await api.createRun({ workflowId: run.workflowId, input: run.input ?? '' })
+        : await api.createRun({ graph: run.graph as Graph, input: run.input ?? '' });
+      navigate(runPath(next.runId));
+    } catch (e) {
+      toast(`Re-run failed: ${errorMessage(e)}`, 'error');
+    } finally {
+      setRerunning(false);
+    }
+  };
   const doCancel = async () => {
     if (!confirm('Cancel this run?')) return;
     setCancelling(true);
@@ -218,8 +267,8 @@ function RunHeader() {
           ← Workflow
         </a>
       )}
-      <h1 className="toolbar__title">
-        Run <code>{runId}</code>
+      <h1 className="toolbar__title" data-testid="run-title">
+        {title} <code className="sy-muted small" title={runId ?? ''}>{runId ? shortId(runId) : ''}</code>
       </h1>
       {known && (
         <span className={`sy-status sy-status--${status}`} data-testid="run-status" aria-label={`Run status ${status}`}>
@@ -235,12 +284,78 @@ function RunHeader() {
         {run?.finishedAt && ` · finished ${fmtTime(run.finishedAt)}`}
       </span>
       <div className="toolbar__group toolbar__run">
+        {known && (
+          <button
+            className={`btn${replaying ? ' is-active' : ''}`}
+            onClick={() => (replaying ? stopReplay() : void startReplay().catch((e: unknown) => toast(`Replay failed: ${errorMessage(e)}`, 'error')))}
+            aria-pressed={replaying}
+            data-testid="replay-toggle"
+            title="Step through the run's event log; the canvas shows the run as of each event"
+          >
+            {replaying ? 'Exit replay' : 'Replay'}
+          </button>
+        )}
+        {run && (!!run.workflowId || (!!run.graph && run.kind !== 'yaml')) && (
+          <button className="btn" onClick={() => void rerun()} disabled={rerunning} data-testid="rerun" title="Start a new run with the same input">
+            {rerunning ? 'Starting…' : 'Re-run'}
+          </button>
+        )}
         {active && (
           <button className="btn btn--danger" onClick={() => void doCancel()} disabled={cancelling} data-testid="cancel-run">
             {cancelling ? 'Cancelling…' : 'Cancel run'}
           </button>
         )}
       </div>
+    </div>
+  );
+}
+
+/** The replay scrubber: one step per stored event. */
+function ReplayBar() {
+  const replay = useRun((s) => s.replay);
+  const seek = useRun((s) => s.seekReplay);
+  const [playing, setPlaying] = useState(false);
+  const at = replay?.at ?? 0;
+  const total = replay?.events.length ?? 0;
+  useEffect(() => {
+    if (!playing) return;
+    if (at >= total) {
+      setPlaying(false);
+      return;
+    }
+    const t = setTimeout(() => seek(at + 1), 120);
+    return () => clearTimeout(t);
+  }, [playing, at, total, seek]);
+  if (!replay) return null;
+  const ev = at > 0 ? replay.events[at - 1] : undefined;
+  return (
+    <div className="replay" role="group" aria-label="Replay" data-testid="replay">
+      <button className="btn btn--small" onClick={() => seek(at - 1)} disabled={at === 0} aria-label="Previous event" data-testid="replay-prev">
+        ◀
+      </button>
+      <button className="btn btn--small" onClick={() => setPlaying(!playing)} disabled={replay.loading} data-testid="replay-play">
+        {playing ? 'Pause' : 'Play'}
+      </button>
+      <button className="btn btn--small" onClick={() => seek(at + 1)} disabled={at >= total} aria-label="Next event" data-testid="replay-next">
+        ▶
+      </button>
+      <input
+        type="range"
+        className="replay__range"
+        min={0}
+        max={total}
+        value={at}
+        onChange={(e) => seek(Number(e.target.value))}
+        aria-label="Replay position"
+        aria-valuetext={`event ${at} of ${total}`}
+        data-testid="replay-range"
+      />
+      <span className="replay__pos" data-testid="replay-pos">
+        {replay.loading ? 'loading events…' : `${at} / ${total}`}
+      </span>
+      <span className="replay__ev sy-muted small" data-testid="replay-event">
+        {ev ? `${fmtTime(ev.timestamp)} · ${ev.nodeId} · ${ev.type}${ev.content && ev.type !== 'llm_delta' ? `: ${ev.content.slice(0, 60)}` : ''}` : 'before the first event'}
+      </span>
     </div>
   );
 }
@@ -262,6 +377,7 @@ export function RunPage({ id }: { id: string }) {
     <ReactFlowProvider>
       <div className="runpage">
         <RunHeader />
+        <ReplayBar />
         {runError && (
           <div className={`banner ${cancelled ? 'banner--warning' : 'banner--error'}`} role="alert" data-testid="run-error">
             {runError}

@@ -26,6 +26,7 @@ export function Header() {
         Switchyard
       </a>
       <span className="header__spacer" />
+      <RunsLink />
       <ApprovalsLink />
       {server === 'ok' && llm === false && (
         <span className="pill pill--warning" title="Agent nodes will fail until the server has an LLM provider configured">
@@ -45,6 +46,24 @@ export function Header() {
         {theme === 'dark' ? '☾' : theme === 'light' ? '☀' : '◐'} {theme}
       </button>
     </header>
+  );
+}
+
+function RunsLink() {
+  const here = useRouter((s) => s.route.name === 'runs');
+  return (
+    <a
+      href="/runs"
+      className={`header__link${here ? ' is-current' : ''}`}
+      aria-current={here ? 'page' : undefined}
+      onClick={(e) => {
+        e.preventDefault();
+        navigate('/runs');
+      }}
+      data-testid="runs-link"
+    >
+      Runs
+    </a>
   );
 }
 

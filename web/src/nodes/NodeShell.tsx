@@ -1,7 +1,7 @@
 import { Handle, Position } from '@xyflow/react';
 import { memo, type ReactNode } from 'react';
 import type { HandleSpec } from '../graph/handles';
-import { useNodeProblems, useNodeStatus } from './mode';
+import { useNodeMeta, useNodeProblems, useNodeStatus } from './mode';
 
 export const TYPE_LABEL: Record<string, string> = {
   start: 'Start',
@@ -42,6 +42,7 @@ type Props = {
 export const NodeShell = memo(function NodeShell(p: Props) {
   const problems = useNodeProblems(p.id);
   const status = useNodeStatus(p.id);
+  const meta = useNodeMeta(p.id);
   const errs = problems.filter((x) => x.severity === 'error').length;
   const warns = problems.length - errs;
   const exec = p.outputs.filter((h) => h.kind === 'exec');
@@ -87,6 +88,11 @@ export const NodeShell = memo(function NodeShell(p: Props) {
           </span>
         )}
       </div>
+      {meta && (
+        <div className="sy-node__meta" data-testid={`node-meta-${p.id}`}>
+          {meta}
+        </div>
+      )}
       {p.children && <div className="sy-node__body">{p.children}</div>}
       {exec.length > 0 && (
         <div className="sy-node__outs">

@@ -1,6 +1,6 @@
 import { BaseEdge, getBezierPath, type EdgeProps } from '@xyflow/react';
 import { memo } from 'react';
-import { useEdgeProblems } from './mode';
+import { useEdgeFired, useEdgeProblems } from './mode';
 
 function useEdgeClass(id: string, base: string, selected: boolean | undefined) {
   const problems = useEdgeProblems(id);
@@ -16,10 +16,17 @@ function useEdgeClass(id: string, base: string, selected: boolean | undefined) {
 export const ExecEdge = memo(function ExecEdge(p: EdgeProps) {
   const [path] = getBezierPath(p);
   const c = useEdgeClass(p.id, 'sy-edge sy-edge--exec', p.selected);
+  const fired = useEdgeFired({ source: p.source, target: p.target, sourceHandle: p.sourceHandleId });
   return (
-    <g data-testid={`edge-${p.id}`}>
+    <g data-testid={`edge-${p.id}`} data-fired={fired ? 'true' : undefined}>
       {c.title && <title>{c.title}</title>}
-      <BaseEdge id={p.id} path={path} className={c.className} markerEnd={c.marker} interactionWidth={16} />
+      <BaseEdge
+        id={p.id}
+        path={path}
+        className={`${c.className}${fired ? ' is-fired' : ''}`}
+        markerEnd={fired && !c.className.includes('has-error') ? 'url(#sy-arrow-fired)' : c.marker}
+        interactionWidth={16}
+      />
     </g>
   );
 });
@@ -28,10 +35,11 @@ export const ExecEdge = memo(function ExecEdge(p: EdgeProps) {
 export const SubagentEdge = memo(function SubagentEdge(p: EdgeProps) {
   const [path] = getBezierPath(p);
   const c = useEdgeClass(p.id, 'sy-edge sy-edge--subagent', p.selected);
+  const fired = useEdgeFired({ source: p.source, target: p.target, subagent: true });
   return (
-    <g data-testid={`edge-${p.id}`} data-edge-kind="subagent">
+    <g data-testid={`edge-${p.id}`} data-edge-kind="subagent" data-fired={fired ? 'true' : undefined}>
       {c.title && <title>{c.title}</title>}
-      <BaseEdge id={p.id} path={path} className={c.className} markerEnd={c.marker} interactionWidth={16} />
+      <BaseEdge id={p.id} path={path} className={`${c.className}${fired ? ' is-fired' : ''}`} markerEnd={c.marker} interactionWidth={16} />
     </g>
   );
 });
@@ -45,6 +53,7 @@ export function EdgeMarkers() {
           ['sy-arrow', 'var(--edge)'],
           ['sy-arrow-sub', 'var(--edge-sub)'],
           ['sy-arrow-error', 'var(--danger)'],
+          ['sy-arrow-fired', 'var(--edge-fired)'],
         ].map(([id, color]) => (
           <marker key={id} id={id} viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
             <path d="M0,0 L10,5 L0,10 z" style={{ fill: color }} />

@@ -1,7 +1,7 @@
 import { createContext, useContext } from 'react';
 import type { Problem, PendingApproval } from '../api/types';
-import type { NodeRunStatus } from '../run/reducer';
-import { useRun } from '../store/run';
+import { edgeFired, nodeMeta, type NodeRunStatus } from '../run/reducer';
+import { useRun, viewLog } from '../store/run';
 import { useValidation } from '../store/validation';
 
 export type CanvasMode = 'edit' | 'run';
@@ -27,16 +27,29 @@ export function useEdgeProblems(id: string): Problem[] {
 /** Run status of this node; re-renders only when its own status changes. */
 export function useNodeStatus(id: string): NodeRunStatus | null {
   const mode = useCanvasMode();
-  return useRun((s) => (mode === 'run' ? (s.log.nodes[id]?.status ?? 'idle') : null));
+  return useRun((s) => (mode === 'run' ? (viewLog(s).nodes[id]?.status ?? 'idle') : null));
 }
 
 export function usePendingApproval(id: string): PendingApproval | undefined {
   const mode = useCanvasMode();
   return useRun((s) => {
     if (mode !== 'run') return undefined;
+    if (s.replay) return undefined; // a replay shows the past, not what to answer now
     const st = s.log.nodes[id]?.status;
     // Once the stream shows the node moved on, the fetched list is stale.
     if (st === 'completed' || st === 'failed' || st === 'skipped' || st === 'stopped') return undefined;
     return s.run?.pendingApprovals?.find((p) => p.nodeId === id);
   });
+}
+
+/** Visits, duration and tokens of this node in run mode ("" otherwise). */
+export function useNodeMeta(id: string): string {
+  const mode = useCanvasMode();
+  return useRun((s) => (mode === 'run' ? nodeMeta(viewLog(s).nodes[id]) : ''));
+}
+
+/** Whether this edge carried the run (run mode only). */
+export function useEdgeFired(e: { source: string; target: string; sourceHandle?: string | null; subagent?: boolean }): boolean {
+  const mode = useCanvasMode();
+  return useRun((s) => mode === 'run' && edgeFired(viewLog(s), e));
 }

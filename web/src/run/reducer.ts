@@ -18,6 +18,16 @@ export type NodeRunState = {
   activeCalls: number;
   startedAt: string | null;
   endedAt: string | null;
+  /** Visits that started (a revise loop runs a node more than once). */
+  visits: number;
+  /** Duration of the last visit that ended (step_end data.durationMs). */
+  durationMs: number | null;
+  /** Total duration over every visit that ended. */
+  totalMs: number;
+  /** Tokens used by the node's model calls (llm_response data.usage), summed. */
+  tokens: number;
+  /** Output handles the node fired, over all visits ('' = its default output). */
+  fired: readonly string[];
 };
 
 export type LogLine = {
@@ -81,6 +91,11 @@ export function emptyNodeState(): NodeRunState {
     activeCalls: 0,
     startedAt: null,
     endedAt: null,
+    visits: 0,
+    durationMs: null,
+    totalMs: 0,
+    tokens: 0,
+    fired: [],
   };
 }
 
@@ -113,6 +128,20 @@ function stepStatus(e: RunEvent): NodeRunStatus {
   // did not fail, the run was stopped.
   if (s === 'failed' && (e.content === 'cancelled' || e.data?.error === 'cancelled')) return 'stopped';
   return s === 'failed' ? 'failed' : s === 'skipped' ? 'skipped' : 'completed';
+}
+
+function dataNumber(data: RunEvent['data'], key: string): number | null {
+  const v = data?.[key];
+  return typeof v === 'number' && Number.isFinite(v) ? v : null;
+}
+
+/** Total tokens of an llm_response (data.usage.totalTokens, or its parts). */
+export function usageTokens(data: RunEvent['data']): number {
+  const u = data?.['usage'];
+  if (typeof u !== 'object' || u === null) return 0;
+  const r = u as Record<string, unknown>;
+  const n = (k: string) => (typeof r[k] === 'number' && Number.isFinite(r[k]) ? (r[k] as number) : 0);
+  return n('totalTokens') || n('promptTokens') + n('completionTokens');
 }
 
 function dataString(data: RunEvent['data'], key: string): string | null {
@@ -198,7 +227,11 @@ export function applyEvents(prev: RunLog, batch: readonly RunEvent[]): RunLog {
       const line = lines[open];
       if (e.type === 'llm_response' && line) {
         lines[open] = { ...line, type: 'llm_response', content: e.content ?? line.content, lastSeq: e.seq, streaming: false };
-        if (isNode) node(e.nodeId).text = e.content ?? '';
+        if (isNode) {
+          const s = node(e.nodeId);
+          s.text = e.content ?? '';
+          s.tokens += usageTokens(e.data);
+        }
         continue;
       }
       if (line) lines[open] = { ...line, streaming: false };
@@ -213,6 +246,7 @@ export function applyEvents(prev: RunLog, batch: readonly RunEvent[]): RunLog {
           s.output = null;
           s.startedAt = e.timestamp;
           s.endedAt = null;
+          s.visits = Math.max(s.visits + 1, dataNumber(e.data, 'visit') ?? 0);
         }
         push(e);
         break;
@@ -221,7 +255,11 @@ export function applyEvents(prev: RunLog, batch: readonly RunEvent[]): RunLog {
         push(e);
         break;
       case 'llm_response':
-        if (isNode) node(e.nodeId).text = e.content ?? '';
+        if (isNode) {
+          const s = node(e.nodeId);
+          s.text = e.content ?? '';
+          s.tokens += usageTokens(e.data);
+        }
         push(e);
         break;
       case 'llm_error':
@@ -259,6 +297,15 @@ export function applyEvents(prev: RunLog, batch: readonly RunEvent[]): RunLog {
           if (out !== null) s.output = out;
           const err = dataString(e.data, 'error');
           if (err !== null && st === 'failed' && !s.errors.includes(err)) s.errors.push(err);
+          const ms = dataNumber(e.data, 'durationMs');
+          if (ms !== null) {
+            s.durationMs = ms;
+            s.totalMs += ms;
+          }
+          if (st === 'completed') {
+            const h = dataString(e.data, 'handle') ?? '';
+            if (!s.fired.includes(h)) s.fired = [...s.fired, h];
+          }
         }
         push(e, { status: st });
         break;
@@ -371,4 +418,44 @@ export function topLevelCalls(log: RunLog, nodeId: string): SubagentCall[] {
 /** Calls nested directly under a call. */
 export function childCalls(log: RunLog, callId: string): SubagentCall[] {
   return log.callOrder.map((id) => log.calls[id]!).filter((c) => c.parentCallId === callId);
+}
+
+/**
+ * Whether an edge carried the run: an execution edge fired when its source
+ * completed through that handle (agents and start fire their one output,
+ * reported as no handle); a subagent edge when the parent called the
+ * subagent.
+ */
+export function edgeFired(
+  log: RunLog,
+  e: { source: string; target: string; sourceHandle?: string | null; subagent?: boolean },
+): boolean {
+  if (e.subagent) {
+    return log.callOrder.some((id) => {
+      const c = log.calls[id];
+      return c !== undefined && c.parentNodeId === e.source && c.subagentNodeId === e.target;
+    });
+  }
+  const fired = log.nodes[e.source]?.fired;
+  if (!fired || fired.length === 0) return false;
+  const h = e.sourceHandle ?? '';
+  return fired.includes(h) || (fired.includes('') && (h === '' || h === 'output'));
+}
+
+/** Seconds or minutes, short: "840 ms", "2.4 s", "3 min 5 s". */
+export function fmtDuration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+  const m = Math.floor(ms / 60_000);
+  return `${m} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+/** A node's run facts for its canvas badge: visits, last duration, tokens. */
+export function nodeMeta(s: NodeRunState | undefined): string {
+  if (!s) return '';
+  const parts: string[] = [];
+  if (s.visits > 1) parts.push(`×${s.visits}`);
+  if (s.durationMs !== null) parts.push(fmtDuration(s.durationMs));
+  if (s.tokens > 0) parts.push(`${s.tokens.toLocaleString('en-US')} tok`);
+  return parts.join(' · ');
 }

@@ -4,12 +4,14 @@ export type Route =
   | { name: 'editor'; id: string | null }
   | { name: 'run'; id: string }
   | { name: 'approvals' }
+  | { name: 'runs' }
   | { name: 'notfound'; path: string };
 
 export function parseRoute(path: string): Route {
   const p = path.replace(/\/+$/, '') || '/';
   if (p === '/' || p === '/workflows' || p === '/workflows/new') return { name: 'editor', id: null };
   if (p === '/approvals') return { name: 'approvals' };
+  if (p === '/runs') return { name: 'runs' };
   let m = /^\/workflows\/([^/]+)$/.exec(p);
   if (m) return { name: 'editor', id: decodeURIComponent(m[1]!) };
   m = /^\/runs\/([^/]+)$/.exec(p);

@@ -28,7 +28,25 @@ type RunState = {
   onNodesChange: (changes: NodeChange<FlowNode>[]) => void;
   select: (nodeId: string | null) => void;
   setFilter: (nodeId: string | null) => void;
+  /** Step-through replay: the canvas and log as of one event of the stored log. */
+  replay: Replay | null;
+  startReplay: () => Promise<void>;
+  seekReplay: (at: number) => void;
+  stopReplay: () => void;
 };
+
+export type Replay = {
+  events: RunEvent[];
+  /** How many events are applied (0 = before the first). */
+  at: number;
+  log: RunLog;
+  loading: boolean;
+};
+
+/** The log the page shows: the replay's while replaying, else the live one. */
+export function viewLog(s: Pick<RunState, 'log' | 'replay'>): RunLog {
+  return s.replay?.log ?? s.log;
+}
 
 let stream: { close: () => void } | null = null;
 let refreshTimer: ReturnType<typeof setTimeout> | null = null;
@@ -63,6 +81,7 @@ export const useRun = create<RunState>((set, get) => ({
       selectedNodeId: null,
       filterNodeId: null,
       busy: {},
+      replay: null,
     });
     void get().refresh();
     stream = openRunStream({
@@ -84,7 +103,7 @@ export const useRun = create<RunState>((set, get) => ({
     stream = null;
     if (refreshTimer) clearTimeout(refreshTimer);
     refreshTimer = null;
-    set({ runId: null, stream: 'idle' });
+    set({ runId: null, stream: 'idle', replay: null });
   },
 
   receive: (events) => {
@@ -176,6 +195,32 @@ export const useRun = create<RunState>((set, get) => ({
   },
 
   setFilter: (filterNodeId) => set({ filterNodeId }),
+
+  replay: null,
+  startReplay: async () => {
+    const id = get().runId;
+    if (!id) return;
+    set({ replay: { events: [], at: 0, log: emptyRunLog(), loading: true } });
+    try {
+      const events = await api.getEvents(id, 0);
+      if (get().runId !== id || !get().replay) return;
+      set({ replay: { events, at: 0, log: emptyRunLog(), loading: false } });
+    } catch (e) {
+      set({ replay: null });
+      throw e;
+    }
+  },
+  seekReplay: (at) => {
+    const r = get().replay;
+    if (!r || r.loading) return;
+    const k = Math.max(0, Math.min(r.events.length, Math.round(at)));
+    if (k === r.at) return;
+    // Forward: apply only the new events; back: replay from the start
+    // (the reducer is immutable, so the earlier log cannot be unwound).
+    const log = k > r.at ? applyEvents(r.log, r.events.slice(r.at, k)) : applyEvents(emptyRunLog(), r.events.slice(0, k));
+    set({ replay: { ...r, at: k, log } });
+  },
+  stopReplay: () => set({ replay: null }),
 }));
 
 /** Status to show: the stream's latest run_status, else the fetched run's. */

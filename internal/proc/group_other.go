@@ -1,0 +1,38 @@
+//go:build !linux
+
+package proc
+
+import (
+	"errors"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// ErrNoProcess: no such process.
+var ErrNoProcess = errors.New("no such process")
+
+// sysProcAttr: no parent-death signal outside Linux; steps may outlive a
+// killed driver there.
+func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+
+func startLocked(cmd *exec.Cmd, waitCh chan<- error) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	go func() { waitCh <- cmd.Wait() }()
+	return nil
+}
+
+// StartTime is not known outside Linux.
+func StartTime(int) (uint64, error) { return 0, errors.ErrUnsupported }
+
+// Group names a process group Run started.
+type Group struct {
+	ID    int    `json:"pgid"`
+	Start uint64 `json:"start"`
+}
+
+// KillGroups does nothing outside Linux: a group cannot be told from a
+// reused pid there.
+func KillGroups([]Group, time.Duration) ([]Group, error) { return nil, nil }
