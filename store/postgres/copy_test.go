@@ -52,13 +52,18 @@ func TestCopyFromSQLite(t *testing.T) {
 	orphan := newRun("run-orphan")
 	orphan.CreatedAt = t0.Add(2 * time.Second)
 	mustOK(t, src.CreateRun(ctx, orphan, nil, nil), "CreateRun orphan")
-	mustOK(t, src.Checkpoint(ctx, done, nil), "barrier")
+	expired := newRun("run-expired") // its owner died: lease ended at once
+	expired.CreatedAt = t0.Add(3 * time.Second)
+	expired.Owner, expired.LeaseUntil = "dead", time.Now().Add(time.Hour)
+	mustOK(t, src.CreateRun(ctx, expired, nil, nil), "CreateRun expired")
+	mustOK(t, src.ExpireLeases(ctx, "dead"), "ExpireLeases")
+	mustOK(t, src.Checkpoint(ctx, orphan, nil), "barrier")
 	mustOK(t, src.Close(), "close SQLite")
 
 	dst := openStore(t)
 	st, err := CopyFromSQLite(ctx, path, dst)
 	mustOK(t, err, "CopyFromSQLite")
-	if want := (CopyStats{Workflows: 2, Versions: 3, Runs: 3, Nodes: 2, Events: 300}); st != want {
+	if want := (CopyStats{Workflows: 2, Versions: 3, Runs: 4, Nodes: 2, Events: 300}); st != want {
 		t.Fatalf("copied %+v, want %+v", st, want)
 	}
 	src, err = store.Open(ctx, path, store.WithLogger(testLogger(t)))
@@ -106,7 +111,7 @@ func TestCopyFromSQLite(t *testing.T) {
 	oa, _ := src.ListOrphaned(ctx, now)
 	ob, _ := dst.ListOrphaned(ctx, now)
 	same("ListOrphaned", oa, ob)
-	if !slices.Equal(ob, []string{orphan.ID}) {
+	if !slices.Equal(ob, []string{orphan.ID, expired.ID}) {
 		t.Errorf("orphaned after the copy: %v", ob)
 	}
 	ids, err := dst.TakeCancelRequests(ctx, "proc")

@@ -52,7 +52,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) ON CON
 	sqlUpdateRun = `UPDATE runs SET status = $1, input = $2, waiting_for_input = $3, current_node_id = $4,
 pending_approvals = $5, error = $6, work_dir = $7, updated_at = $8, finished_at = $9,
 owner = CASE WHEN $10 THEN '' ELSE owner END, lease_until = CASE WHEN $10 THEN NULL ELSE lease_until END
-WHERE id = $11 AND ($12 = '' OR owner = $12)`
+WHERE id = $11 AND ($12 = '' OR owner = $12) AND status NOT IN ('completed', 'failed', 'cancelled')`
 
 	sqlUpsertNode = `INSERT INTO node_states (run_id, node_id, status, input, output, handle, error,
 visits, attempts, fired, wait, started_at, finished_at, rejection, decision)
@@ -69,7 +69,8 @@ rejection = excluded.rejection, decision = excluded.decision`
 visits, attempts, fired, wait, started_at, finished_at, rejection, decision)
 SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::int, $9::int, $10::text,
 $11::text, $12::timestamptz, $13::timestamptz, $14::text, $15::text
-WHERE EXISTS (SELECT 1 FROM runs WHERE id = $1 AND ($16::text = '' OR owner = $16) FOR SHARE)
+WHERE EXISTS (SELECT 1 FROM runs WHERE id = $1 AND ($16::text = '' OR owner = $16)
+  AND status NOT IN ('completed', 'failed', 'cancelled') FOR SHARE)
 ON CONFLICT (run_id, node_id) DO UPDATE SET status = excluded.status, input = excluded.input,
 output = excluded.output, handle = excluded.handle, error = excluded.error, visits = excluded.visits,
 attempts = excluded.attempts, fired = excluded.fired, wait = excluded.wait,
@@ -80,10 +81,11 @@ rejection = excluded.rejection, decision = excluded.decision`
 	// serialize on its row; the loser re-reads the winner's owner and lease
 	// and matches nothing: a compare-and-swap.
 	sqlAcquireRun = `UPDATE runs SET owner = $1, lease_until = $2
-WHERE id = $3 AND (owner = '' OR owner = $1 OR lease_until < $4) AND ($5 = '' OR status = $5)`
+WHERE id = $3 AND (owner = '' OR owner = $1 OR lease_until IS NULL OR lease_until < $4)
+AND ($5 = '' OR status = $5)`
 
 	sqlOrphaned = `r.status IN ('pending', 'running', 'paused')
-AND (r.owner = '' OR r.lease_until < $1)
+AND (r.owner = '' OR r.lease_until IS NULL OR r.lease_until < $1)
 AND (r.status <> 'paused' OR EXISTS
   (SELECT 1 FROM node_states n WHERE n.run_id = r.id AND n.status = 'running'))`
 )
@@ -159,8 +161,9 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.RunID, e.Seq, e.NodeID, e.Type, e.Conten
 // Checkpoint writes the run header and upserts the given node states in the
 // writer's next batch, after every event already emitted, and returns once
 // it committed. ErrNotFound for an unknown run; ErrConflict, writing
-// nothing, when r.Owner is set and another owner holds the run. A terminal
-// status also releases the run.
+// nothing, when r.Owner is set and another owner holds the run;
+// ErrTerminal, writing nothing, once the run has ended (its end is written
+// once). A terminal status also releases the run.
 func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.NodeState) error {
 	if r == nil {
 		return errors.New("postgres: checkpoint: nil run")
@@ -211,13 +214,17 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 }
 
 func checkpointRefused(t *wtx, hdr *engine.Run) error {
-	var holder string
-	err := t.queryRow(`SELECT owner FROM runs WHERE id = $1`, hdr.ID).Scan(&holder)
+	var holder, status string
+	err := t.queryRow(`SELECT owner, status FROM runs WHERE id = $1`, hdr.ID).Scan(&holder, &status)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return rejected{engine.ErrNotFound}
 	}
 	if err != nil {
 		return err
+	}
+	if engine.RunStatus(status).Terminal() {
+		// A run's end is written once and never changes.
+		return rejected{fmt.Errorf("run is %s: %w", status, engine.ErrTerminal)}
 	}
 	return rejected{fmt.Errorf("run is held by %q, not %q: %w", holder, hdr.Owner, engine.ErrConflict)}
 }
@@ -327,6 +334,22 @@ LEFT JOIN node_states n ON n.run_id = r.id AND n.node_id = $2 WHERE r.id = $1`, 
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: claim node %s of run %s: %w", nodeID, runID, err)
+	}
+	return nil
+}
+
+// ExpireLeases implements engine.Store. The owner stays recorded, so its
+// writes stay fenced off; with no lease (NULL) its runs are orphaned now.
+func (s *Store) ExpireLeases(ctx context.Context, owner string) error {
+	if owner == "" {
+		return nil // nobody's leases: never touch unowned runs
+	}
+	err := s.w.do(ctx, nil, func(t *wtx) error {
+		_, err := t.exec(`UPDATE runs SET lease_until = NULL WHERE owner = $1 AND owner <> ''`, owner)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: expire leases of %s: %w", owner, err)
 	}
 	return nil
 }

@@ -40,7 +40,8 @@ CREATE TABLE runs (
     error             TEXT        NOT NULL DEFAULT '',
     work_dir          TEXT        NOT NULL DEFAULT '',
     owner             TEXT        NOT NULL DEFAULT '', -- '' = nobody drives the run
-    -- In the database's clock (see the store's clock offset); NULL = no lease.
+    -- In the database's clock (see the store's clock offset). NULL: no
+    -- live lease (none taken, released, or expired at once: ExpireLeases).
     lease_until       TIMESTAMPTZ,
     cancel_requested  BOOLEAN     NOT NULL DEFAULT false,
     created_at        TIMESTAMPTZ NOT NULL,
