@@ -39,6 +39,7 @@ var commands = map[string]command{
 	"serve":     {"serve the web UI and API", cmdServe},
 	"fake-llm":  {"serve a fake OpenAI-compatible endpoint (demos and tests)", cmdFakeLLM},
 	"load":      {"measure a server under load (runs, fanout, watchers, approvals)", cmdLoad},
+	"db":        {"database tools: db copy (SQLite into PostgreSQL)", cmdDB},
 }
 
 func main() {

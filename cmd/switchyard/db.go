@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/switchyard/switchyard/store/postgres"
+)
+
+// cmdDB groups the database tools; its one subcommand is copy.
+func cmdDB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "copy" {
+		fmt.Fprintln(stderr, "usage: switchyard db copy --to POSTGRES_URL [--data DIR]")
+		fmt.Fprintln(stderr, "  copies the SQLite database into an empty PostgreSQL one")
+		return exitUsage
+	}
+	fs := flag.NewFlagSet("db copy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	data := dataFlag(fs)
+	to := fs.String("to", os.Getenv("SWITCHYARD_DATABASE_URL"),
+		"PostgreSQL URL of the empty destination database (default $SWITCHYARD_DATABASE_URL)")
+	if pos, err := parseInterleaved(fs, args[1:]); err != nil {
+		return exitUsage
+	} else if len(pos) > 0 || *to == "" {
+		fmt.Fprintln(stderr, "usage: switchyard db copy --to POSTGRES_URL [--data DIR]")
+		return exitUsage
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	dst, err := postgres.Open(ctx, *to, postgres.WithLogger(log))
+	if err != nil {
+		fmt.Fprintln(stderr, "switchyard:", err)
+		return exitFailed
+	}
+	defer dst.Close()
+	from := dbPath(*data)
+	st, err := postgres.CopyFromSQLite(ctx, from, dst)
+	if err != nil {
+		fmt.Fprintln(stderr, "switchyard:", err)
+		return exitFailed
+	}
+	fmt.Fprintf(stdout, "copied %s: %d workflows (%d versions), %d runs (%d node states, %d events)\n",
+		from, st.Workflows, st.Versions, st.Runs, st.Nodes, st.Events)
+	return exitOK
+}

@@ -1,0 +1,122 @@
+package pgtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+var pg *Cluster
+
+func TestMain(m *testing.M) { os.Exit(Main(m, &pg)) }
+
+// TestDatabasesAreSeparate: each test database is its own, reachable one.
+func TestDatabasesAreSeparate(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, b := pg.NewDatabase(t), pg.NewDatabase(t)
+	if a == b {
+		t.Fatalf("same DSN twice: %s", a)
+	}
+	ca, err := pgx.Connect(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ca.Close(ctx)
+	if _, err := ca.Exec(ctx, `CREATE TABLE only_in_a (x int)`); err != nil {
+		t.Fatal(err)
+	}
+	cb, err := pgx.Connect(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cb.Close(ctx)
+	var n int
+	if err := cb.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE tablename = 'only_in_a'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("table of database a seen from b: n=%d err=%v", n, err)
+	}
+}
+
+// TestStartStopOwnCluster: a second cluster starts beside the package's
+// and Stop ends exactly its postmaster, leaving the other running.
+func TestStartStopOwnCluster(t *testing.T) {
+	pg.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, dir := c.pid, c.dir
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if syscall.Kill(pid, 0) == nil {
+		t.Errorf("postmaster %d still running after Stop", pid)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("cluster directory %s left behind (%v)", dir, err)
+	}
+	if syscall.Kill(pg.pid, 0) != nil {
+		t.Errorf("the package's cluster (pid %d) was stopped too", pg.pid)
+	}
+}
+
+// TestWatchdogStopsAnOrphanedCluster: when the process that started a
+// cluster dies without stopping it, the watchdog stops the server and
+// removes its directory.
+func TestWatchdogStopsAnOrphanedCluster(t *testing.T) {
+	pg.Require(t)
+	if os.Getenv("PGTEST_CHILD") == "1" {
+		// The child: start a cluster, report it, die without cleanup.
+		c, err := Start(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("CLUSTER %d %s\n", c.pid, c.dir)
+		os.Exit(0)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestWatchdogStopsAnOrphanedCluster$")
+	cmd.Env = append(os.Environ(), "PGTEST_CHILD=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	var pid int
+	var dir string
+	for line := range strings.Lines(string(out)) {
+		if _, err := fmt.Sscanf(line, "CLUSTER %d %s", &pid, &dir); err == nil {
+			break
+		}
+	}
+	if pid == 0 {
+		t.Fatalf("child did not report its cluster:\n%s", out)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			_ = stopPID(pid)
+			t.Fatalf("postmaster %d of the dead child still runs", pid)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for {
+		if _, err := os.Stat(dir); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster directory %s left behind", dir)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

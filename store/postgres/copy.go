@@ -1,0 +1,191 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/store"
+)
+
+// CopyStats counts what CopyFromSQLite copied.
+type CopyStats struct {
+	Workflows, Versions, Runs, Nodes, Events int64
+}
+
+// CopyFromSQLite copies everything in the SQLite database at path into
+// dst, which must be empty (no workflows, no runs): workflows with every
+// version, runs with their definitions, node states (in their order),
+// events, leases and cancel requests. The SQLite database is first
+// brought to the current schema (as opening it with switchyard would; a
+// newer one is refused with store.ErrSchemaTooNew), then read in one
+// snapshot; the copy is one PostgreSQL transaction, all or nothing.
+// Nothing may write to either database meanwhile.
+func CopyFromSQLite(ctx context.Context, path string, dst *Store) (CopyStats, error) {
+	var st CopyStats
+	src, err := store.Open(ctx, path, store.WithLogger(dst.log))
+	if err != nil {
+		return st, fmt.Errorf("postgres: copy: %w", err)
+	}
+	if err := src.Close(); err != nil {
+		return st, fmt.Errorf("postgres: copy: %w", err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return st, fmt.Errorf("postgres: copy: %w", err)
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: "mode=ro&_pragma=busy_timeout(5000)"}
+	db, err := sql.Open("sqlite", u.String())
+	if err != nil {
+		return st, fmt.Errorf("postgres: copy: open %s: %w", path, err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	// One read transaction: a consistent snapshot of the whole file.
+	rtx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return st, fmt.Errorf("postgres: copy: read %s: %w", path, err)
+	}
+	defer func() { _ = rtx.Rollback() }() // read-only: nothing to commit
+
+	err = pgx.BeginFunc(ctx, dst.pool, func(tx pgx.Tx) error {
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM workflows) + (SELECT count(*) FROM runs)`).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("the destination is not empty (%d workflows and runs): %w", n, engine.ErrConflict)
+		}
+		steps := []struct {
+			table   string
+			cols    []string
+			query   string
+			convert func(vals []any) error
+			count   *int64
+		}{
+			{"workflows", []string{"id", "name", "description", "kind", "definition", "version", "created_at", "updated_at"},
+				`SELECT id, name, description, kind, definition, version, created_at, updated_at FROM workflows`,
+				micros(6, 7), &st.Workflows},
+			{"workflow_versions", []string{"workflow_id", "version", "name", "description", "kind", "definition", "created_at"},
+				`SELECT workflow_id, version, name, description, kind, definition, created_at FROM workflow_versions`,
+				micros(6), &st.Versions},
+			{"runs", []string{"id", "workflow_id", "kind", "status", "input", "waiting_for_input", "current_node_id",
+				"pending_approvals", "error", "work_dir", "owner", "lease_until", "cancel_requested",
+				"created_at", "updated_at", "finished_at"},
+				`SELECT id, workflow_id, kind, status, input, waiting_for_input, current_node_id, pending_approvals,
+error, work_dir, owner, lease_until, cancel_requested, created_at, updated_at, finished_at FROM runs`,
+				func(v []any) error {
+					v[5], v[12] = asBool(v[5]), asBool(v[12])
+					if l, _ := v[11].(int64); l == 0 {
+						v[11] = nil // no lease
+					}
+					return micros(11, 13, 14, 15)(v)
+				}, &st.Runs},
+			{"run_definitions", []string{"run_id", "definition"},
+				`SELECT run_id, definition FROM run_definitions`, nil, nil},
+			// In rowid order: PostgreSQL numbers them as it inserts, which
+			// keeps the order LoadRun returns them in.
+			{"node_states", []string{"run_id", "node_id", "status", "input", "output", "handle", "error", "visits",
+				"attempts", "fired", "wait", "started_at", "finished_at", "rejection", "decision"},
+				`SELECT run_id, node_id, status, input, output, handle, error, visits, attempts, fired, wait,
+started_at, finished_at, rejection, decision FROM node_states ORDER BY rowid`,
+				micros(11, 12), &st.Nodes},
+			{"run_events", []string{"run_id", "seq", "node_id", "type", "content", "ts", "data"},
+				`SELECT run_id, seq, node_id, type, content, ts, data FROM run_events ORDER BY run_id, seq`,
+				micros(5), &st.Events},
+		}
+		for _, s := range steps {
+			rows, err := rtx.QueryContext(ctx, s.query)
+			if err != nil {
+				return fmt.Errorf("read %s: %w", s.table, err)
+			}
+			src := &sqliteRows{rows: rows, n: len(s.cols), convert: s.convert}
+			n, err := tx.CopyFrom(ctx, pgx.Identifier{s.table}, s.cols, src)
+			rows.Close()
+			if err == nil {
+				err = src.err
+			}
+			if err != nil {
+				return fmt.Errorf("copy %s: %w", s.table, err)
+			}
+			if s.count != nil {
+				*s.count = n
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return CopyStats{}, fmt.Errorf("postgres: copy from %s: %w", path, err)
+	}
+	dst.log.Info("postgres: copied the SQLite database", "from", path, "workflows", st.Workflows,
+		"versions", st.Versions, "runs", st.Runs, "nodes", st.Nodes, "events", st.Events)
+	return st, nil
+}
+
+// sqliteRows streams SQLite rows into COPY.
+type sqliteRows struct {
+	rows    *sql.Rows
+	n       int
+	convert func([]any) error
+	vals    []any
+	err     error
+}
+
+func (r *sqliteRows) Next() bool {
+	if !r.rows.Next() {
+		r.err = r.rows.Err()
+		return false
+	}
+	r.vals = make([]any, r.n)
+	ptrs := make([]any, r.n)
+	for i := range ptrs {
+		ptrs[i] = &r.vals[i]
+	}
+	if err := r.rows.Scan(ptrs...); err != nil {
+		r.err = err
+		return false
+	}
+	for i, v := range r.vals {
+		if b, ok := v.([]byte); ok { // TEXT may scan as bytes
+			r.vals[i] = string(b)
+		}
+	}
+	if r.convert != nil {
+		if err := r.convert(r.vals); err != nil {
+			r.err = err
+			return false
+		}
+	}
+	return true
+}
+
+func (r *sqliteRows) Values() ([]any, error) { return r.vals, nil }
+func (r *sqliteRows) Err() error             { return r.err }
+
+// micros converts the given columns from SQLite's unix microseconds
+// (NULL stays NULL) to times.
+func micros(cols ...int) func([]any) error {
+	return func(v []any) error {
+		for _, c := range cols {
+			switch x := v[c].(type) {
+			case nil:
+			case int64:
+				v[c] = time.UnixMicro(x).UTC()
+			default:
+				return fmt.Errorf("column %d: %T is not a unix-microsecond time", c, v[c])
+			}
+		}
+		return nil
+	}
+}
+
+func asBool(v any) any {
+	n, _ := v.(int64)
+	return n != 0
+}

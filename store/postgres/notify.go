@@ -1,0 +1,227 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchyard/switchyard/engine"
+)
+
+// Live events across processes. Every commit that wrote events or run
+// headers sends, in its own transaction, a notification naming the runs it
+// touched (PostgreSQL delivers it only if, and once, that commit happens).
+// A store opened WithRemoteCommits listens, reads what other processes
+// committed and passes it to its OnCommit hooks, as if it had committed it
+// itself: a server shows live the runs that another process drives.
+
+// notifyChannel is the LISTEN/NOTIFY channel of commit notices.
+const notifyChannel = "switchyard_commits"
+
+// maxNote keeps a notice under PostgreSQL's 8000-byte payload limit.
+const maxNote = 7000
+
+// notice is the payload of one notification.
+type notice struct {
+	Origin string      `json:"o"` // the committing Store, to skip its own notices
+	Runs   []noticeRun `json:"r"`
+}
+
+type noticeRun struct {
+	ID      string `json:"i"`
+	FromSeq int64  `json:"s,omitempty"` // lowest seq appended (0: no events)
+	Header  bool   `json:"h,omitempty"` // the run header was written
+}
+
+// commitNotes builds the notification payloads of batch: the runs it
+// touches, in first-touched order, split to fit the payload limit.
+func (s *Store) commitNotes(batch []op) []string {
+	idx := map[string]int{}
+	var runs []noticeRun
+	touch := func(id string) *noticeRun {
+		i, ok := idx[id]
+		if !ok {
+			i = len(runs)
+			idx[id] = i
+			runs = append(runs, noticeRun{ID: id})
+		}
+		return &runs[i]
+	}
+	seq := func(r *noticeRun, sq int64) {
+		if r.FromSeq == 0 || sq < r.FromSeq {
+			r.FromSeq = sq
+		}
+	}
+	for i := range batch {
+		o := &batch[i]
+		switch o.kind {
+		case opEvent:
+			seq(touch(o.ev.RunID), o.ev.Seq)
+		case opSync:
+			if o.run != nil {
+				touch(o.run.ID).Header = true
+			}
+			for j := range o.evs {
+				seq(touch(o.evs[j].RunID), o.evs[j].Seq)
+			}
+		}
+	}
+	if len(runs) == 0 {
+		return nil
+	}
+	var notes []string
+	n := notice{Origin: s.id}
+	size := 0
+	flush := func() {
+		b, _ := json.Marshal(n) // strings and numbers: cannot fail
+		notes = append(notes, string(b))
+		n.Runs, size = nil, 0
+	}
+	for _, r := range runs {
+		l := len(r.ID) + 40
+		if size+l > maxNote && len(n.Runs) > 0 {
+			flush()
+		}
+		n.Runs = append(n.Runs, r)
+		size += l
+	}
+	flush()
+	return notes
+}
+
+// listener follows other processes' commits for a Store opened
+// WithRemoteCommits.
+type listener struct {
+	s *Store
+	// next is, per run, the seq of the next event to deliver. A run enters
+	// it with its first notice, leaves it when it ends.
+	next map[string]int64
+}
+
+// defaultListenRetry is the pause before reconnecting a lost listener.
+const defaultListenRetry = time.Second
+
+// listen runs until ctx ends: LISTEN on a connection of its own, deliver
+// each notice, and after a lost connection reconnect and catch up the
+// runs it follows (notices sent while it was away are lost; the events are
+// not).
+func (s *Store) listen(ctx context.Context) {
+	defer close(s.listenDone)
+	l := &listener{s: s, next: map[string]int64{}}
+	for ctx.Err() == nil {
+		err := l.session(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("postgres: live events from other processes interrupted; reconnecting", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(s.listenRetry):
+		}
+	}
+}
+
+func (l *listener) session(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, l.s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	l.s.listening.Store(true)
+	defer l.s.listening.Store(false)
+	// What was committed while no connection listened.
+	if err := l.catchUp(ctx); err != nil {
+		return err
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		var nt notice
+		if err := json.Unmarshal([]byte(n.Payload), &nt); err != nil {
+			l.s.log.Warn("postgres: unreadable commit notice", "err", err)
+			continue
+		}
+		if nt.Origin == l.s.id {
+			continue // our own commit: the writer reported it
+		}
+		if err := l.deliver(ctx, nt.Runs); err != nil {
+			return err
+		}
+	}
+}
+
+func (l *listener) catchUp(ctx context.Context) error {
+	runs := make([]noticeRun, 0, len(l.next))
+	for id := range l.next {
+		runs = append(runs, noticeRun{ID: id, Header: true})
+	}
+	slices.SortFunc(runs, func(a, b noticeRun) int { return strings.Compare(a.ID, b.ID) })
+	return l.deliver(ctx, runs)
+}
+
+// deliver reads, for each run, the events after the last one delivered and
+// the header when it was written, and passes them to the hooks.
+func (l *listener) deliver(ctx context.Context, runs []noticeRun) error {
+	var events []engine.Event
+	var headers []*engine.Run
+	for _, r := range runs {
+		next, known := l.next[r.ID]
+		if !known {
+			next = max(r.FromSeq, 1)
+			if r.FromSeq == 0 {
+				// A header-only notice of a run not followed yet: its
+				// later events start after what is stored now.
+				_, _, last, err := l.s.LoadRun(ctx, r.ID)
+				if errors.Is(err, engine.ErrNotFound) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				next = last + 1
+			}
+		}
+		evs, err := l.s.Events(ctx, r.ID, next-1, 0)
+		if errors.Is(err, engine.ErrNotFound) {
+			delete(l.next, r.ID)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if len(evs) > 0 {
+			next = evs[len(evs)-1].Seq + 1
+			events = append(events, evs...)
+		}
+		l.next[r.ID] = next
+		if r.Header {
+			h, err := l.s.GetRun(ctx, r.ID)
+			if errors.Is(err, engine.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			headers = append(headers, h)
+			if h.Status.Terminal() {
+				delete(l.next, r.ID) // nothing more will come
+			}
+		}
+	}
+	if len(events) > 0 || len(headers) > 0 {
+		l.s.w.callHooks(l.s.w.snapshotHooks(), events, headers)
+	}
+	return nil
+}

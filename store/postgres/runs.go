@@ -1,0 +1,731 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/switchyard/switchyard/engine"
+)
+
+var _ engine.Store = (*Store)(nil)
+
+// Emit queues ev to be appended to its run's log and returns; it is
+// committed with whatever else is queued, and passed to OnCommit hooks
+// then. A full queue makes Emit block (backpressure). Emit never fails: an
+// event that cannot be written is logged and counted in Stats.
+func (s *Store) Emit(ev *engine.Event) {
+	if ev == nil {
+		return
+	}
+	o := op{kind: opEvent, ev: *ev}
+	o.ev.Data = bytes.Clone(ev.Data)
+	o.ev.Timestamp = normTime(ev.Timestamp)
+	if err := s.w.enqueue(context.Background(), o); err != nil {
+		s.w.eventsDropped.Add(1)
+		s.log.Warn("postgres: event dropped", "run", ev.RunID, "seq", ev.Seq, "err", err)
+	}
+}
+
+// OnCommit registers h, called after every commit that wrote events or run
+// headers with exactly what was committed, in order, on the writer
+// goroutine: it must be fast, must not modify what it gets and must not
+// call the store's write methods. Only this Store's commits are reported.
+func (s *Store) OnCommit(h func(events []engine.Event, runs []*engine.Run)) {
+	s.w.addHook(h)
+}
+
+const (
+	sqlInsertRun = `INSERT INTO runs (id, workflow_id, kind, status, input, waiting_for_input,
+current_node_id, pending_approvals, error, work_dir, owner, lease_until, created_at, updated_at, finished_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) ON CONFLICT (id) DO NOTHING`
+
+	sqlUpdateRun = `UPDATE runs SET status = $1, input = $2, waiting_for_input = $3, current_node_id = $4,
+pending_approvals = $5, error = $6, work_dir = $7, updated_at = $8, finished_at = $9,
+owner = CASE WHEN $10 THEN '' ELSE owner END, lease_until = CASE WHEN $10 THEN NULL ELSE lease_until END
+WHERE id = $11 AND ($12 = '' OR owner = $12) AND status NOT IN ('completed', 'failed', 'cancelled')`
+
+	sqlUpsertNode = `INSERT INTO node_states (run_id, node_id, status, input, output, handle, error,
+visits, attempts, fired, wait, started_at, finished_at, rejection, decision)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+ON CONFLICT (run_id, node_id) DO UPDATE SET status = excluded.status, input = excluded.input,
+output = excluded.output, handle = excluded.handle, error = excluded.error, visits = excluded.visits,
+attempts = excluded.attempts, fired = excluded.fired, wait = excluded.wait,
+started_at = excluded.started_at, finished_at = excluded.finished_at,
+rejection = excluded.rejection, decision = excluded.decision`
+
+	// sqlUpsertNodeFenced is sqlUpsertNode for a checkpoint: written only
+	// while owner $16 ('' = unfenced) holds the run.
+	sqlUpsertNodeFenced = `INSERT INTO node_states (run_id, node_id, status, input, output, handle, error,
+visits, attempts, fired, wait, started_at, finished_at, rejection, decision)
+SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::int, $9::int, $10::text,
+$11::text, $12::timestamptz, $13::timestamptz, $14::text, $15::text
+WHERE EXISTS (SELECT 1 FROM runs WHERE id = $1 AND ($16::text = '' OR owner = $16)
+  AND status NOT IN ('completed', 'failed', 'cancelled') FOR SHARE)
+ON CONFLICT (run_id, node_id) DO UPDATE SET status = excluded.status, input = excluded.input,
+output = excluded.output, handle = excluded.handle, error = excluded.error, visits = excluded.visits,
+attempts = excluded.attempts, fired = excluded.fired, wait = excluded.wait,
+started_at = excluded.started_at, finished_at = excluded.finished_at,
+rejection = excluded.rejection, decision = excluded.decision`
+
+	// $4 is "now" in the database's clock. Concurrent acquires of one run
+	// serialize on its row; the loser re-reads the winner's owner and lease
+	// and matches nothing: a compare-and-swap.
+	sqlAcquireRun = `UPDATE runs SET owner = $1, lease_until = $2
+WHERE id = $3 AND (owner = '' OR owner = $1 OR lease_until IS NULL OR lease_until < $4)
+AND ($5 = '' OR status = $5)`
+
+	sqlOrphaned = `r.status IN ('pending', 'running', 'paused')
+AND (r.owner = '' OR r.lease_until IS NULL OR r.lease_until < $1)
+AND (r.status <> 'paused' OR EXISTS
+  (SELECT 1 FROM node_states n WHERE n.run_id = r.id AND n.status = 'running'))`
+)
+
+// CreateRun stores a new run, its initial node states and its first events
+// in one transaction, through the write queue. ErrConflict if the id
+// exists, ErrNotFound if r.WorkflowID names no stored workflow.
+func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.NodeState, events []*engine.Event) error {
+	if r == nil || r.ID == "" {
+		return errors.New("postgres: create run: run id is required")
+	}
+	hdr := cloneRun(r)
+	approvals, err := json.Marshal(hdr.PendingApprovals)
+	if err != nil {
+		return fmt.Errorf("postgres: create run %s: pending approvals: %w", r.ID, err)
+	}
+	nargs, err := nodeArgs(r.ID, nodes)
+	if err != nil {
+		return fmt.Errorf("postgres: create run %s: %w", r.ID, err)
+	}
+	var wf *string
+	if hdr.WorkflowID != "" {
+		wf = &hdr.WorkflowID
+	}
+	var lease *time.Time
+	if hdr.Owner != "" {
+		l := s.dbTime(hdr.LeaseUntil)
+		lease = &l
+	}
+	evs := make([]engine.Event, len(events))
+	for i, ev := range events {
+		evs[i] = *ev
+		evs[i].RunID = hdr.ID
+		evs[i].Data = bytes.Clone(ev.Data)
+		evs[i].Timestamp = normTime(ev.Timestamp)
+	}
+	err = s.w.doEvents(ctx, hdr, evs, func(t *wtx) error {
+		if wf != nil {
+			var one int
+			err := t.queryRow(`SELECT 1 FROM workflows WHERE id = $1`, *wf).Scan(&one)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return rejected{fmt.Errorf("workflow %q: %w", hdr.WorkflowID, engine.ErrNotFound)}
+			}
+			if err != nil {
+				return err
+			}
+		}
+		n, err := t.exec(sqlInsertRun, hdr.ID, wf, hdr.Kind, string(hdr.Status), hdr.Input,
+			hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
+			hdr.Owner, lease, hdr.CreatedAt, hdr.UpdatedAt, hdr.FinishedAt)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return rejected{fmt.Errorf("run already exists: %w", engine.ErrConflict)}
+		}
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO run_definitions (run_id, definition) VALUES ($1, $2)`, hdr.ID, string(hdr.Definition))
+		for i := range evs {
+			e := &evs[i]
+			b.Queue(`INSERT INTO run_events (run_id, seq, node_id, type, content, ts, data)
+VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.RunID, e.Seq, e.NodeID, e.Type, e.Content, e.Timestamp, nullText(e.Data))
+		}
+		queueNodes(b, nargs)
+		return t.sendBatch(b).Close()
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: create run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// Checkpoint writes the run header and upserts the given node states in the
+// writer's next batch, after every event already emitted, and returns once
+// it committed. ErrNotFound for an unknown run; ErrConflict, writing
+// nothing, when r.Owner is set and another owner holds the run;
+// ErrTerminal, writing nothing, once the run has ended (its end is written
+// once). A terminal status also releases the run.
+func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.NodeState) error {
+	if r == nil {
+		return errors.New("postgres: checkpoint: nil run")
+	}
+	hdr := cloneRun(r)
+	approvals, err := json.Marshal(hdr.PendingApprovals)
+	if err != nil {
+		return fmt.Errorf("postgres: checkpoint run %s: pending approvals: %w", r.ID, err)
+	}
+	nargs, err := nodeArgs(r.ID, nodes)
+	if err != nil {
+		return fmt.Errorf("postgres: checkpoint run %s: %w", r.ID, err)
+	}
+	release := hdr.Status.Terminal() // nothing drives a finished run
+	err = s.w.do(ctx, hdr, func(t *wtx) error {
+		// One round trip: the node upserts, each fenced like the header,
+		// then the header. The first upsert share-locks the run row, so the
+		// header update sees the same owner and matches exactly when they
+		// did: a refused checkpoint wrote nothing.
+		b := &pgx.Batch{}
+		for _, a := range nargs {
+			b.Queue(sqlUpsertNodeFenced, append(a, hdr.Owner)...)
+		}
+		b.Queue(sqlUpdateRun, string(hdr.Status), hdr.Input, hdr.WaitingForInput, hdr.CurrentNodeID,
+			string(approvals), hdr.Error, hdr.WorkDir, hdr.UpdatedAt, hdr.FinishedAt, release, hdr.ID, hdr.Owner)
+		n := b.Len() // sendBatch may put a BEGIN in front
+		br := t.sendBatch(b)
+		var tag pgconn.CommandTag
+		for range n {
+			var err error
+			if tag, err = br.Exec(); err != nil {
+				_ = br.Close() // the statement's error is the one to report
+				return err
+			}
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return checkpointRefused(t, hdr)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: checkpoint run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+func checkpointRefused(t *wtx, hdr *engine.Run) error {
+	var holder, status string
+	err := t.queryRow(`SELECT owner, status FROM runs WHERE id = $1`, hdr.ID).Scan(&holder, &status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return rejected{engine.ErrNotFound}
+	}
+	if err != nil {
+		return err
+	}
+	if engine.RunStatus(status).Terminal() {
+		// A run's end is written once and never changes.
+		return rejected{fmt.Errorf("run is %s: %w", status, engine.ErrTerminal)}
+	}
+	return rejected{fmt.Errorf("run is held by %q, not %q: %w", holder, hdr.Owner, engine.ErrConflict)}
+}
+
+// AcquireRun implements engine.Store. now and leaseUntil are this process's
+// times; they are compared and stored in the database's clock.
+func (s *Store) AcquireRun(ctx context.Context, runID, owner string, expect engine.RunStatus, now, leaseUntil time.Time) error {
+	if owner == "" {
+		return fmt.Errorf("postgres: acquire run %s: owner is required", runID)
+	}
+	dbNow, dbUntil := s.dbTime(now), s.dbTime(leaseUntil)
+	err := s.w.do(ctx, nil, func(t *wtx) error {
+		n, err := t.exec(sqlAcquireRun, owner, dbUntil, runID, dbNow, string(expect))
+		if err != nil {
+			return err
+		}
+		if n == 1 {
+			return nil
+		}
+		var status, holder string
+		err = t.queryRow(`SELECT status, owner FROM runs WHERE id = $1`, runID).Scan(&status, &holder)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return rejected{engine.ErrNotFound}
+		}
+		if err != nil {
+			return err
+		}
+		if expect != "" && status != string(expect) {
+			return rejected{fmt.Errorf("run is %s, not %s: %w", status, expect, engine.ErrConflict)}
+		}
+		return rejected{fmt.Errorf("run is held by %s: %w", holder, engine.ErrConflict)}
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: acquire run %s for %s: %w", runID, owner, err)
+	}
+	return nil
+}
+
+// ClaimOrphaned makes owner the driver, until leaseUntil, of up to limit
+// orphaned runs (as ListOrphaned sees them at now), oldest first, and
+// returns their ids. Runs another process is claiming at the same moment
+// are skipped rather than waited for (FOR UPDATE SKIP LOCKED), so N
+// processes recovering at once get disjoint sets without blocking each
+// other. limit <= 0 means no limit.
+func (s *Store) ClaimOrphaned(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]string, error) {
+	if owner == "" {
+		return nil, errors.New("postgres: claim orphaned runs: owner is required")
+	}
+	var lim *int
+	if limit > 0 {
+		lim = &limit
+	}
+	dbNow, dbUntil := s.dbTime(now), s.dbTime(leaseUntil)
+	var ids []string
+	err := s.w.do(ctx, nil, func(t *wtx) error {
+		rows, err := t.query(`UPDATE runs SET owner = $2, lease_until = $3 WHERE id IN
+(SELECT r.id FROM runs r WHERE `+sqlOrphaned+` ORDER BY r.created_at, r.id LIMIT $4 FOR UPDATE SKIP LOCKED)
+RETURNING id`, dbNow, owner, dbUntil, lim)
+		if err != nil {
+			return err
+		}
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: claim orphaned runs for %s: %w", owner, err)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// ClaimWaitingNode implements engine.Store: the node goes from waiting to
+// running only if owner holds the run. Concurrent claims, from any number
+// of processes, serialize on the node's row: exactly one finds it waiting.
+func (s *Store) ClaimWaitingNode(ctx context.Context, runID, nodeID, owner string, decision []byte) error {
+	if owner == "" {
+		return fmt.Errorf("postgres: claim node %s of run %s: owner is required", nodeID, runID)
+	}
+	dec := nullText(decision)
+	err := s.w.do(ctx, nil, func(t *wtx) error {
+		// FOR SHARE: a takeover of the run waits for the claim to commit.
+		n, err := t.exec(`UPDATE node_states SET status = 'running', decision = $4
+WHERE run_id = $1 AND node_id = $2 AND status = 'waiting'
+AND EXISTS (SELECT 1 FROM runs WHERE id = $1 AND owner = $3 FOR SHARE)`, runID, nodeID, owner, dec)
+		if err != nil {
+			return err
+		}
+		if n == 1 {
+			return nil
+		}
+		var holder, status *string
+		err = t.queryRow(`SELECT r.owner, n.status FROM runs r
+LEFT JOIN node_states n ON n.run_id = r.id AND n.node_id = $2 WHERE r.id = $1`, runID, nodeID).Scan(&holder, &status)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return rejected{fmt.Errorf("run: %w", engine.ErrNotFound)}
+		}
+		if err != nil {
+			return err
+		}
+		if status == nil {
+			return rejected{fmt.Errorf("node: %w", engine.ErrNotFound)}
+		}
+		if holder == nil || *holder != owner {
+			return rejected{fmt.Errorf("run is not held by %s: %w", owner, engine.ErrConflict)}
+		}
+		return rejected{fmt.Errorf("node is %q, not waiting: %w", *status, engine.ErrConflict)}
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: claim node %s of run %s: %w", nodeID, runID, err)
+	}
+	return nil
+}
+
+// ExpireLeases implements engine.Store. The owner stays recorded, so its
+// writes stay fenced off; with no lease (NULL) its runs are orphaned now.
+func (s *Store) ExpireLeases(ctx context.Context, owner string) error {
+	if owner == "" {
+		return nil // nobody's leases: never touch unowned runs
+	}
+	err := s.w.do(ctx, nil, func(t *wtx) error {
+		_, err := t.exec(`UPDATE runs SET lease_until = NULL WHERE owner = $1 AND owner <> ''`, owner)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: expire leases of %s: %w", owner, err)
+	}
+	return nil
+}
+
+// RenewLeases implements engine.Store.
+func (s *Store) RenewLeases(ctx context.Context, owner string, leaseUntil time.Time) error {
+	if owner == "" {
+		return nil // nobody's leases: never touch unowned runs
+	}
+	until := s.dbTime(leaseUntil)
+	err := s.w.do(ctx, nil, func(t *wtx) error {
+		_, err := t.exec(`UPDATE runs SET lease_until = $1 WHERE owner = $2 AND owner <> ''`, until, owner)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: renew leases of %s: %w", owner, err)
+	}
+	return nil
+}
+
+// ReleaseRun implements engine.Store. Releasing a run nobody holds is a
+// no-op; ErrConflict if another owner holds it, ErrNotFound if unknown.
+func (s *Store) ReleaseRun(ctx context.Context, runID, owner string) error {
+	err := s.w.do(ctx, nil, func(t *wtx) error {
+		n, err := t.exec(`UPDATE runs SET owner = '', lease_until = NULL WHERE id = $1 AND (owner = $2 OR owner = '')`,
+			runID, owner)
+		if err != nil {
+			return err
+		}
+		if n == 1 {
+			return nil
+		}
+		var holder string
+		err = t.queryRow(`SELECT owner FROM runs WHERE id = $1`, runID).Scan(&holder)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return rejected{engine.ErrNotFound}
+		}
+		if err != nil {
+			return err
+		}
+		return rejected{fmt.Errorf("run is held by %s: %w", holder, engine.ErrConflict)}
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: release run %s by %s: %w", runID, owner, err)
+	}
+	return nil
+}
+
+// RequestCancel implements engine.Store.
+func (s *Store) RequestCancel(ctx context.Context, runID string) error {
+	err := s.w.do(ctx, nil, func(t *wtx) error {
+		n, err := t.exec(`UPDATE runs SET cancel_requested = true WHERE id = $1`, runID)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return rejected{engine.ErrNotFound}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: request cancel of run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// TakeCancelRequests implements engine.Store. It asks the pool first, so
+// polling with nothing requested costs no write.
+func (s *Store) TakeCancelRequests(ctx context.Context, owner string) ([]string, error) {
+	if owner == "" {
+		return nil, nil
+	}
+	var pending bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE owner = $1 AND owner <> '' AND cancel_requested)`,
+		owner).Scan(&pending)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: take cancel requests of %s: %w", owner, err)
+	}
+	if !pending {
+		return nil, nil
+	}
+	var ids []string
+	err = s.w.do(ctx, nil, func(t *wtx) error {
+		rows, err := t.query(`UPDATE runs SET cancel_requested = false
+WHERE owner = $1 AND owner <> '' AND cancel_requested RETURNING id`, owner)
+		if err != nil {
+			return err
+		}
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: take cancel requests of %s: %w", owner, err)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// --- reads: through the pool, committed data only ---
+
+const runColumns = `id, workflow_id, kind,
+coalesce((SELECT d.definition FROM run_definitions d WHERE d.run_id = runs.id), ''),
+status, input, waiting_for_input, current_node_id, pending_approvals, error, work_dir,
+created_at, updated_at, finished_at`
+
+func scanRun(row pgx.Row) (*engine.Run, error) {
+	var (
+		r                engine.Run
+		wf               *string
+		def              string
+		status           string
+		approvals        string
+		created, updated time.Time
+	)
+	if err := row.Scan(&r.ID, &wf, &r.Kind, &def, &status, &r.Input, &r.WaitingForInput,
+		&r.CurrentNodeID, &approvals, &r.Error, &r.WorkDir, &created, &updated, &r.FinishedAt); err != nil {
+		return nil, err
+	}
+	if wf != nil {
+		r.WorkflowID = *wf
+	}
+	if def != "" {
+		r.Definition = json.RawMessage(def)
+	}
+	r.Status = engine.RunStatus(status)
+	if approvals != "" && approvals != "null" {
+		if err := json.Unmarshal([]byte(approvals), &r.PendingApprovals); err != nil {
+			return nil, fmt.Errorf("run %s: pending approvals: %w", r.ID, err)
+		}
+		for i := range r.PendingApprovals {
+			r.PendingApprovals[i].Since = r.PendingApprovals[i].Since.UTC()
+		}
+	}
+	r.CreatedAt, r.UpdatedAt = created.UTC(), updated.UTC()
+	r.FinishedAt = optTime(r.FinishedAt)
+	return &r, nil
+}
+
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func getRun(ctx context.Context, q querier, runID string) (*engine.Run, error) {
+	r, err := scanRun(q.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1`, runID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, engine.ErrNotFound
+	}
+	return r, err
+}
+
+// GetRun implements engine.Store.
+func (s *Store) GetRun(ctx context.Context, runID string) (*engine.Run, error) {
+	r, err := getRun(ctx, s.pool, runID)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get run %s: %w", runID, err)
+	}
+	return r, nil
+}
+
+// LoadRun implements engine.Store. Header, node states (in the order first
+// stored) and the highest event seq come from one snapshot.
+func (s *Store) LoadRun(ctx context.Context, runID string) (*engine.Run, []*engine.NodeState, int64, error) {
+	r, nodes, maxSeq, err := s.loadRun(ctx, runID)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("postgres: load run %s: %w", runID, err)
+	}
+	return r, nodes, maxSeq, nil
+}
+
+func (s *Store) loadRun(ctx context.Context, runID string) (*engine.Run, []*engine.NodeState, int64, error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	defer func() { _ = tx.Rollback(ctx) }() // read-only: nothing to commit
+	r, err := getRun(ctx, tx, runID)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	rows, err := tx.Query(ctx, `SELECT node_id, status, input, output, handle, error, visits,
+attempts, fired, wait, started_at, finished_at, rejection, decision FROM node_states WHERE run_id = $1 ORDER BY ord`, runID)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	var nodes []*engine.NodeState
+	for rows.Next() {
+		var (
+			n                     engine.NodeState
+			status                string
+			fired, wait, decision *string
+		)
+		if err := rows.Scan(&n.NodeID, &status, &n.Input, &n.Output, &n.Handle, &n.Error, &n.Visits,
+			&n.Attempts, &fired, &wait, &n.StartedAt, &n.FinishedAt, &n.Rejection, &decision); err != nil {
+			rows.Close()
+			return nil, nil, 0, err
+		}
+		n.Status = engine.NodeStatus(status)
+		if fired != nil {
+			if err := json.Unmarshal([]byte(*fired), &n.Fired); err != nil {
+				rows.Close()
+				return nil, nil, 0, fmt.Errorf("node %s: fired: %w", n.NodeID, err)
+			}
+		}
+		if wait != nil {
+			n.Wait = json.RawMessage(*wait)
+		}
+		if decision != nil {
+			n.Decision = json.RawMessage(*decision)
+		}
+		n.StartedAt, n.FinishedAt = optTime(n.StartedAt), optTime(n.FinishedAt)
+		nodes = append(nodes, &n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, 0, err
+	}
+	var maxSeq int64
+	if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM run_events WHERE run_id = $1`, runID).
+		Scan(&maxSeq); err != nil {
+		return nil, nil, 0, err
+	}
+	return r, nodes, maxSeq, nil
+}
+
+// ListRuns implements engine.Store: newest first (creation time, then id).
+func (s *Store) ListRuns(ctx context.Context, f engine.RunFilter) ([]*engine.Run, error) {
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if f.WorkflowID != "" {
+		where = append(where, "workflow_id = "+arg(f.WorkflowID))
+	}
+	if f.Status != "" {
+		where = append(where, "status = "+arg(string(f.Status)))
+	}
+	if !f.Before.IsZero() {
+		where = append(where, "created_at < "+arg(f.Before))
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = defaultListLimit
+	}
+	q := `SELECT ` + runColumns + ` FROM runs`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY created_at DESC, id DESC LIMIT ` + arg(limit)
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list runs: %w", err)
+	}
+	defer rows.Close()
+	runs := []*engine.Run{}
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: list runs: %w", err)
+		}
+		runs = append(runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: list runs: %w", err)
+	}
+	return runs, nil
+}
+
+// Events implements engine.Store. ErrNotFound for an unknown run.
+func (s *Store) Events(ctx context.Context, runID string, after int64, limit int) ([]engine.Event, error) {
+	var lim *int
+	if limit > 0 {
+		lim = &limit
+	}
+	rows, err := s.pool.Query(ctx, `SELECT seq, node_id, type, content, ts, data FROM run_events
+WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, runID, after, lim)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: events of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	events := []engine.Event{}
+	for rows.Next() {
+		ev := engine.Event{RunID: runID}
+		var data *string
+		if err := rows.Scan(&ev.Seq, &ev.NodeID, &ev.Type, &ev.Content, &ev.Timestamp, &data); err != nil {
+			return nil, fmt.Errorf("postgres: events of run %s: %w", runID, err)
+		}
+		ev.Timestamp = ev.Timestamp.UTC()
+		if data != nil {
+			ev.Data = json.RawMessage(*data)
+		}
+		events = append(events, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: events of run %s: %w", runID, err)
+	}
+	if len(events) == 0 {
+		// Tell an unknown run from one with nothing new.
+		var one int
+		err := s.pool.QueryRow(ctx, `SELECT 1 FROM runs WHERE id = $1`, runID).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("postgres: events of run %s: %w", runID, engine.ErrNotFound)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("postgres: events of run %s: %w", runID, err)
+		}
+	}
+	return events, nil
+}
+
+// ListOrphaned implements engine.Store, oldest run first. now is this
+// process's time, compared in the database's clock. Listing claims
+// nothing: a process that acts on the list takes each run with AcquireRun
+// (a compare-and-swap), or takes a set at once with ClaimOrphaned.
+func (s *Store) ListOrphaned(ctx context.Context, now time.Time) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id FROM runs r WHERE `+sqlOrphaned+` ORDER BY r.created_at, r.id`,
+		s.dbTime(now))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list orphaned runs: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list orphaned runs: %w", err)
+	}
+	if ids == nil {
+		ids = []string{}
+	}
+	return ids, nil
+}
+
+// --- copying and argument building ---
+
+// cloneRun copies r deeply enough that the caller may modify r afterwards,
+// with times normalized as they will read back.
+func cloneRun(r *engine.Run) *engine.Run {
+	c := *r
+	c.PendingApprovals = slices.Clone(r.PendingApprovals)
+	for i := range c.PendingApprovals {
+		c.PendingApprovals[i].Since = normTime(c.PendingApprovals[i].Since)
+	}
+	c.CreatedAt = normTime(r.CreatedAt)
+	c.UpdatedAt = normTime(r.UpdatedAt)
+	c.FinishedAt = normTimePtr(r.FinishedAt)
+	return &c
+}
+
+// nodeArgs turns node states into statement arguments right away: the copy
+// that lets the engine reuse its NodeState structs.
+func nodeArgs(runID string, nodes []*engine.NodeState) ([][]any, error) {
+	out := make([][]any, 0, len(nodes))
+	for _, n := range nodes {
+		if n == nil {
+			continue
+		}
+		if n.NodeID == "" {
+			return nil, errors.New("node state without node id")
+		}
+		var fired *string
+		if len(n.Fired) > 0 {
+			b, err := json.Marshal(n.Fired)
+			if err != nil {
+				return nil, fmt.Errorf("node %s: fired: %w", n.NodeID, err)
+			}
+			f := string(b)
+			fired = &f
+		}
+		out = append(out, []any{runID, n.NodeID, string(n.Status), n.Input, n.Output, n.Handle,
+			n.Error, n.Visits, n.Attempts, fired, nullText(n.Wait),
+			normTimePtr(n.StartedAt), normTimePtr(n.FinishedAt), n.Rejection, nullText(n.Decision)})
+	}
+	return out, nil
+}
+
+func queueNodes(b *pgx.Batch, nargs [][]any) {
+	for _, a := range nargs {
+		b.Queue(sqlUpsertNode, a...)
+	}
+}

@@ -1,0 +1,290 @@
+// Package postgres is Switchyard's PostgreSQL store: engine.Store for runs
+// plus saved workflows with their version history, the same API as the
+// SQLite store (package store), for deployments where several processes
+// share one database.
+//
+// Writes of one Store go through one writer goroutine that commits whatever
+// is queued as one transaction (group commit), with the events of a batch
+// pipelined to the server in one round trip. The per-run order of events,
+// checkpoints and lease changes is the order they were handed to the store,
+// as with SQLite. Reads use the pool and never wait for the writer.
+//
+// Several processes (several Stores) may share a database. What makes that
+// safe:
+//   - leases are compared in the database's clock: each Store measures its
+//     process clock's offset to the server's and shifts the lease times it
+//     is given by it, so hosts with skewed clocks agree on expiry;
+//   - taking a run over is a compare-and-swap on its row (AcquireRun), and
+//     ClaimOrphaned claims a set of orphaned runs with FOR UPDATE SKIP
+//     LOCKED, so N processes recovering at once get disjoint runs;
+//   - an event is written only while its owner holds the run, and the run
+//     row stays share-locked until the event's batch commits, so a takeover
+//     waits for the old owner's in-flight events instead of racing them;
+//   - migrations run under a PostgreSQL advisory lock.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Defaults.
+const (
+	DefaultQueueSize = 16384
+	defaultListLimit = 50
+	// clockRefresh is how often the offset to the database clock is
+	// measured again (clocks drift; NTP steps them).
+	clockRefresh = time.Minute
+)
+
+// ErrClosed is returned by operations on a closed Store.
+var ErrClosed = errors.New("store is closed")
+
+// Store is the PostgreSQL store. It is safe for concurrent use.
+type Store struct {
+	log  *slog.Logger
+	now  func() time.Time
+	pool *pgxpool.Pool
+
+	// offset is the database clock minus this process's clock, in
+	// nanoseconds: a lease time t of this process is t+offset in the
+	// database's clock.
+	offset atomic.Int64
+
+	w *writer
+
+	id          string // tells this Store's commit notices from others'
+	listening   atomic.Bool
+	stopListen  context.CancelFunc // nil without WithRemoteCommits
+	listenDone  chan struct{}
+	listenRetry time.Duration
+
+	stopClock chan struct{}
+	clockDone chan struct{}
+	closeOnce sync.Once
+}
+
+type config struct {
+	log       *slog.Logger
+	queueSize int
+	maxConns  int32
+	now       func() time.Time
+
+	eventTries int
+	retryDelay time.Duration
+
+	remote      bool
+	listenRetry time.Duration
+}
+
+// withListenRetry sets the pause before a lost listener reconnects (tests).
+func withListenRetry(d time.Duration) Option { return func(c *config) { c.listenRetry = d } }
+
+// Option configures Open.
+type Option func(*config)
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
+
+// WithQueueSize sets the capacity of the write queue (default
+// DefaultQueueSize). When it is full, Emit blocks: backpressure.
+func WithQueueSize(n int) Option { return func(c *config) { c.queueSize = n } }
+
+// WithMaxConns sets the size of the connection pool (default: pgxpool's,
+// at least 4). The writer holds one connection while it commits a batch.
+func WithMaxConns(n int) Option { return func(c *config) { c.maxConns = int32(n) } }
+
+// WithClock sets this process's clock (default time.Now): the clock of the
+// workflow timestamps, and the one whose offset to the database clock is
+// measured to translate lease times.
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+
+// WithRemoteCommits makes the store follow what other processes (other
+// Stores on the database) commit and pass it to its OnCommit hooks too:
+// their events in seq order per run, and the current header of each run
+// whose header they wrote. Hooks are never called concurrently. A run is
+// followed from the first notice about it; notices sent while the
+// listening connection is down are lost, but the runs already followed
+// catch up when it is back.
+func WithRemoteCommits() Option { return func(c *config) { c.remote = true } }
+
+// Open connects to the database at dsn (a PostgreSQL URL or key=value
+// string), applies pending migrations and starts the writer. A database
+// migrated by a newer switchyard is refused with an error matching
+// store.ErrSchemaTooNew.
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	cfg := config{
+		log:         slog.Default(),
+		queueSize:   DefaultQueueSize,
+		now:         time.Now,
+		eventTries:  defaultEventTries,
+		retryDelay:  defaultRetryDelay,
+		listenRetry: defaultListenRetry,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	cfg.queueSize = max(cfg.queueSize, 1)
+	pcfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse dsn: %w", err)
+	}
+	if cfg.maxConns > 0 {
+		pcfg.MaxConns = cfg.maxConns
+	}
+	// The writer holds a connection per batch; reads need at least one more.
+	pcfg.MaxConns = max(pcfg.MaxConns, 4)
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	if err := migrate(ctx, pool, cfg.log); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	s := &Store{log: cfg.log, now: cfg.now, pool: pool, id: uuid.NewString(), listenRetry: cfg.listenRetry,
+		stopClock: make(chan struct{}), clockDone: make(chan struct{})}
+	if err := s.measureClock(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	s.w = newWriter(s, cfg.queueSize, cfg.eventTries, cfg.retryDelay)
+	go s.w.loop()
+	go s.clockLoop()
+	if cfg.remote {
+		lctx, cancel := context.WithCancel(context.Background())
+		s.stopListen, s.listenDone = cancel, make(chan struct{})
+		go s.listen(lctx)
+	}
+	return s, nil
+}
+
+// measureClock sets offset from one round trip: the server's clock is
+// taken to be read halfway through it.
+func (s *Store) measureClock(ctx context.Context) error {
+	best := time.Duration(-1)
+	// The fastest of a few round trips is the least skewed by scheduling.
+	for range 3 {
+		t1 := s.now()
+		var db time.Time
+		if err := s.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&db); err != nil {
+			return fmt.Errorf("read database clock: %w", err)
+		}
+		t2 := s.now()
+		rtt := t2.Sub(t1)
+		if best >= 0 && rtt >= best {
+			continue
+		}
+		best = rtt
+		s.offset.Store(int64(db.Sub(t1.Add(rtt / 2))))
+	}
+	return nil
+}
+
+func (s *Store) clockLoop() {
+	defer close(s.clockDone)
+	t := time.NewTicker(clockRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopClock:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := s.measureClock(ctx); err != nil {
+				s.log.Warn("postgres: measure database clock", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// ClockOffset is the database clock minus this process's clock, as last
+// measured.
+func (s *Store) ClockOffset() time.Duration { return time.Duration(s.offset.Load()) }
+
+// dbTime translates a lease time of this process to the database clock.
+func (s *Store) dbTime(t time.Time) time.Time { return t.Add(s.ClockOffset()) }
+
+// Listening reports whether a store opened WithRemoteCommits is listening
+// for other processes' commits right now.
+func (s *Store) Listening() bool { return s.listening.Load() }
+
+// Pool is the connection pool (for tests and tools: the store owns it).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close stops accepting writes, commits everything already queued (events
+// of a failing database are given up after a few tries), stops the writer
+// and closes the pool. It is idempotent and returns nil: pgxpool's Close
+// reports nothing.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		if s.stopListen != nil {
+			s.stopListen()
+			<-s.listenDone
+		}
+		s.w.stop()
+		close(s.stopClock)
+		<-s.clockDone
+		s.pool.Close()
+	})
+	return nil
+}
+
+// Stats is a snapshot of the writer's counters.
+type Stats struct {
+	QueueDepth     int    // operations waiting in the queue
+	QueueCapacity  int    // size of the queue
+	Batches        uint64 // transactions committed
+	EventsWritten  uint64 // events committed
+	Ops            uint64 // synchronous operations committed
+	WriteErrors    uint64 // batches that failed to commit
+	Retries        uint64 // batches run again after a deadlock or serialization failure
+	EventsRetried  uint64 // events put back in the queue after a failed batch
+	EventsDropped  uint64 // events given up on
+	QueueFullWaits uint64 // enqueues that found the queue full and had to wait
+	LastBatchSize  int    // operations in the last committed batch
+	LargestBatch   int    // most operations in one committed batch
+	LastWriteError string // text of the last write error, "" if none
+}
+
+// Stats returns the writer's counters.
+func (s *Store) Stats() Stats { return s.w.stats() }
+
+// --- time and value helpers ---
+
+// normTime is t as it reads back: UTC, whole microseconds.
+func normTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+func normTimePtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	n := normTime(*t)
+	return &n
+}
+
+func optTime(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// nullText stores an empty byte slice as NULL.
+func nullText(b []byte) *string {
+	if len(b) == 0 {
+		return nil
+	}
+	s := string(b)
+	return &s
+}

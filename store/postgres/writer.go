@@ -1,0 +1,631 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/switchyard/switchyard/engine"
+)
+
+// Retry policy for events of a batch that failed to commit (as SQLite's).
+const (
+	defaultEventTries = 0 // 0: retry until written while the store is open
+	closingEventTries = 4 // a closing store gives up after this many tries
+	defaultRetryDelay = 50 * time.Millisecond
+	maxRetryDelay     = 2 * time.Second
+	// conflictRetries is how often a batch that lost a deadlock or a
+	// serialization conflict with another process is run again at once.
+	conflictRetries = 5
+)
+
+type opKind uint8
+
+const (
+	opEvent opKind = iota // an Emit: fire and forget
+	opSync                // a function run in the batch; the caller waits for the commit
+)
+
+// op is one entry of the write queue; it holds copies only.
+type op struct {
+	kind  opKind
+	ev    engine.Event // opEvent
+	tries int          // failed batches this event was part of
+
+	fn   func(t *wtx) error // opSync; must be safe to run again after a rolled back try
+	ctx  context.Context    // opSync: a done ctx skips the op
+	run  *engine.Run        // opSync: header reported to OnCommit hooks, may be nil
+	evs  []engine.Event     // opSync: events fn writes, reported to OnCommit hooks
+	done chan error         // opSync: buffered(1)
+
+	written bool  // event row inserted
+	settled bool  // sync op finished
+	res     error // sync op result
+}
+
+// rejected marks an op refused (ErrNotFound, ErrConflict) before it wrote
+// anything, so the rest of the batch still commits.
+type rejected struct{ err error }
+
+func (r rejected) Error() string { return r.err.Error() }
+func (r rejected) Unwrap() error { return r.err }
+
+// wtx is the transaction of one batch as seen by an op function. BEGIN is
+// not a round trip of its own: it goes to the server in front of the
+// batch's first statements (a step's events and checkpoint then cost two
+// round trips with the COMMIT, an events-only batch one).
+type wtx struct {
+	ctx   context.Context
+	conn  *pgx.Conn
+	begun bool
+}
+
+func (t *wtx) begin() error {
+	if t.begun {
+		return nil
+	}
+	t.begun = true
+	_, err := t.conn.Exec(t.ctx, "BEGIN")
+	return err
+}
+
+// sendBatch sends b, BEGIN first if the transaction has not begun.
+func (t *wtx) sendBatch(b *pgx.Batch) pgx.BatchResults {
+	if t.begun {
+		return t.conn.SendBatch(t.ctx, b)
+	}
+	t.begun = true
+	b.QueuedQueries = append([]*pgx.QueuedQuery{{SQL: "BEGIN"}}, b.QueuedQueries...)
+	br := t.conn.SendBatch(t.ctx, b)
+	if _, err := br.Exec(); err != nil { // BEGIN's result: no extra round trip
+		return errResults{BatchResults: br, err: err}
+	}
+	return br
+}
+
+func (t *wtx) exec(query string, args ...any) (int64, error) {
+	b := &pgx.Batch{}
+	b.Queue(query, args...)
+	br := t.sendBatch(b)
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
+func (t *wtx) queryRow(query string, args ...any) pgx.Row {
+	if err := t.begin(); err != nil {
+		return errRow{err}
+	}
+	return t.conn.QueryRow(t.ctx, query, args...)
+}
+
+func (t *wtx) query(query string, args ...any) (pgx.Rows, error) {
+	if err := t.begin(); err != nil {
+		return nil, err
+	}
+	return t.conn.Query(t.ctx, query, args...)
+}
+
+// errResults reports a failed BEGIN for every statement of its batch.
+type errResults struct {
+	pgx.BatchResults
+	err error
+}
+
+func (e errResults) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, e.err }
+func (e errResults) Query() (pgx.Rows, error)         { return nil, e.err }
+func (e errResults) QueryRow() pgx.Row                { return errRow{e.err} }
+func (e errResults) Close() error {
+	_ = e.BatchResults.Close() // e.err is the error to report
+	return e.err
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+// commitHook receives what a batch made durable.
+type commitHook func(events []engine.Event, runs []*engine.Run)
+
+type writer struct {
+	s   *Store
+	ch  chan op
+	cap int
+
+	mu     sync.RWMutex // guards closed against sends on a closed ch
+	closed bool
+	done   chan struct{}
+
+	hooksMu sync.Mutex
+	hooks   []commitHook
+	// callMu makes hook calls one at a time: the writer's and, with
+	// WithRemoteCommits, the listener's.
+	callMu sync.Mutex
+
+	retry      []op
+	eventTries int
+	retryDelay time.Duration
+	failStreak int
+
+	batches, eventsWritten, ops, writeErrors, retries atomic.Uint64
+	eventsRetried, eventsDropped, fullWaits           atomic.Uint64
+	lastBatch, largestBatch                           atomic.Int64
+	lastErr                                           atomic.Value // string
+}
+
+// sqlInsertEvent writes an event only while its owner (” = unfenced)
+// holds the run, and keeps the run row share-locked until the batch
+// commits: a takeover by another process (an UPDATE of that row) waits for
+// these events instead of loading a log they are about to extend. An
+// unknown run or a duplicate seq is a skipped row, not an error that would
+// fail the batch.
+const sqlInsertEvent = `INSERT INTO run_events (run_id, seq, node_id, type, content, ts, data)
+SELECT $1::text, $2::bigint, $3::text, $4::text, $5::text, $6::timestamptz, $7::text
+WHERE EXISTS (SELECT 1 FROM runs WHERE id = $1 AND ($8::text = '' OR owner = $8) FOR SHARE)
+ON CONFLICT (run_id, seq) DO NOTHING`
+
+func newWriter(s *Store, queueSize, tries int, delay time.Duration) *writer {
+	w := &writer{s: s, ch: make(chan op, queueSize), cap: queueSize, done: make(chan struct{}),
+		eventTries: tries, retryDelay: delay}
+	w.lastErr.Store("")
+	return w
+}
+
+// enqueue adds o to the queue, blocking while it is full until ctx ends.
+func (w *writer) enqueue(ctx context.Context, o op) error {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		return ErrClosed
+	}
+	select {
+	case w.ch <- o:
+		return nil
+	default:
+	}
+	w.fullWaits.Add(1)
+	select {
+	case w.ch <- o:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w *writer) do(ctx context.Context, run *engine.Run, fn func(t *wtx) error) error {
+	return w.doEvents(ctx, run, nil, fn)
+}
+
+// doEvents is do for an op that also writes evs: the hooks get them as if
+// they had been emitted.
+func (w *writer) doEvents(ctx context.Context, run *engine.Run, evs []engine.Event, fn func(t *wtx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	o := op{kind: opSync, fn: fn, ctx: ctx, run: run, evs: evs, done: make(chan error, 1)}
+	if err := w.enqueue(ctx, o); err != nil {
+		return err
+	}
+	select {
+	case err := <-o.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err() // the op may still commit if the writer already started it
+	}
+}
+
+func (w *writer) stop() {
+	w.mu.Lock()
+	if !w.closed {
+		w.closed = true
+		close(w.ch)
+	}
+	w.mu.Unlock()
+	<-w.done
+}
+
+func (w *writer) isClosed() bool {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.closed
+}
+
+func (w *writer) addHook(h commitHook) {
+	w.hooksMu.Lock()
+	w.hooks = append(w.hooks, h)
+	w.hooksMu.Unlock()
+}
+
+func (w *writer) snapshotHooks() []commitHook {
+	w.hooksMu.Lock()
+	defer w.hooksMu.Unlock()
+	return w.hooks[:len(w.hooks):len(w.hooks)]
+}
+
+func (w *writer) stats() Stats {
+	return Stats{
+		QueueDepth:     len(w.ch),
+		QueueCapacity:  w.cap,
+		Batches:        w.batches.Load(),
+		EventsWritten:  w.eventsWritten.Load(),
+		Ops:            w.ops.Load(),
+		WriteErrors:    w.writeErrors.Load(),
+		Retries:        w.retries.Load(),
+		EventsRetried:  w.eventsRetried.Load(),
+		EventsDropped:  w.eventsDropped.Load(),
+		QueueFullWaits: w.fullWaits.Load(),
+		LastBatchSize:  int(w.lastBatch.Load()),
+		LargestBatch:   int(w.largestBatch.Load()),
+		LastWriteError: w.lastErr.Load().(string),
+	}
+}
+
+const (
+	// lingerEvents is how long an events-only batch waits for more work, so
+	// a step's first events share the commit of the checkpoint after them.
+	lingerEvents = time.Millisecond
+	// firstSlice is the most ops of the first transaction of a batch; later
+	// slices double, so watchers see the start of a burst early.
+	firstSlice = 128
+)
+
+// loop is the writer goroutine (the same shape as the SQLite writer's).
+func (w *writer) loop() {
+	defer close(w.done)
+	batch := make([]op, 0, 1024)
+	for {
+		batch = append(batch[:0], w.retry...)
+		clear(w.retry)
+		w.retry = w.retry[:0]
+		if len(batch) == 0 {
+			o, ok := <-w.ch
+			if !ok {
+				return
+			}
+			batch = append(batch, o)
+		}
+		closed := w.drain(&batch)
+		if !closed && eventsOnly(batch) && len(batch) < firstSlice {
+			t := time.NewTimer(lingerEvents)
+		wait:
+			for len(batch) < firstSlice {
+				select {
+				case o, ok := <-w.ch:
+					if !ok {
+						break wait
+					}
+					batch = append(batch, o)
+					if o.kind != opEvent {
+						w.drain(&batch)
+						break wait
+					}
+				case <-t.C:
+					break wait
+				}
+			}
+			t.Stop()
+		}
+		for rest, n := batch, firstSlice; len(rest) > 0; n *= 2 {
+			n = min(n, len(rest))
+			if err := w.runBatchRetrying(rest[:n]); err != nil {
+				w.failBatch(rest, err)
+				break
+			}
+			rest = rest[n:]
+		}
+		clear(batch)
+	}
+}
+
+func (w *writer) drain(batch *[]op) bool {
+	for len(*batch) < w.cap {
+		select {
+		case o, ok := <-w.ch:
+			if !ok {
+				return true
+			}
+			*batch = append(*batch, o)
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+func eventsOnly(batch []op) bool {
+	for i := range batch {
+		if batch[i].kind != opEvent {
+			return false
+		}
+	}
+	return true
+}
+
+// retryable: the batch lost to another transaction (another process) and
+// nothing of it committed; running it again is safe and usually succeeds.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+}
+
+func (w *writer) runBatchRetrying(batch []op) error {
+	for try := 0; ; try++ {
+		err := w.runBatch(batch)
+		if err == nil || !retryable(err) || try == conflictRetries {
+			return err
+		}
+		w.retries.Add(1)
+		w.s.log.Debug("postgres: batch lost a conflict, running it again", "err", err, "try", try+1)
+		for i := range batch {
+			batch[i].written, batch[i].settled, batch[i].res = false, false, nil
+		}
+	}
+}
+
+// runBatch commits batch as one transaction and reports it done, or
+// returns why nothing of it was committed. Consecutive events go to the
+// server as one pipelined batch of statements: one round trip, not one
+// per event.
+func (w *writer) runBatch(batch []op) error {
+	ctx := context.Background()
+	pc, err := w.s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	// A connection released inside a transaction (a failed ROLLBACK) is
+	// closed by the pool, never reused.
+	defer pc.Release()
+	t := &wtx{ctx: ctx, conn: pc.Conn()}
+	notes := w.s.commitNotes(batch)
+	var fatal error
+	if eventsOnly(batch) {
+		// BEGIN, the inserts, the notifications and COMMIT in one round trip.
+		fatal = w.insertEvents(t, batch, true, notes)
+	} else {
+		fatal = w.runOps(t, batch)
+		if fatal == nil && t.begun {
+			fatal = commit(t, notes)
+		}
+	}
+	if fatal != nil {
+		if t.begun {
+			_, _ = t.conn.Exec(ctx, "ROLLBACK") // the error that matters is fatal
+		}
+		return fatal
+	}
+	w.commitDone(batch)
+	return nil
+}
+
+// commit sends the notifications and commits, in one round trip, and
+// tells a transaction that failed and was rolled back (COMMIT then answers
+// ROLLBACK, without an error) from a committed one.
+func commit(t *wtx, notes []string) error {
+	b := &pgx.Batch{}
+	queueCommit(b, notes)
+	br := t.sendBatch(b)
+	defer br.Close() // every result is read below; Close reports nothing new
+	return readCommit(br, notes)
+}
+
+// queueCommit queues the batch's notifications (delivered to listeners
+// only if, and once, the transaction commits) and COMMIT.
+func queueCommit(b *pgx.Batch, notes []string) {
+	for _, n := range notes {
+		b.Queue(`SELECT pg_notify('`+notifyChannel+`', $1)`, n)
+	}
+	b.Queue("COMMIT")
+}
+
+func readCommit(br pgx.BatchResults, notes []string) error {
+	for range notes {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("notify: %w", err)
+		}
+	}
+	tag, err := br.Exec()
+	if err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	if tag.String() != "COMMIT" {
+		return fmt.Errorf("commit: transaction was rolled back (%s)", tag)
+	}
+	return nil
+}
+
+func (w *writer) runOps(t *wtx, batch []op) error {
+	for i := 0; i < len(batch); {
+		if batch[i].kind == opEvent {
+			j := i
+			for j < len(batch) && batch[j].kind == opEvent {
+				j++
+			}
+			if err := w.insertEvents(t, batch[i:j], false, nil); err != nil {
+				return err
+			}
+			i = j
+			continue
+		}
+		o := &batch[i]
+		i++
+		if err := o.ctx.Err(); err != nil {
+			o.settled, o.res = true, err
+			continue
+		}
+		err := o.fn(t)
+		var rj rejected
+		if errors.As(err, &rj) {
+			o.settled, o.res = true, rj.err
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		o.settled = true
+	}
+	return nil
+}
+
+// insertEvents appends evs in one pipelined round trip; with notes (the
+// batch is events only) it also notifies and commits in that round trip.
+func (w *writer) insertEvents(t *wtx, evs []op, andCommit bool, notes []string) error {
+	b := &pgx.Batch{}
+	for i := range evs {
+		e := &evs[i].ev
+		b.Queue(sqlInsertEvent, e.RunID, e.Seq, e.NodeID, e.Type, e.Content, e.Timestamp,
+			nullText(e.Data), e.Owner)
+	}
+	if andCommit {
+		queueCommit(b, notes)
+	}
+	br := t.sendBatch(b)
+	for i := range evs {
+		tag, err := br.Exec()
+		if err != nil {
+			_ = br.Close() // the statement's error is the one to report
+			return fmt.Errorf("append event %s#%d: %w", evs[i].ev.RunID, evs[i].ev.Seq, err)
+		}
+		evs[i].written = tag.RowsAffected() == 1
+	}
+	if andCommit {
+		if err := readCommit(br, notes); err != nil {
+			_ = br.Close()
+			return err
+		}
+		t.begun = false // committed: nothing to roll back
+	}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("append events: %w", err)
+	}
+	return nil
+}
+
+func (w *writer) commitDone(batch []op) {
+	w.failStreak = 0
+	hooks := w.snapshotHooks()
+	var events []engine.Event
+	var runs []*engine.Run
+	var written, skipped, ops uint64
+	for i := range batch {
+		o := &batch[i]
+		switch o.kind {
+		case opEvent:
+			if !o.written {
+				skipped++
+				w.s.log.Warn("postgres: event not stored: unknown run, run not held by its owner, or duplicate seq",
+					"run", o.ev.RunID, "seq", o.ev.Seq, "type", o.ev.Type)
+				continue
+			}
+			written++
+			if len(hooks) > 0 {
+				events = append(events, o.ev)
+			}
+		case opSync:
+			if o.res == nil {
+				ops++
+				written += uint64(len(o.evs))
+				if len(hooks) > 0 {
+					events = append(events, o.evs...)
+					if o.run != nil {
+						runs = append(runs, o.run)
+					}
+				}
+			}
+		}
+	}
+	w.batches.Add(1)
+	w.lastBatch.Store(int64(len(batch)))
+	if int64(len(batch)) > w.largestBatch.Load() {
+		w.largestBatch.Store(int64(len(batch)))
+	}
+	w.eventsWritten.Add(written)
+	w.eventsDropped.Add(skipped)
+	w.ops.Add(ops)
+	// Hooks before waking waiters: once a Checkpoint returns, every hook has
+	// seen the events committed with it.
+	if len(events) > 0 || len(runs) > 0 {
+		w.callHooks(hooks, events, runs)
+	}
+	for i := range batch {
+		if o := &batch[i]; o.kind == opSync {
+			o.done <- o.res
+		}
+	}
+}
+
+func (w *writer) callHooks(hooks []commitHook, events []engine.Event, runs []*engine.Run) {
+	w.callMu.Lock()
+	defer w.callMu.Unlock()
+	for _, h := range hooks {
+		w.callHook(h, events, runs)
+	}
+}
+
+func (w *writer) callHook(h commitHook, events []engine.Event, runs []*engine.Run) {
+	defer func() {
+		if p := recover(); p != nil {
+			w.s.log.Error("postgres: commit hook panicked", "panic", p)
+		}
+	}()
+	h(events, runs)
+}
+
+// failBatch reports a batch that did not commit. Events go back to the
+// front of the queue (never dropped while the store is open: a later event
+// of the run committing would leave a gap in its log); waiting callers get
+// the error.
+func (w *writer) failBatch(batch []op, err error) {
+	w.lastErr.Store(err.Error())
+	w.writeErrors.Add(1)
+	w.failStreak++
+	var retried, dropped int
+	for i := range batch {
+		o := &batch[i]
+		if o.kind != opEvent {
+			continue
+		}
+		o.tries++
+		o.written = false
+		limit := w.eventTries
+		if limit == 0 && w.isClosed() {
+			limit = closingEventTries
+		}
+		if limit > 0 && o.tries >= limit {
+			dropped++
+			continue
+		}
+		retried++
+		w.retry = append(w.retry, *o)
+	}
+	w.eventsRetried.Add(uint64(retried))
+	w.eventsDropped.Add(uint64(dropped))
+	w.s.log.Error("postgres: write failed", "err", err, "ops", len(batch),
+		"events_retried", retried, "events_dropped", dropped)
+	werr := fmt.Errorf("store write failed, nothing committed: %w", err)
+	for i := range batch {
+		o := &batch[i]
+		if o.kind != opSync {
+			continue
+		}
+		if o.settled && o.res != nil && o.ctx.Err() != nil {
+			o.done <- o.res
+			continue
+		}
+		o.done <- werr
+	}
+	if len(w.retry) > 0 {
+		d := w.retryDelay << min(w.failStreak-1, 10)
+		time.Sleep(min(d, maxRetryDelay))
+	}
+}
