@@ -45,7 +45,7 @@ func (agentExec) Execute(ctx context.Context, x *Exec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	x.Emit(EvLLMResponse, text, nil)
+	x.Emit(EvLLMResponse, text, a.responseData(client.Model(n.Data.Model)))
 	return Result{Output: text}, nil
 }
 
@@ -64,7 +64,42 @@ type agentCall struct {
 	llm       *llm.Client
 	subagents map[string][]graph.Node
 	callSeq   int64
+	usage     Usage // every model call of this invocation, subagents' included
 	mu        sync.Mutex
+}
+
+// llmResponseData is an llm_response event's data. Usage covers every
+// model call behind the response (tool-call rounds and subagents); it is
+// absent when the provider reported none.
+type llmResponseData struct {
+	Model string `json:"model"`
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+func (a *agentCall) responseData(model string) llmResponseData {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	d := llmResponseData{Model: model}
+	if !a.usage.IsZero() {
+		u := a.usage
+		d.Usage = &u
+	}
+	return d
+}
+
+// record counts one model call: in this invocation and in the run.
+func (a *agentCall) record(model string, lu llm.Usage) {
+	if lu.IsZero() {
+		return
+	}
+	u := Usage{PromptTokens: lu.PromptTokens, CompletionTokens: lu.CompletionTokens, TotalTokens: lu.TotalTokens}
+	if c, ok := a.x.Engine().cfg.Prices.Cost(model, lu); ok {
+		u.CostUSD = &c
+	}
+	a.mu.Lock()
+	a.usage = a.usage.Add(u)
+	a.mu.Unlock()
+	a.x.r.addUsage(u)
 }
 
 func (a *agentCall) nextCallID() string {
@@ -201,6 +236,9 @@ func (a *agentCall) complete(ctx context.Context, req llm.Request, deltas *coale
 	})
 	if deltas != nil {
 		deltas.flush()
+	}
+	if err == nil {
+		a.record(a.llm.Model(req.Model), resp.Usage)
 	}
 	if err != nil && ctx.Err() == nil {
 		a.x.Emit(EvLLMError, err.Error(), map[string]any{"callId": callID, "final": true})
