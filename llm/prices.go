@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"sort"
 )
 
 // PricesEnv names the price table file: JSON
@@ -51,35 +50,42 @@ func LoadPrices(path string) (Prices, error) {
 
 // ParsePrices parses the JSON of a price table (see PricesEnv).
 func ParsePrices(b []byte) (Prices, error) {
-	// Pointers tell a missing field from a zero price.
-	var raw map[string]*struct {
-		Input  *float64 `json:"input"`
-		Output *float64 `json:"output"`
-	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&raw); err != nil {
-		return nil, describeJSONError(b, err, dec.InputOffset())
+	fail := func(err error) (Prices, error) { return nil, describeJSONError(b, err, dec.InputOffset(), "") }
+	shape := errors.New(`expected a JSON object {"<model>": {"input": <USD per 1M tokens>, "output": <USD per 1M tokens>}}`)
+	tok, err := dec.Token()
+	if err != nil {
+		return fail(err)
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("line %d: unexpected data after the JSON object", lineAt(b, dec.InputOffset()))
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, fmt.Errorf("line %d: %w", lineAt(b, dec.InputOffset()), shape)
 	}
-	if raw == nil {
-		return nil, errors.New(`expected a JSON object {"<model>": {"input": <USD per 1M tokens>, "output": <USD per 1M tokens>}}`)
-	}
-	models := make([]string, 0, len(raw))
-	for m := range raw {
-		models = append(models, m)
-	}
-	sort.Strings(models) // the same error first on every start
-	out := make(Prices, len(raw))
-	for _, m := range models {
-		e := raw[m]
-		if m == "" {
-			return nil, errors.New("a model name is empty")
+	out := Prices{}
+	// Entry by entry, so that an error can name the model it is in.
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return fail(err)
 		}
-		if e == nil {
-			return nil, fmt.Errorf("model %q: expected an object with input and output", m)
+		model, _ := tok.(string)
+		line := lineAt(b, dec.InputOffset())
+		// Pointers tell a missing field from a zero price.
+		var e *struct {
+			Input  *float64 `json:"input"`
+			Output *float64 `json:"output"`
+		}
+		if err := dec.Decode(&e); err != nil {
+			return nil, describeJSONError(b, err, dec.InputOffset(), model)
+		}
+		switch {
+		case model == "":
+			return nil, fmt.Errorf("line %d: a model name is empty", line)
+		case e == nil:
+			return nil, fmt.Errorf("line %d: model %q: expected an object with input and output", line, model)
+		}
+		if _, dup := out[model]; dup {
+			return nil, fmt.Errorf("line %d: model %q is listed twice", line, model)
 		}
 		for _, f := range []struct {
 			name string
@@ -87,33 +93,45 @@ func ParsePrices(b []byte) (Prices, error) {
 		}{{"input", e.Input}, {"output", e.Output}} {
 			switch {
 			case f.v == nil:
-				return nil, fmt.Errorf("model %q: field %q is missing (USD per 1M tokens)", m, f.name)
+				return nil, fmt.Errorf("line %d: model %q: field %q is missing (USD per 1M tokens)", line, model, f.name)
 			case *f.v < 0 || math.IsInf(*f.v, 0) || math.IsNaN(*f.v):
-				return nil, fmt.Errorf("model %q: field %q must be a price >= 0, not %v", m, f.name, *f.v)
+				return nil, fmt.Errorf("line %d: model %q: field %q must be a price >= 0, not %v", line, model, f.name, *f.v)
 			}
 		}
-		out[m] = Price{Input: *e.Input, Output: *e.Output}
+		out[model] = Price{Input: *e.Input, Output: *e.Output}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return fail(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("line %d: unexpected data after the JSON object", lineAt(b, dec.InputOffset()))
 	}
 	return out, nil
 }
 
-func describeJSONError(b []byte, err error, off int64) error {
+// describeJSONError says where in b err happened: the line and, inside a
+// model's entry, the model and field.
+func describeJSONError(b []byte, err error, off int64, model string) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
+	in := ""
+	if model != "" {
+		in = fmt.Sprintf("model %q: ", model)
+	}
 	switch {
 	case errors.As(err, &se):
-		return fmt.Errorf("line %d: %w", lineAt(b, se.Offset), err)
+		return fmt.Errorf("line %d: %s%w", lineAt(b, se.Offset), in, err)
 	case errors.As(err, &te):
 		field := te.Field
 		if field == "" {
-			field = "(top level)"
+			field = "(the entry)"
 		}
-		return fmt.Errorf("line %d: field %s: expected %s, got JSON %s", lineAt(b, te.Offset), field, jsonKind(te.Type.Kind().String()), te.Value)
-	case errors.Is(err, io.EOF):
-		return errors.New("the file is empty")
+		return fmt.Errorf("line %d: %sfield %s: expected %s, got JSON %s", lineAt(b, te.Offset), in, field, jsonKind(te.Type.Kind().String()), te.Value)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("line %d: the JSON ends early", lineAt(b, int64(len(b))))
 	}
 	// Unknown fields: encoding/json names the field, the offset the line.
-	return fmt.Errorf("line %d: %w", lineAt(b, off), err)
+	return fmt.Errorf("line %d: %s%w", lineAt(b, off), in, err)
 }
 
 func jsonKind(k string) string {

@@ -43,14 +43,16 @@ func cmdFakeLLM(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	addr := fs.String("addr", "127.0.0.1:0", "loopback address to listen on")
 	latency := fs.Duration("latency", 0, "delay before each reply")
-	chunkDelay := fs.Duration("chunk-delay", -1, "delay between streamed chunks (default: latency/8, at most 250ms)")
+	chunkDelay := fs.Duration("chunk-delay", 0, "delay between streamed chunks (when not given: latency/8, at most 250ms)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return exitOK
 		}
 		return exitUsage
 	}
-	if *chunkDelay < 0 {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "chunk-delay" })
+	if !given {
 		*chunkDelay = fakeChunkDelay(*latency)
 	}
 	srv, err := fakeopenai.Start(fakeopenai.WithAddr(*addr), fakeopenai.WithLatency(*latency),
