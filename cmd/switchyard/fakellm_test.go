@@ -92,8 +92,8 @@ func TestFakeLLMCommandDelegatesAndReportsUsage(t *testing.T) {
 	if !strings.Contains(joined, engine.EvSubagentCallStart) || !strings.Contains(joined, engine.EvSubagentCallEnd) {
 		t.Errorf("no subagent call events: %s", joined)
 	}
-	if deltas < 2 { // 40ms latency: chunks 5ms apart, coalesced at most every 100ms
-		t.Logf("lead llm_delta events: %d", deltas)
+	if deltas == 0 { // the engine coalesces deltas, so one is all a short answer promises
+		t.Error("no llm_delta events from the lead")
 	}
 	res := lastJSON(t, out)
 	want := "echo: delegate: write a haiku\nsubagent_kid_kid: echo: delegate: write a haiku"
