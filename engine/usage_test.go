@@ -134,6 +134,14 @@ func TestDemoFakeDelegatesToSubagent(t *testing.T) {
 	if !sameUsage(r.Usage, u) {
 		t.Errorf("run usage %+v, want %+v", r.Usage, u)
 	}
+	// subagent_call_end data: what the one kid call cost, priced too.
+	var sd subagentData
+	if err := json.Unmarshal(ends[0].Data, &sd); err != nil || sd.Usage == nil || sd.Usage.CostUSD == nil {
+		t.Fatalf("subagent_call_end data %s (%v)", ends[0].Data, err)
+	}
+	if k := sd.Usage; k.TotalTokens <= 0 || k.TotalTokens >= u.TotalTokens || k.TotalTokens != k.PromptTokens+k.CompletionTokens {
+		t.Errorf("kid usage %+v, lead (with kid) %+v", *k, u)
+	}
 }
 
 func TestYAMLPromptUsage(t *testing.T) {

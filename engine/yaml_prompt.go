@@ -159,7 +159,7 @@ func llmTurn(ctx context.Context, x *Exec, spec *yamlSpec, vars *yamlVars, histo
 	a := &agentCall{x: x, llm: client}
 	resp, err := a.complete(ctx, llm.Request{Model: model, Effort: n.Effort, Messages: msgs, Schema: n.OutputFormat,
 		IdleTimeout: time.Duration(n.IdleTimeoutMS) * time.Millisecond},
-		newCoalescer(x), "")
+		newCoalescer(x), "", nil)
 	if err != nil {
 		return "", err
 	}

@@ -219,6 +219,9 @@ func schemas() obj {
 				"model": str(),
 				"usage": ref("Usage"),
 			}},
+		"SubagentCallData": obj{"type": "object",
+			"description": "The data of subagent_call_end and subagent_call_error events (the call itself is the event's content, JSON). usage covers that subagent call's model calls, its own subagents' included (already counted in the calling node's llm_response); absent when none was reported.",
+			"properties": obj{"usage": ref("Usage")}},
 		"RunSummary": object(summaryReq, summaryProps),
 		"Run":        object(append([]string{"outputs", "nodes"}, summaryReq...), detailProps),
 		"NodeState": object([]string{"nodeId", "status", "visits", "attempts"}, obj{
@@ -229,7 +232,7 @@ func schemas() obj {
 		}),
 		"Event": object([]string{"seq", "runId", "nodeId", "type", "content", "timestamp"}, obj{
 			"seq": obj{"type": "integer"}, "runId": str(), "nodeId": str(), "type": str(), "content": str(),
-			"timestamp": dateTime(), "data": obj{"description": "Type-specific; llm_response: LLMResponseData."},
+			"timestamp": dateTime(), "data": obj{"description": "Type-specific; llm_response: LLMResponseData; subagent_call_end and subagent_call_error: SubagentCallData."},
 		}),
 		"StatusMessage": object([]string{"runId", "status", "waitingForInput"}, obj{
 			"runId": str(), "status": ref("RunStatus"), "workflowId": str(), "waitingForInput": obj{"type": "boolean"},

@@ -43,7 +43,7 @@ func cmdFakeLLM(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	addr := fs.String("addr", "127.0.0.1:0", "loopback address to listen on")
 	latency := fs.Duration("latency", 0, "delay before each reply")
-	chunkDelay := fs.Duration("chunk-delay", 0, "delay between streamed chunks (when not given: latency/8, at most 250ms)")
+	chunkDelay := fs.Duration("chunk-delay", 0, "delay between streamed chunks (when not given: latency/8, at most 100ms)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return exitOK
@@ -77,5 +77,5 @@ func cmdFakeLLM(ctx context.Context, args []string, stdout, stderr io.Writer) in
 // fakeChunkDelay paces streamed chunks from the reply latency: a slow fake
 // also streams visibly, without the stream taking much longer than the wait.
 func fakeChunkDelay(latency time.Duration) time.Duration {
-	return min(latency/8, 250*time.Millisecond)
+	return min(latency/8, 100*time.Millisecond)
 }

@@ -653,7 +653,7 @@ export interface components {
         };
         Event: {
             content: string;
-            /** @description Type-specific; llm_response: LLMResponseData. */
+            /** @description Type-specific; llm_response: LLMResponseData; subagent_call_end and subagent_call_error: SubagentCallData. */
             data?: unknown;
             nodeId: string;
             runId: string;
@@ -802,6 +802,10 @@ export interface components {
             status: components["schemas"]["RunStatus"];
             waitingForInput: boolean;
             workflowId?: string;
+        };
+        /** @description The data of subagent_call_end and subagent_call_error events (the call itself is the event's content, JSON). usage covers that subagent call's model calls, its own subagents' included (already counted in the calling node's llm_response); absent when none was reported. */
+        SubagentCallData: {
+            usage?: components["schemas"]["Usage"];
         };
         /** @description Model tokens as the provider reported them. On a run: every model call it made (tool-call rounds, subagents, and calls of nodes that failed later included), kept up to date while it runs. */
         Usage: {
