@@ -221,7 +221,7 @@ func schemas() obj {
 			}},
 		"SubagentCallData": obj{"type": "object",
 			"description": "The data of subagent_call_end and subagent_call_error events (the call itself is the event's content, JSON). usage covers that subagent call's model calls, its own subagents' included (already counted in the calling node's llm_response); absent when none was reported.",
-			"properties": obj{"usage": ref("Usage")}},
+			"properties":  obj{"usage": ref("Usage")}},
 		"RunSummary": object(summaryReq, summaryProps),
 		"Run":        object(append([]string{"outputs", "nodes"}, summaryReq...), detailProps),
 		"NodeState": object([]string{"nodeId", "status", "visits", "attempts"}, obj{
