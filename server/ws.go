@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -315,6 +316,9 @@ func (s *Server) startWS(c echo.Context) (*wsConn, context.Context, context.Canc
 		defer cancel()
 		for {
 			if _, _, err := conn.NextReader(); err != nil {
+				if errors.Is(err, websocket.ErrReadLimit) {
+					drainAfterClose(conn.UnderlyingConn())
+				}
 				return
 			}
 		}
@@ -335,6 +339,16 @@ func (s *Server) startWS(c echo.Context) (*wsConn, context.Context, context.Canc
 		}
 	}()
 	return w, ctx, func() { stopDrain(); cancel() }, nil
+}
+
+// drainAfterClose reads what a client is still sending after the server
+// closed the websocket (the rest of an oversized message) until the client
+// hangs up or a short deadline passes: closing a socket with unread input
+// sends a TCP reset, which can destroy the close frame (1009) before the
+// client reads it.
+func drainAfterClose(c net.Conn) {
+	_ = c.SetReadDeadline(time.Now().Add(closeTimeout))
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, 1<<20))
 }
 
 func (w *wsConn) writeText(raw []byte) error {
