@@ -58,6 +58,7 @@ type envOpts struct {
 	llmOpts    []fakeopenai.Option
 	wsBuffer   int64
 	ping       time.Duration
+	pongWait   time.Duration
 	writeLimit time.Duration
 	maxBody    int64
 	ui         fs.FS
@@ -123,7 +124,7 @@ func newEnvTB(t testing.TB, opts ...func(*envOpts)) *env {
 	}
 	t.Cleanup(e.Close)
 	srv, err := New(Config{Engine: e, Store: st, Addr: o.addr, Token: o.token, Logger: logger, Metrics: m,
-		UI: o.ui, WSBuffer: o.wsBuffer, PingInterval: o.ping, WSWriteTimeout: o.writeLimit, MaxBody: o.maxBody,
+		UI: o.ui, WSBuffer: o.wsBuffer, PingInterval: o.ping, PongWait: o.pongWait, WSWriteTimeout: o.writeLimit, MaxBody: o.maxBody,
 		Workflows: o.source})
 	if err != nil {
 		t.Fatal(err)

@@ -91,8 +91,11 @@ type Config struct {
 	// disconnected as too slow and reconnects with after=<last seq>.
 	WSBuffer int64
 	// PingInterval is the websocket keepalive period (default 30s); a client
-	// that does not answer within two periods is dropped.
+	// that does not answer within PongWait is dropped.
 	PingInterval time.Duration
+	// PongWait is how long a websocket client may take to answer a ping
+	// (or send anything) before it is dropped (default 2 × PingInterval).
+	PongWait time.Duration
 	// WSWriteTimeout bounds one websocket write (default 10s).
 	WSWriteTimeout time.Duration
 }
@@ -155,6 +158,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.PingInterval <= 0 {
 		cfg.PingInterval = DefaultPingInterval
+	}
+	if cfg.PongWait <= 0 {
+		cfg.PongWait = 2 * cfg.PingInterval
 	}
 	if cfg.WSWriteTimeout <= 0 {
 		cfg.WSWriteTimeout = DefaultWSWriteTimeout

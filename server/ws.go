@@ -310,7 +310,7 @@ func (s *Server) startWS(c echo.Context) (*wsConn, context.Context, context.Canc
 	ctx, cancel := context.WithCancel(context.Background())
 	stopDrain := context.AfterFunc(s.drainCtx, cancel)
 	conn.SetReadLimit(wsReadLimit)
-	wait := 2 * s.cfg.PingInterval
+	wait := s.cfg.PongWait
 	_ = conn.SetReadDeadline(time.Now().Add(wait))
 	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(wait)) })
 	go func() {

@@ -480,10 +480,12 @@ func contains(ss []string, s string) bool {
 // connection with 1009.
 func TestWSKeepaliveAndReadLimit(t *testing.T) {
 	t.Parallel()
-	// The server reads with a deadline of two ping intervals, renewed by
-	// each pong.
-	const ping = time.Second
-	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.ping = ping })
+	// The server reads with a deadline of pongWait, renewed by each pong.
+	// pongWait is generous (a starved machine may answer a ping seconds
+	// late); the test outlives it many pings over, so only renewals can
+	// keep the client connected.
+	const ping, pongWait = 500 * time.Millisecond, 6 * time.Second
+	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.ping = ping; o.pongWait = pongWait })
 	id := createRawRun(t, v.st, engine.StatusRunning)
 
 	// A reading client answers pings and stays connected.
@@ -499,16 +501,17 @@ func TestWSKeepaliveAndReadLimit(t *testing.T) {
 		_, _, err := live.ReadMessage()
 		dropped <- err
 	}()
-	// Three pings answered: the client outlived the server's first read
-	// deadline (two intervals) because its pongs renewed it.
-	for deadline := time.Now().Add(time.Minute); pings.Load() < 3; {
+	// Pings answered for longer than pongWait: the client outlived the
+	// server's first read deadline because its pongs renewed it.
+	start := time.Now()
+	for deadline := time.Now().Add(2 * time.Minute); pings.Load() < 3 || time.Since(start) < pongWait+2*ping; {
 		select {
 		case err := <-dropped:
 			t.Fatalf("a reading client was dropped after %d pings: %v", pings.Load(), err)
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d pings in a minute, want 3", pings.Load())
+			t.Fatalf("%d pings in two minutes, want 3 over more than %s", pings.Load(), pongWait)
 		}
 	}
 	if n, _ := v.srv.hub.subscriberCounts(); n != 1 {
