@@ -172,8 +172,12 @@ func (d *Doc) deleteNode(id string, fail func(int, string, ...any) error) error 
 	}
 	last := d.t.lineOf(d.t.nodeEnd(item, dash))
 	start, end := d.t.lineStart(first), d.t.lineStart(last+1)
-	// Do not leave two blank lines where the node was.
-	if first > 1 && d.t.blank(first-1) && (last+1 > d.t.lines() || d.t.blank(last+1)) {
+	// Do not leave two blank lines where the node was, nor one after
+	// `nodes:`.
+	switch {
+	case last+1 <= d.t.lines() && d.t.blank(last+1) && (i == 0 || d.t.blank(first-1)):
+		end = d.t.lineStart(last + 2)
+	case first > 1 && d.t.blank(first-1) && (last+1 > d.t.lines() || d.t.blank(last+1)):
 		start = d.t.lineStart(first - 1)
 	}
 	seq.Content = append(seq.Content[:i:i], seq.Content[i+1:]...)

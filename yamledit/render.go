@@ -141,6 +141,9 @@ func renderAfterKey(v *yaml.Node, keyIndent, step int, like *yaml.Node) (string,
 // ValueNode converts a JSON value to a YAML node, keeping the order of
 // object keys. Strings with newlines become literal blocks.
 func ValueNode(raw json.RawMessage) (*yaml.Node, error) {
+	if !json.Valid(raw) {
+		return nil, errors.New("value: not valid JSON")
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	n, err := jsonNode(dec, 0)

@@ -393,7 +393,14 @@ func (d *Doc) setPath(chain []*yaml.Node, m *yaml.Node, path []string, v *yaml.N
 	case old == nil && v == nil:
 		return nil
 	case old == nil:
-		return d.insertPair(chain, m, key, v, -1, fail)
+		after := -1
+		if m == d.topMap() {
+			// Top-level fields go before `nodes:`.
+			if ni, _ := lookup(m, "nodes"); ni > 0 {
+				after = ni - 2
+			}
+		}
+		return d.insertPair(chain, m, key, v, after, fail)
 	case v == nil:
 		return d.deletePair(chain, m, i, fail)
 	case equalNode(old, v):
