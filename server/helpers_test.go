@@ -65,6 +65,9 @@ type envOpts struct {
 	noHTTP     bool // do not start an httptest server
 	sinks      []engine.Sink
 	storeOpts  []store.Option
+	// YAML editing: serve --read-only-workflows, and the positions file.
+	readOnlyWorkflows bool
+	positionsFile     string
 }
 
 // env is a server on a real SQLite file, a real engine talking to the fake
@@ -122,7 +125,7 @@ func newEnvTB(t testing.TB, opts ...func(*envOpts)) *env {
 	t.Cleanup(e.Close)
 	srv, err := New(Config{Engine: e, Store: st, Addr: o.addr, Token: o.token, Logger: logger, Metrics: m,
 		UI: o.ui, WSBuffer: o.wsBuffer, PingInterval: o.ping, WSWriteTimeout: o.writeLimit, MaxBody: o.maxBody,
-		Workflows: o.source})
+		Workflows: o.source, ReadOnlyWorkflows: o.readOnlyWorkflows, YAMLPositionsFile: o.positionsFile})
 	if err != nil {
 		t.Fatal(err)
 	}
