@@ -287,9 +287,13 @@ func FromGraph(name, description string, g *graph.Graph) ([]byte, []Unconverted)
 			d := n.Data
 			prompt := d.UserPrompt
 			if strings.TrimSpace(prompt) == "" {
-				prompt = "$ARGUMENTS"
-				if len(yn.deps) == 1 {
+				switch len(yn.deps) {
+				case 0:
+					prompt = "$ARGUMENTS"
+				case 1:
 					prompt = "$" + yn.deps[0] + ".output"
+				default:
+					prompt = "{{PREVIOUS_OUTPUT}}"
 				}
 				note(n.ID, "the agent has no user prompt: the YAML prompt is its input (%s)", prompt)
 			}
