@@ -227,7 +227,7 @@ func schemas() obj {
 		}),
 		"GraphRequest": object([]string{"graph"}, obj{"graph": ref("GraphInput")}),
 		"YAMLEdit": closed(object([]string{"op"}, obj{
-			"op": obj{"enum": []string{"set", "unset", "addNode", "deleteNode", "addDependency", "removeDependency", "renameNode"}},
+			"op":         obj{"enum": []string{"set", "unset", "addNode", "deleteNode", "addDependency", "removeDependency", "renameNode"}},
 			"node":       obj{"type": "string", "description": "The node's id; set/unset with \"\" change the top level (name, description, model, ...); addNode: the new id."},
 			"field":      obj{"type": "string", "description": "set/unset: a dotted field path inside the node: prompt, bash, script, command, when, trigger_rule, timeout, model, provider, retry.max_attempts, retry.delay_ms, loop.until, approval.message, approval.on_reject.prompt, ..."},
 			"value":      obj{"description": "set: the new JSON value (null removes the field); addNode: the body of the kind (a string for command, prompt, bash, script and cancel, an object for loop and approval; default a placeholder)."},
