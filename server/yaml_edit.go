@@ -75,6 +75,9 @@ type yamlSaveRequest struct {
 	Source   *string         `json:"source"`
 	Edits    []yamledit.Edit `json:"edits"`
 	BaseHash string          `json:"baseHash"`
+	// A drawn workflow's save (WorkflowWrite), refused with a hint.
+	Version int             `json:"version"`
+	Graph   json.RawMessage `json:"graph"`
 }
 
 // yamlConflictBody is the 409 of a save whose base is not the file's
@@ -103,6 +106,8 @@ func (s *Server) saveYAML(c echo.Context, _ *YAMLWorkflows) error {
 		return err
 	}
 	switch {
+	case req.Source == nil && req.Edits == nil && (req.Version != 0 || req.Graph != nil):
+		return badRequest("workflow %s is a YAML file: saving a version and graph is read-only for it; send {source or edits, baseHash}", id)
 	case req.BaseHash == "":
 		return badRequest("baseHash is required: the hex SHA-256 of the text you started from (sourceHash of GET /api/workflows/%s)", id)
 	case req.Source == nil && req.Edits == nil:
