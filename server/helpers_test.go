@@ -65,9 +65,8 @@ type envOpts struct {
 	noHTTP     bool // do not start an httptest server
 	sinks      []engine.Sink
 	storeOpts  []store.Option
-	// YAML editing: serve --read-only-workflows, and the positions file.
+	// YAML editing: serve --read-only-workflows.
 	readOnlyWorkflows bool
-	positionsFile     string
 }
 
 // env is a server on a real SQLite file, a real engine talking to the fake
@@ -125,7 +124,7 @@ func newEnvTB(t testing.TB, opts ...func(*envOpts)) *env {
 	t.Cleanup(e.Close)
 	srv, err := New(Config{Engine: e, Store: st, Addr: o.addr, Token: o.token, Logger: logger, Metrics: m,
 		UI: o.ui, WSBuffer: o.wsBuffer, PingInterval: o.ping, WSWriteTimeout: o.writeLimit, MaxBody: o.maxBody,
-		Workflows: o.source, ReadOnlyWorkflows: o.readOnlyWorkflows, YAMLPositionsFile: o.positionsFile})
+		Workflows: o.source, ReadOnlyWorkflows: o.readOnlyWorkflows})
 	if err != nil {
 		t.Fatal(err)
 	}

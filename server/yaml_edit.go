@@ -34,7 +34,10 @@ const CodeInvalidEdit = "invalid_edit"
 func (s *Server) registerYAMLEditRoutes(e *echo.Echo) {
 	if y, ok := s.cfg.Workflows.(*YAMLWorkflows); ok {
 		y.editable.Store(!s.cfg.ReadOnlyWorkflows)
-		if s.cfg.YAMLPositionsFile != "" {
+		switch db, ok := any(s.cfg.Store).(positionDB); {
+		case ok && db != nil:
+			y.positions = &yamlPositions{db: db}
+		case s.cfg.YAMLPositionsFile != "":
 			y.positions = newYAMLPositions(s.cfg.YAMLPositionsFile)
 		}
 	}

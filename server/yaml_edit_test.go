@@ -1,7 +1,7 @@
 package server
 
 import (
-	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
@@ -266,41 +266,67 @@ func TestYAMLValidateRoute(t *testing.T) {
 }
 
 func TestYAMLPositionsRoute(t *testing.T) {
-	posFile := filepath.Join(t.TempDir(), "data", "yaml-positions.json")
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"in.yaml": greeterYAML})
-	src, err := NewYAMLWorkflows(dir, YAMLOptions{WorkDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := newEnv(t, func(o *envOpts) { o.source = src; o.noLLM = true; o.positionsFile = posFile })
+	v, _, dir := newYAMLEnv(t, map[string]string{"in.yaml": greeterYAML}, func(o *envOpts) { o.noLLM = true })
 	var p yamlPositionsBody
 	v.must(http.StatusOK, "GET", "/api/workflows/yaml.in.yaml/positions", nil, &p)
 	if len(p.Positions) != 0 {
 		t.Fatalf("%+v", p)
 	}
-	body := map[string]any{"positions": map[string]graph.Position{"hello": {X: 10, Y: 20}, "shout": {X: 300, Y: 20}}}
+	body := map[string]any{"positions": map[string]graph.Position{"hello": {X: 10, Y: 20}, "shout": {X: 300.5, Y: -20}}}
 	v.must(http.StatusOK, "PUT", "/api/workflows/yaml.in.yaml/positions", body, &p)
 	v.must(http.StatusOK, "GET", "/api/workflows/yaml.in.yaml/positions", nil, &p)
-	if p.Positions["shout"] != (graph.Position{X: 300, Y: 20}) || len(p.Positions) != 2 {
+	if p.Positions["shout"] != (graph.Position{X: 300.5, Y: -20}) || len(p.Positions) != 2 {
 		t.Fatalf("%+v", p)
 	}
-	raw, err := os.ReadFile(posFile)
-	if err != nil || !bytes.Contains(raw, []byte(`"yaml.in.yaml"`)) {
-		t.Fatalf("positions file: %v %s", err, raw)
+	// Kept in the database, not in the user's file.
+	db, err := v.st.YAMLPositions(context.Background(), "yaml.in.yaml")
+	if err != nil || len(db) != 2 || db["hello"].X != 10 {
+		t.Fatalf("database: %v %+v", err, db)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "in.yaml")); string(b) != greeterYAML {
 		t.Fatal("positions went into the user's file")
 	}
-	// Read back by a new server on the same file.
-	if got := newYAMLPositions(posFile).get("yaml.in.yaml"); len(got) != 2 {
-		t.Fatalf("reloaded %+v", got)
+	p = yamlPositionsBody{}
+	v.must(http.StatusOK, "PUT", "/api/workflows/yaml.in.yaml/positions", map[string]any{"positions": map[string]any{"hello": map[string]any{"x": 1, "y": 2}}}, &p)
+	if len(p.Positions) != 1 {
+		t.Fatalf("replace: %+v", p)
 	}
 	if r := v.request("GET", "/api/workflows/yaml.none.yaml/positions", nil); r.status != http.StatusNotFound {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
-	if r := v.request("GET", "/api/workflows/"+"0b8a2a54-0000-4000-8000-000000000000"+"/positions", nil); r.status != http.StatusBadRequest {
+	if r := v.request("GET", "/api/workflows/0b8a2a54-0000-4000-8000-000000000000/positions", nil); r.status != http.StatusBadRequest {
 		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if r := v.request("PUT", "/api/workflows/yaml.in.yaml/positions", map[string]any{"positions": map[string]any{"": map[string]any{"x": 1, "y": 2}}}); r.status != http.StatusBadRequest {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+}
+
+// TestYAMLPositionsFile: without a database that keeps positions, they go
+// to a JSON file in the data folder and are read back by the next server.
+func TestYAMLPositionsFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "data", "yaml-positions.json")
+	p := newYAMLPositions(path)
+	if err := p.set(ctx, "yaml.a.yaml", map[string]graph.Position{"n": {X: 1, Y: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := newYAMLPositions(path).get(ctx, "yaml.a.yaml")
+	if err != nil || got["n"] != (graph.Position{X: 1, Y: 2}) {
+		t.Fatalf("%v %+v", err, got)
+	}
+	if err := p.set(ctx, "yaml.a.yaml", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := newYAMLPositions(path).get(ctx, "yaml.a.yaml"); len(got) != 0 {
+		t.Fatalf("%+v", got)
+	}
+	// An unreadable file is not overwritten.
+	if err := os.WriteFile(path, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := newYAMLPositions(path).set(ctx, "yaml.a.yaml", map[string]graph.Position{"n": {}}); err == nil {
+		t.Fatal("overwrote an unreadable positions file")
 	}
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,13 +15,20 @@ import (
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/graph"
+	"github.com/switchyard/switchyard/store"
 )
 
 // Canvas positions of YAML workflow nodes live outside the user's files:
-// in a JSON file in the data folder (Config.YAMLPositionsFile), keyed by
-// workflow id (its path in the folder) and node id. A database table
-// would need migrations on both stores while their interface is being
-// changed; the file is small and written atomically.
+// in the database (table yaml_positions, keyed by workflow id, i.e. the
+// file's path in the folder, and node id) when the store has it (SQLite
+// and PostgreSQL do), else in a JSON file in the data folder
+// (Config.YAMLPositionsFile, written atomically), else in memory.
+
+// positionDB is a store that keeps YAML node positions.
+type positionDB interface {
+	YAMLPositions(ctx context.Context, workflowID string) (map[string]store.NodePosition, error)
+	SetYAMLPositions(ctx context.Context, workflowID string, pos map[string]store.NodePosition) error
+}
 
 // Limits of the positions a client may store.
 const (
@@ -29,6 +37,7 @@ const (
 )
 
 type yamlPositions struct {
+	db   positionDB // when set, the rest is unused
 	mu   sync.Mutex
 	path string // "" = memory only
 	m    map[string]map[string]graph.Position
@@ -56,18 +65,33 @@ func newYAMLPositions(path string) *yamlPositions {
 	return p
 }
 
-func (p *yamlPositions) get(id string) map[string]graph.Position {
+func (p *yamlPositions) get(ctx context.Context, id string) (map[string]graph.Position, error) {
+	if p.db != nil {
+		m, err := p.db.YAMLPositions(ctx, id)
+		out := make(map[string]graph.Position, len(m))
+		for k, v := range m {
+			out[k] = graph.Position{X: v.X, Y: v.Y}
+		}
+		return out, err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := map[string]graph.Position{}
 	for k, v := range p.m[id] {
 		out[k] = v
 	}
-	return out
+	return out, nil
 }
 
 // set replaces the positions of workflow id (none: forgets it).
-func (p *yamlPositions) set(id string, pos map[string]graph.Position) error {
+func (p *yamlPositions) set(ctx context.Context, id string, pos map[string]graph.Position) error {
+	if p.db != nil {
+		m := make(map[string]store.NodePosition, len(pos))
+		for k, v := range pos {
+			m[k] = store.NodePosition{X: v.X, Y: v.Y}
+		}
+		return p.db.SetYAMLPositions(ctx, id, m)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.err != nil {
@@ -139,7 +163,11 @@ func (s *Server) getYAMLPositions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, yamlPositionsBody{Positions: y.positions.get(id)})
+	pos, err := y.positions.get(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, yamlPositionsBody{Positions: pos})
 }
 
 func (s *Server) putYAMLPositions(c echo.Context) error {
@@ -162,9 +190,14 @@ func (s *Server) putYAMLPositions(c echo.Context) error {
 			return badRequest("node ids in positions must be 1 to 256 bytes")
 		}
 	}
-	if err := y.positions.set(id, req.Positions); err != nil {
+	ctx := c.Request().Context()
+	if err := y.positions.set(ctx, id, req.Positions); err != nil {
 		return err
 	}
 	s.log.Info("yaml workflow positions saved", "route", "PUT /api/workflows/:id/positions", "id", id, "nodes", len(req.Positions))
-	return c.JSON(http.StatusOK, yamlPositionsBody{Positions: y.positions.get(id)})
+	pos, err := y.positions.get(ctx, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, yamlPositionsBody{Positions: pos})
 }
