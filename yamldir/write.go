@@ -207,7 +207,16 @@ func writeAtomic(path string, data []byte, mode fs.FileMode, exclusive bool) err
 	}
 	if exclusive {
 		if err := os.Link(name, path); err != nil {
-			return err
+			if errors.Is(err, fs.ErrExist) {
+				return err
+			}
+			// No hard links here (some file systems): check, then rename.
+			if _, serr := os.Lstat(path); serr == nil {
+				return fs.ErrExist
+			}
+			if err := os.Rename(name, path); err != nil {
+				return err
+			}
 		}
 	} else if err := os.Rename(name, path); err != nil {
 		return err
