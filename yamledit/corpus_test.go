@@ -201,6 +201,67 @@ func TestCorpusRoundTrip(t *testing.T) {
 				assertSameNodes(t, n0, nodes1)
 			})
 
+			t.Run("delete a node others depend on", func(t *testing.T) {
+				var victim string
+				for _, n := range wf0.Nodes {
+					if len(n.DependsOn) > 0 {
+						victim = n.DependsOn[0]
+						break
+					}
+				}
+				if victim == "" || len(wf0.Nodes) < 2 {
+					t.Skip("no dependencies")
+				}
+				out, err := Apply(src, []Edit{{Op: OpDeleteNode, Node: victim}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, added := lineDiff(string(src), string(out))
+				outLines := strings.Split(string(out), "\n")
+				for _, l := range added {
+					if !strings.Contains(outLines[l-1], "depends_on") {
+						t.Fatalf("added line %d %q is not a rewritten depends_on", l, outLines[l-1])
+					}
+				}
+				wf1, _, _ := yamlflow.Parse(name, out)
+				if wf1 == nil || wf1.Node(victim) != nil || len(wf1.Nodes) != len(wf0.Nodes)-1 {
+					t.Fatalf("node %s still there:\n%s", victim, out)
+				}
+				for _, n := range wf0.Nodes {
+					if n.ID == victim {
+						continue
+					}
+					want := slices.DeleteFunc(slices.Clone(n.DependsOn), func(d string) bool { return d == victim })
+					if got := wf1.Node(n.ID).DependsOn; !slices.Equal(got, want) {
+						t.Fatalf("%s depends on %v, want %v", n.ID, got, want)
+					}
+				}
+			})
+
+			t.Run("add a node of every kind", func(t *testing.T) {
+				var edits []Edit
+				for _, k := range yamlflow.Kinds {
+					edits = append(edits, Edit{Op: OpAddNode, Node: "new_" + string(k), Kind: string(k), DependsOn: []string{wf0.Nodes[0].ID}})
+				}
+				out, err := Apply(src, edits)
+				if err != nil {
+					t.Fatal(err)
+				}
+				removed, _ := lineDiff(string(src), string(out))
+				if len(removed) != 0 {
+					t.Fatalf("removed lines %v", removed)
+				}
+				wf1, _, err := yamlflow.Parse(name, out)
+				if err != nil {
+					t.Fatalf("%v\n%s", err, out)
+				}
+				for _, k := range yamlflow.Kinds {
+					if n := wf1.Node("new_" + string(k)); n == nil || n.Kind != k {
+						t.Fatalf("no %s node", k)
+					}
+				}
+			})
+
 			t.Run("all three, then delete the added node", func(t *testing.T) {
 				first := wf0.Nodes[0].ID
 				edits := []Edit{
