@@ -52,7 +52,7 @@ func (s *Server) registerYAMLEditRoutes(e *echo.Echo) {
 // drawn workflows by updateWorkflow.
 func (s *Server) putWorkflow(c echo.Context) error {
 	if y, ok := s.cfg.Workflows.(*YAMLWorkflows); ok && y.OwnsWorkflowID(c.Param("id")) {
-		return s.saveYAML(c, y)
+		return s.saveYAML(c)
 	}
 	return s.updateWorkflow(c)
 }
@@ -95,7 +95,7 @@ type yamlConflictBody struct {
 	Base     *string     `json:"base,omitempty"`
 }
 
-func (s *Server) saveYAML(c echo.Context, _ *YAMLWorkflows) error {
+func (s *Server) saveYAML(c echo.Context) error {
 	id, err := workflowIDParam(c)
 	if err != nil {
 		return err

@@ -291,7 +291,7 @@ func (d *Doc) rename(id, newID string, fail func(int, string, ...any) error) err
 			if item.Kind != yaml.MappingNode {
 				continue
 			}
-			k, deps := lookup(item, "depends_on")
+			_, deps := lookup(item, "depends_on")
 			if deps == nil || deps.Kind != yaml.SequenceNode {
 				continue
 			}
@@ -305,7 +305,6 @@ func (d *Doc) rename(id, newID string, fail func(int, string, ...any) error) err
 					break
 				}
 			}
-			_ = k
 			if !done {
 				break
 			}
