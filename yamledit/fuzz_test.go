@@ -2,6 +2,7 @@ package yamledit
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -93,6 +94,10 @@ func FuzzEdit(f *testing.F) {
 		}
 		if _, err := decode(out); err != nil {
 			t.Fatalf("edit %+v gave text that does not parse: %v\n%s", e, err, out)
+		}
+		// Edits never write comments: their number cannot grow.
+		if !strings.Contains(arg, "#") && bytes.Count(out, []byte("#")) > bytes.Count(data, []byte("#")) {
+			t.Fatalf("edit %+v added a '#':\n%s\n---\n%s", e, data, out)
 		}
 		_, _, _ = yamlflow.Parse("fuzz.yaml", out)
 	})

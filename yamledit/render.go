@@ -12,7 +12,8 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// encode renders n with yaml.v3's encoder (indent 2), without the final
+// encode renders n with yaml.v3's encoder (indent 2), without comments
+// (the text keeps those outside the replaced range) and without the final
 // newline.
 func encode(n *yaml.Node) (out string, err error) {
 	defer func() {
@@ -23,7 +24,7 @@ func encode(n *yaml.Node) (out string, err error) {
 	var b bytes.Buffer
 	e := yaml.NewEncoder(&b)
 	e.SetIndent(2)
-	if err := e.Encode(n); err != nil {
+	if err := e.Encode(withoutComments(n)); err != nil {
 		return "", fmt.Errorf("cannot write the value as YAML: %w", err)
 	}
 	if err := e.Close(); err != nil {

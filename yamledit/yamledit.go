@@ -351,7 +351,7 @@ func checkEditable(ns ...*yaml.Node) error {
 // rewriteFlow rewrites the whole flow collection f (already edited in the
 // tree), whose text starts at start and ends at end.
 func (d *Doc) rewriteFlow(f *yaml.Node, start, end int, fail func(int, string, ...any) error) error {
-	s, err := encode(f)
+	s, err := encode(withoutComments(f))
 	if err != nil {
 		return fail(f.Line, "%v", err)
 	}
@@ -359,6 +359,27 @@ func (d *Doc) rewriteFlow(f *yaml.Node, start, end int, fail func(int, string, .
 		return fail(f.Line, "the flow collection at line %d cannot be rewritten on one line; edit the text instead", f.Line)
 	}
 	return d.splice(start, end, s, f.Line, fail)
+}
+
+// withoutComments is a copy of n without comments (the text keeps those
+// outside the rewritten range).
+func withoutComments(n *yaml.Node) *yaml.Node {
+	c := *n
+	c.HeadComment, c.LineComment, c.FootComment = "", "", ""
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, k := range n.Content {
+		c.Content[i] = withoutComments(k)
+	}
+	return &c
+}
+
+// keepQuotes gives a new single-line string the quoting of the one it
+// replaces.
+func keepQuotes(v, old *yaml.Node) {
+	if v.Kind == yaml.ScalarNode && old != nil && old.Kind == yaml.ScalarNode && v.ShortTag() == "!!str" &&
+		!strings.Contains(v.Value, "\n") && v.Style == 0 {
+		v.Style = old.Style & (yaml.DoubleQuotedStyle | yaml.SingleQuotedStyle)
+	}
 }
 
 // setPath sets (v != nil) or removes (v == nil) the field at path under
@@ -476,6 +497,7 @@ func (d *Doc) replaceValue(chain []*yaml.Node, m *yaml.Node, i int, v *yaml.Node
 	}
 	if f := flowAncestor(chain); f != nil {
 		start, end := d.t.nodeOff(f), d.t.nodeEnd(f, 0)
+		keepQuotes(v, old)
 		m.Content[i+1] = v
 		return d.rewriteFlow(f, start, end, fail)
 	}

@@ -90,6 +90,12 @@ func TestEdits(t *testing.T) {
 		{"compact list", "name: x\ndescription: y\nnodes:\n- id: a\n  bash: echo\n",
 			[]Edit{{Op: OpAddNode, Node: "b", Kind: "loop", DependsOn: []string{"a"}}},
 			"  bash: echo\n=>  bash: echo\n- id: b\n  depends_on: [a]\n  loop:\n    prompt: Work on the task. Say DONE when finished.\n    until: DONE\n    max_iterations: 5\n"},
+		{"flow node", "name: x\ndescription: y\nnodes:\n  - id: a\n    bash: echo\n  - {id: b, bash: 'echo b'}  # flow\n",
+			[]Edit{Set("b", "bash", "echo c"), {Op: OpAddDependency, Node: "b", Dependency: "a"}},
+			"{id: b, bash: 'echo b'}=>{id: b, depends_on: [a], bash: 'echo c'}"},
+		{"flow deps with a comment", "name: x\ndescription: y\nnodes:\n  - id: a\n    bash: echo\n  - id: b\n    depends_on: [\"a\"]  # after a\n    bash: echo\n  - id: c\n    bash: echo\n",
+			[]Edit{{Op: OpAddDependency, Node: "b", Dependency: "c"}},
+			`["a"]  # after a=>["a", c]  # after a`},
 		{"no-op set", base, []Edit{Set("a", "bash", "echo a"), Set("c", "loop.until", "DONE")}, ""},
 	}
 	for _, tc := range cases {
