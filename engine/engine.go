@@ -28,6 +28,9 @@ type Config struct {
 	// Claude runs nodes with provider claude (Anthropic's
 	// OpenAI-compatible endpoint); nil: such nodes fail with ErrNoClaude.
 	Claude *llm.Client
+	// Prices, if set, prices model calls: usage in llm_response events and
+	// run headers then carries costUsd.
+	Prices llm.Prices
 	// MaxParallel caps the nodes of one run executing at once (default 16).
 	MaxParallel int
 	// MaxLLMCalls caps concurrent LLM calls across all runs (default 64).

@@ -39,6 +39,10 @@ func copyRun(r *Run) Run {
 		t := *r.FinishedAt
 		c.FinishedAt = &t
 	}
+	if r.Usage.CostUSD != nil {
+		f := *r.Usage.CostUSD
+		c.Usage.CostUSD = &f
+	}
 	return c
 }
 

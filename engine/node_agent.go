@@ -41,11 +41,11 @@ func (agentExec) Execute(ctx context.Context, x *Exec) (Result, error) {
 	}
 	x.Emit(EvStartPrompt, user, startPromptData{Model: client.Model(n.Data.Model), SystemPrompt: system})
 	a := &agentCall{x: x, llm: client, subagents: x.r.plan.subagents}
-	text, err := a.run(ctx, n, system, user, 0, "")
+	text, err := a.run(ctx, n, system, user, 0, "", nil)
 	if err != nil {
 		return Result{}, err
 	}
-	x.Emit(EvLLMResponse, text, nil)
+	x.Emit(EvLLMResponse, text, a.responseData(client.Model(n.Data.Model)))
 	return Result{Output: text}, nil
 }
 
@@ -64,7 +64,72 @@ type agentCall struct {
 	llm       *llm.Client
 	subagents map[string][]graph.Node
 	callSeq   int64
-	mu        sync.Mutex
+	usage     usageFrame // every model call of this invocation, subagents' included
+	mu        sync.Mutex // guards callSeq and the usage frames
+}
+
+// usageFrame counts the model calls of one agent run and, through
+// parent, of the runs that called it as a subagent.
+type usageFrame struct {
+	u      Usage
+	parent *usageFrame
+}
+
+// llmResponseData is an llm_response event's data. Usage covers every
+// model call behind the response (tool-call rounds and subagents); it is
+// absent when the provider reported none.
+type llmResponseData struct {
+	Model string `json:"model"`
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+func (a *agentCall) responseData(model string) llmResponseData {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	d := llmResponseData{Model: model}
+	if !a.usage.u.IsZero() {
+		u := a.usage.u
+		d.Usage = &u
+	}
+	return d
+}
+
+// subagentData is the data of subagent_call_end and _error events: what
+// that subagent call cost, its own subagents included (absent if nothing
+// was reported).
+type subagentData struct {
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+func (a *agentCall) frameData(f *usageFrame) any {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if f.u.IsZero() {
+		return nil
+	}
+	u := f.u
+	return subagentData{Usage: &u}
+}
+
+// record counts one model call: in its frame and those above it (nil: the
+// invocation's own), and in the run.
+func (a *agentCall) record(f *usageFrame, model string, lu llm.Usage) {
+	if lu.IsZero() {
+		return
+	}
+	u := Usage{PromptTokens: lu.PromptTokens, CompletionTokens: lu.CompletionTokens, TotalTokens: lu.TotalTokens}
+	if c, ok := a.x.Engine().cfg.Prices.Cost(model, lu); ok {
+		u.CostUSD = &c
+	}
+	if f == nil {
+		f = &a.usage
+	}
+	a.mu.Lock()
+	for ; f != nil; f = f.parent {
+		f.u = f.u.Add(u)
+	}
+	a.mu.Unlock()
+	a.x.r.addUsage(u)
 }
 
 func (a *agentCall) nextCallID() string {
@@ -124,8 +189,9 @@ func (e subagentEvent) String() string {
 }
 
 // run drives the model/tool loop for node n at the given depth (0 = the
-// node itself) and returns the final text.
-func (a *agentCall) run(ctx context.Context, n graph.Node, system, user string, depth int, callID string) (string, error) {
+// node itself) and returns the final text. Its model calls count in f
+// (nil: the invocation's own frame).
+func (a *agentCall) run(ctx context.Context, n graph.Node, system, user string, depth int, callID string, f *usageFrame) (string, error) {
 	children := a.subagents[n.ID]
 	if !n.SubagentsEnabled() {
 		children = nil
@@ -154,7 +220,7 @@ func (a *agentCall) run(ctx context.Context, n graph.Node, system, user string, 
 		resp, err := a.complete(ctx, llm.Request{
 			Model: n.Data.Model, Effort: n.Data.ReasoningEffort, Messages: msgs,
 			Tools: tools, WebSearch: n.WebSearchEnabled(),
-		}, deltas, callID)
+		}, deltas, callID, f)
 		if err != nil {
 			return "", err
 		}
@@ -168,7 +234,7 @@ func (a *agentCall) run(ctx context.Context, n graph.Node, system, user string, 
 			wg.Add(1)
 			go func() { // tool calls of one response run concurrently
 				defer wg.Done()
-				results[k] = a.callTool(ctx, n, byName, tc, depth, callID)
+				results[k] = a.callTool(ctx, n, byName, tc, depth, callID, f)
 			}()
 		}
 		wg.Wait()
@@ -183,7 +249,7 @@ func (a *agentCall) run(ctx context.Context, n graph.Node, system, user string, 
 }
 
 // complete makes one model call under the process-wide LLM cap.
-func (a *agentCall) complete(ctx context.Context, req llm.Request, deltas *coalescer, callID string) (*llm.Response, error) {
+func (a *agentCall) complete(ctx context.Context, req llm.Request, deltas *coalescer, callID string, f *usageFrame) (*llm.Response, error) {
 	e := a.x.Engine()
 	select {
 	case e.llmSem <- struct{}{}:
@@ -202,6 +268,9 @@ func (a *agentCall) complete(ctx context.Context, req llm.Request, deltas *coale
 	if deltas != nil {
 		deltas.flush()
 	}
+	if err == nil {
+		a.record(f, a.llm.Model(req.Model), resp.Usage)
+	}
 	if err != nil && ctx.Err() == nil {
 		a.x.Emit(EvLLMError, err.Error(), map[string]any{"callId": callID, "final": true})
 	}
@@ -209,7 +278,7 @@ func (a *agentCall) complete(ctx context.Context, req llm.Request, deltas *coale
 }
 
 // callTool runs one subagent tool call and returns the tool result text.
-func (a *agentCall) callTool(ctx context.Context, parent graph.Node, byName map[string]graph.Node, tc llm.ToolCall, depth int, parentCallID string) string {
+func (a *agentCall) callTool(ctx context.Context, parent graph.Node, byName map[string]graph.Node, tc llm.ToolCall, depth int, parentCallID string, f *usageFrame) string {
 	child, ok := byName[tc.Name]
 	if !ok {
 		return fmt.Sprintf("error: no tool named %q", tc.Name)
@@ -227,14 +296,18 @@ func (a *agentCall) callTool(ctx context.Context, parent graph.Node, byName map[
 	if strings.TrimSpace(system) == "" {
 		system = DefaultSystemPrompt
 	}
-	text, err := a.run(ctx, child, system, args.Input, depth+1, ev.CallID)
+	if f == nil {
+		f = &a.usage
+	}
+	frame := &usageFrame{parent: f}
+	text, err := a.run(ctx, child, system, args.Input, depth+1, ev.CallID, frame)
 	if err != nil {
 		ev.Message = err.Error()
-		a.x.Emit(EvSubagentCallError, ev.String(), nil)
+		a.x.Emit(EvSubagentCallError, ev.String(), a.frameData(frame))
 		return "error: " + err.Error()
 	}
 	ev.Message = text
-	a.x.Emit(EvSubagentCallEnd, ev.String(), nil)
+	a.x.Emit(EvSubagentCallEnd, ev.String(), a.frameData(frame))
 	return text
 }
 

@@ -100,6 +100,15 @@ func (r *runner) setStatus(s RunStatus) {
 	r.emit(SystemNodeID, EvRunStatus, string(s), nil)
 }
 
+// addUsage adds a model call's tokens to the run's totals. Safe from any
+// goroutine; the next checkpoint (at the latest the node's completion)
+// writes them with the header.
+func (r *runner) addUsage(u Usage) {
+	r.stateMu.Lock()
+	r.run.Usage = r.run.Usage.Add(u)
+	r.stateMu.Unlock()
+}
+
 // syncHeader derives the waiting fields of the header from the loop state.
 func (r *runner) syncHeader() {
 	r.stateMu.Lock()

@@ -106,6 +106,39 @@ type Event struct {
 	Owner string `json:"-"`
 }
 
+// Usage counts model tokens, as the provider reported them. CostUSD is set
+// when a price table (Config.Prices) priced at least one of the calls;
+// calls of models without a price add nothing to it.
+type Usage struct {
+	PromptTokens     int64    `json:"promptTokens"`
+	CompletionTokens int64    `json:"completionTokens"`
+	TotalTokens      int64    `json:"totalTokens"`
+	CostUSD          *float64 `json:"costUsd,omitempty"`
+}
+
+// Add returns the sum of u and v. It never modifies a CostUSD in place, so
+// copies of a Usage may share the pointer.
+func (u Usage) Add(v Usage) Usage {
+	out := Usage{PromptTokens: u.PromptTokens + v.PromptTokens, CompletionTokens: u.CompletionTokens + v.CompletionTokens,
+		TotalTokens: u.TotalTokens + v.TotalTokens}
+	if u.CostUSD != nil || v.CostUSD != nil {
+		var c float64
+		if u.CostUSD != nil {
+			c += *u.CostUSD
+		}
+		if v.CostUSD != nil {
+			c += *v.CostUSD
+		}
+		out.CostUSD = &c
+	}
+	return out
+}
+
+// IsZero reports whether nothing was counted.
+func (u Usage) IsZero() bool {
+	return u.PromptTokens == 0 && u.CompletionTokens == 0 && u.TotalTokens == 0 && u.CostUSD == nil
+}
+
 // PendingApproval is a node waiting for a human decision.
 type PendingApproval struct {
 	NodeID string    `json:"nodeId"`
@@ -134,7 +167,11 @@ type Run struct {
 	// LeaseUntil is read by CreateRun only: a new run with Owner set is
 	// stored already held by Owner until then, which saves the engine an
 	// AcquireRun round trip on every start.
-	LeaseUntil time.Time  `json:"-"`
+	LeaseUntil time.Time `json:"-"`
+	// Usage adds up the tokens of every model call the run made (subagents
+	// and calls of nodes that failed later included) and their cost when a
+	// price table is configured.
+	Usage      Usage      `json:"usage,omitzero"`
 	CreatedAt  time.Time  `json:"createdAt"`
 	UpdatedAt  time.Time  `json:"updatedAt"`
 	FinishedAt *time.Time `json:"finishedAt,omitempty"`

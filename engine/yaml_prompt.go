@@ -159,12 +159,22 @@ func llmTurn(ctx context.Context, x *Exec, spec *yamlSpec, vars *yamlVars, histo
 	a := &agentCall{x: x, llm: client}
 	resp, err := a.complete(ctx, llm.Request{Model: model, Effort: n.Effort, Messages: msgs, Schema: n.OutputFormat,
 		IdleTimeout: time.Duration(n.IdleTimeoutMS) * time.Millisecond},
-		newCoalescer(x), "")
+		newCoalescer(x), "", nil)
 	if err != nil {
 		return "", err
 	}
 	text := resp.Text
-	x.Emit(EvLLMResponse, text, data)
+	// data also went to start_prompt: the response's own keys go in a copy.
+	rd := make(map[string]any, len(data)+2)
+	for k, v := range data {
+		rd[k] = v
+	}
+	d := a.responseData(client.Model(model))
+	rd["model"] = d.Model
+	if d.Usage != nil {
+		rd["usage"] = d.Usage
+	}
+	x.Emit(EvLLMResponse, text, rd)
 	if n.OutputFormat != nil {
 		if text, err = validateOutput(n, text); err != nil {
 			return "", err

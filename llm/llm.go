@@ -202,7 +202,26 @@ type Request struct {
 type Response struct {
 	Text      string
 	ToolCalls []ToolCall
+	// Usage is what the server reported; zero when it reported nothing
+	// (some OpenAI-compatible servers ignore stream_options).
+	Usage Usage
 }
+
+// Usage counts the tokens of one call (or, added up, of several).
+type Usage struct {
+	PromptTokens     int64
+	CompletionTokens int64
+	TotalTokens      int64
+}
+
+// Add returns the sum of u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{PromptTokens: u.PromptTokens + v.PromptTokens, CompletionTokens: u.CompletionTokens + v.CompletionTokens,
+		TotalTokens: u.TotalTokens + v.TotalTokens}
+}
+
+// IsZero reports whether no tokens were counted.
+func (u Usage) IsZero() bool { return u == Usage{} }
 
 // CallError is a failed call; Status is the HTTP status when there was one.
 type CallError struct {
@@ -374,16 +393,26 @@ func (l *Client) viaChat(ctx context.Context, req Request, onDelta func(string),
 			},
 		}
 	}
+	// Without this a streamed chat completion reports no usage at all; with
+	// it the server sends a last chunk with empty choices and the usage.
+	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
 	stream := l.client.Chat.Completions.NewStreaming(ctx, params)
 	defer stream.Close()
 	var (
 		text     strings.Builder
 		calls    []ToolCall
 		finished bool
+		usage    Usage
 	)
 	for stream.Next() {
 		touch()
 		chunk := stream.Current()
+		if u := chunk.Usage; u.TotalTokens > 0 || u.PromptTokens > 0 || u.CompletionTokens > 0 {
+			usage = Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+			if usage.TotalTokens == 0 {
+				usage.TotalTokens = usage.PromptTokens + usage.CompletionTokens
+			}
+		}
 		for _, ch := range chunk.Choices {
 			if d := ch.Delta.Content; d != "" {
 				text.WriteString(d)
@@ -415,7 +444,7 @@ func (l *Client) viaChat(ctx context.Context, req Request, onDelta func(string),
 	if !finished {
 		return nil, errTruncated
 	}
-	return &Response{Text: text.String(), ToolCalls: calls}, nil
+	return &Response{Text: text.String(), ToolCalls: calls, Usage: usage}, nil
 }
 
 func (l *Client) viaResponses(ctx context.Context, req Request, onDelta func(string), touch func()) (*Response, error) {
@@ -489,7 +518,8 @@ func (l *Client) viaResponses(ctx context.Context, req Request, onDelta func(str
 	if final == nil {
 		return nil, errTruncated
 	}
-	out := &Response{Text: final.OutputText()}
+	out := &Response{Text: final.OutputText(), Usage: Usage{PromptTokens: final.Usage.InputTokens,
+		CompletionTokens: final.Usage.OutputTokens, TotalTokens: final.Usage.TotalTokens}}
 	if out.Text == "" {
 		out.Text = text.String()
 	}

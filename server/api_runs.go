@@ -31,6 +31,8 @@ type runSummary struct {
 	CreatedAt        time.Time                `json:"createdAt"`
 	UpdatedAt        time.Time                `json:"updatedAt"`
 	FinishedAt       *time.Time               `json:"finishedAt,omitempty"`
+	// Usage is the run's token totals (engine.Run.Usage), always present.
+	Usage engine.Usage `json:"usage"`
 }
 
 // runDetail is one run with everything the UI needs to show it: outputs,
@@ -66,7 +68,7 @@ func toSummary(r *engine.Run) runSummary {
 	}
 	return runSummary{RunID: r.ID, WorkflowID: r.WorkflowID, Kind: r.Kind, Status: r.Status, Input: r.Input,
 		WaitingForInput: r.WaitingForInput, CurrentNodeID: r.CurrentNodeID, PendingApprovals: pa,
-		Error: r.Error, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt}
+		Error: r.Error, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt, Usage: r.Usage}
 }
 
 func nodeStatus(s engine.NodeStatus) string {

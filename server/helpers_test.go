@@ -65,6 +65,7 @@ type envOpts struct {
 	noHTTP     bool // do not start an httptest server
 	sinks      []engine.Sink
 	storeOpts  []store.Option
+	prices     llm.Prices
 	// YAML editing: serve --read-only-workflows.
 	readOnlyWorkflows bool
 }
@@ -107,7 +108,8 @@ func newEnvTB(t testing.TB, opts ...func(*envOpts)) *env {
 	}
 	t.Cleanup(func() { st.Close() })
 	m := NewMetrics()
-	cfg := engine.Config{Store: st, ArtifactsRoot: t.TempDir(), Logger: logger, Sinks: append([]engine.Sink{m}, o.sinks...)}
+	cfg := engine.Config{Store: st, ArtifactsRoot: t.TempDir(), Logger: logger, Sinks: append([]engine.Sink{m}, o.sinks...),
+		Prices: o.prices}
 	var fake *fakeopenai.Server
 	if !o.noLLM {
 		fake = fakeopenai.StartT(t, o.llmOpts...)

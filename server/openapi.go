@@ -140,8 +140,18 @@ func schemas() obj {
 		"waitingForInput": obj{"type": "boolean"}, "currentNodeId": str(),
 		"pendingApprovals": arrayOf(ref("PendingApproval")), "error": str(),
 		"createdAt": dateTime(), "updatedAt": dateTime(), "finishedAt": dateTime(),
+		"usage": ref("Usage"),
 	}
-	summaryReq := []string{"runId", "kind", "status", "input", "waitingForInput", "pendingApprovals", "createdAt", "updatedAt"}
+	summaryReq := []string{"runId", "kind", "status", "input", "waitingForInput", "pendingApprovals", "createdAt", "updatedAt", "usage"}
+	tokens := func(d string) obj { return obj{"type": "integer", "minimum": 0, "description": d} }
+	usage := obj{"type": "object", "required": []string{"promptTokens", "completionTokens", "totalTokens"},
+		"description": "Model tokens as the provider reported them. On a run: every model call it made (tool-call rounds, subagents, and calls of nodes that failed later included), kept up to date while it runs.",
+		"properties": obj{
+			"promptTokens": tokens("Input tokens."), "completionTokens": tokens("Output tokens."),
+			"totalTokens": tokens("promptTokens + completionTokens, as the provider counts them."),
+			"costUsd": obj{"type": "number", "minimum": 0,
+				"description": "US dollars, when the server has a price table (SWITCHYARD_PRICES) with a price for at least one of the models used; models without a price add nothing."},
+		}}
 	detailProps := obj{}
 	for k, v := range summaryProps {
 		detailProps[k] = v
@@ -204,6 +214,16 @@ func schemas() obj {
 			"prompt":       str(), "input": obj{"type": "string", "description": "The output waiting for approval."},
 			"runInput": obj{"type": "string", "description": "The run's input."}, "since": dateTime(),
 		}),
+		"Usage": usage,
+		"LLMResponseData": obj{"type": "object", "required": []string{"model"},
+			"description": "The data of an llm_response event (an agent node's or a YAML prompt node's answer). usage covers every model call behind the answer (its tool-call rounds and its subagents' calls) and is absent when the provider reported none; a node's usage is the sum over its llm_response events.",
+			"properties": obj{
+				"model": str(),
+				"usage": ref("Usage"),
+			}},
+		"SubagentCallData": obj{"type": "object",
+			"description": "The data of subagent_call_end and subagent_call_error events (the call itself is the event's content, JSON). usage covers that subagent call's model calls, its own subagents' included (already counted in the calling node's llm_response); absent when none was reported.",
+			"properties":  obj{"usage": ref("Usage")}},
 		"RunSummary": object(summaryReq, summaryProps),
 		"Run":        object(append([]string{"outputs", "nodes"}, summaryReq...), detailProps),
 		"NodeState": object([]string{"nodeId", "status", "visits", "attempts"}, obj{
@@ -214,7 +234,7 @@ func schemas() obj {
 		}),
 		"Event": object([]string{"seq", "runId", "nodeId", "type", "content", "timestamp"}, obj{
 			"seq": obj{"type": "integer"}, "runId": str(), "nodeId": str(), "type": str(), "content": str(),
-			"timestamp": dateTime(), "data": obj{},
+			"timestamp": dateTime(), "data": obj{"description": "Type-specific; llm_response: LLMResponseData; subagent_call_end and subagent_call_error: SubagentCallData."},
 		}),
 		"StatusMessage": object([]string{"runId", "status", "waitingForInput"}, obj{
 			"runId": str(), "status": ref("RunStatus"), "workflowId": str(), "waitingForInput": obj{"type": "boolean"},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -201,6 +202,8 @@ type wsConn struct {
 	c    *websocket.Conn
 	cork *corkConn     // the connection under c
 	gone chan struct{} // closed when the reader stops (client left or broke)
+	// readErr is why the reader stopped; read only after gone is closed.
+	readErr error
 }
 
 // batch sends what fn writes in one write to the network: a commit's
@@ -311,10 +314,16 @@ func (s *Server) startWS(c echo.Context) (*wsConn, context.Context, context.Canc
 	_ = conn.SetReadDeadline(time.Now().Add(wait))
 	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(wait)) })
 	go func() {
-		defer close(w.gone)
+		// gone closes before ctx is cancelled: whoever sees ctx done
+		// because the reader stopped also sees why (readErr).
 		defer cancel()
+		defer close(w.gone)
 		for {
 			if _, _, err := conn.NextReader(); err != nil {
+				w.readErr = err
+				if errors.Is(err, websocket.ErrReadLimit) {
+					drainAfterClose(conn.UnderlyingConn())
+				}
 				return
 			}
 		}
@@ -335,6 +344,16 @@ func (s *Server) startWS(c echo.Context) (*wsConn, context.Context, context.Canc
 		}
 	}()
 	return w, ctx, func() { stopDrain(); cancel() }, nil
+}
+
+// drainAfterClose reads what a client is still sending after the server
+// closed the websocket (the rest of an oversized message) until the client
+// hangs up or a short deadline passes: closing a socket with unread input
+// sends a TCP reset, which can destroy the close frame (1009) before the
+// client reads it.
+func drainAfterClose(c net.Conn) {
+	_ = c.SetReadDeadline(time.Now().Add(closeTimeout))
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, 1<<20))
 }
 
 func (w *wsConn) writeText(raw []byte) error {
@@ -379,6 +398,22 @@ func (w *wsConn) close(code int, reason string) {
 	<-w.gone
 }
 
+// closeClientGone closes a connection whose client stopped: normally, or
+// with 1009 for a message over the read limit. (gorilla sends that 1009
+// itself, but gives up after a second if a write holds the connection;
+// this one waits as long as any write.)
+func (w *wsConn) closeClientGone() {
+	select {
+	case <-w.gone:
+		if errors.Is(w.readErr, websocket.ErrReadLimit) {
+			w.close(websocket.CloseMessageTooBig, "message too big")
+			return
+		}
+	default:
+	}
+	w.close(websocket.CloseNormalClosure, "")
+}
+
 // runWS streams a run's events: GET /api/runs/{id}/ws?after=N.
 func (s *Server) runWS(c echo.Context) error {
 	runID, err := runIDParam(c, "id")
@@ -420,8 +455,8 @@ func (s *Server) runWS(c echo.Context) error {
 		w.close(CloseTooSlow, "too slow; reconnect with after="+strconv.FormatInt(f.last, 10))
 	case s.draining():
 		w.close(websocket.CloseGoingAway, "server shutting down")
-	case ctx.Err() != nil: // client went away
-		w.close(websocket.CloseNormalClosure, "")
+	case ctx.Err() != nil: // client went away (or sent too much)
+		w.closeClientGone()
 	default:
 		s.log.Warn("websocket stream failed", "run", runID, "err", err)
 		w.close(websocket.CloseInternalServerErr, "stream failed; reconnect with after="+strconv.FormatInt(f.last, 10))
@@ -451,7 +486,7 @@ func (s *Server) statusWS(c echo.Context) error {
 			if s.draining() {
 				w.close(websocket.CloseGoingAway, "server shutting down")
 			} else {
-				w.close(websocket.CloseNormalClosure, "")
+				w.closeClientGone()
 			}
 			return nil
 		case <-sub.q.over.ch:

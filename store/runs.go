@@ -98,7 +98,8 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 		n, err := t.exec(sqlInsertRun,
 			hdr.ID, wf, hdr.Kind, string(hdr.Status), hdr.Input,
 			hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
-			hdr.Owner, lease, toMicros(hdr.CreatedAt), toMicros(hdr.UpdatedAt), optMicros(hdr.FinishedAt))
+			hdr.Owner, lease, toMicros(hdr.CreatedAt), toMicros(hdr.UpdatedAt), optMicros(hdr.FinishedAt),
+			hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, optFloat(hdr.Usage.CostUSD))
 		if err != nil {
 			return err
 		}
@@ -133,8 +134,8 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 const (
 	sqlInsertRun = `INSERT INTO runs (id, workflow_id, kind, status, input,
 waiting_for_input, current_node_id, pending_approvals, error, work_dir, owner, lease_until,
-created_at, updated_at, finished_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
+created_at, updated_at, finished_at, prompt_tokens, completion_tokens, total_tokens, cost_usd)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
 	// The definition has a table of its own: written once, it is not
 	// rewritten with the run's row on every status change.
 	sqlInsertDefinition = `INSERT INTO run_definitions (run_id, definition) VALUES (?, ?)`
@@ -187,7 +188,9 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 		}
 		res, err := t.stmt(s.w.updRun).ExecContext(t.ctx, string(hdr.Status), hdr.Input,
 			hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
-			toMicros(hdr.UpdatedAt), optMicros(hdr.FinishedAt), release, release, hdr.ID, hdr.Owner, hdr.Owner)
+			toMicros(hdr.UpdatedAt), optMicros(hdr.FinishedAt),
+			hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, optFloat(hdr.Usage.CostUSD),
+			release, release, hdr.ID, hdr.Owner, hdr.Owner)
 		if err != nil {
 			return err
 		}
@@ -406,12 +409,21 @@ func (s *Store) TakeCancelRequests(ctx context.Context, owner string) ([]string,
 	return ids, nil
 }
 
+// optFloat is a nullable REAL.
+func optFloat(f *float64) any {
+	if f == nil {
+		return nil
+	}
+	return *f
+}
+
 // --- reads: all through the read pool, seeing committed data only ---
 
 const runColumns = `id, workflow_id, kind,
 coalesce((SELECT d.definition FROM run_definitions d WHERE d.run_id = runs.id), ''),
 status, input, waiting_for_input,
-current_node_id, pending_approvals, error, work_dir, created_at, updated_at, finished_at`
+current_node_id, pending_approvals, error, work_dir, created_at, updated_at, finished_at,
+prompt_tokens, completion_tokens, total_tokens, cost_usd`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -425,10 +437,15 @@ func scanRun(sc scanner) (*engine.Run, error) {
 		created    int64
 		updated    int64
 		finishedAt sql.NullInt64
+		cost       sql.NullFloat64
 	)
 	if err := sc.Scan(&r.ID, &wf, &r.Kind, &def, &status, &r.Input, &r.WaitingForInput,
-		&r.CurrentNodeID, &approvals, &r.Error, &r.WorkDir, &created, &updated, &finishedAt); err != nil {
+		&r.CurrentNodeID, &approvals, &r.Error, &r.WorkDir, &created, &updated, &finishedAt,
+		&r.Usage.PromptTokens, &r.Usage.CompletionTokens, &r.Usage.TotalTokens, &cost); err != nil {
 		return nil, err
+	}
+	if cost.Valid {
+		r.Usage.CostUSD = &cost.Float64
 	}
 	r.WorkflowID = wf.String
 	if def != "" {
@@ -677,6 +694,10 @@ func cloneRun(r *engine.Run) *engine.Run {
 	c.CreatedAt = normTime(r.CreatedAt)
 	c.UpdatedAt = normTime(r.UpdatedAt)
 	c.FinishedAt = normTimePtr(r.FinishedAt)
+	if r.Usage.CostUSD != nil {
+		f := *r.Usage.CostUSD
+		c.Usage.CostUSD = &f
+	}
 	return &c
 }
 

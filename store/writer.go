@@ -151,6 +151,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, seq) DO NOTHING`
 
 	sqlUpdateRun = `UPDATE runs SET status = ?, input = ?, waiting_for_input = ?, current_node_id = ?,
 pending_approvals = ?, error = ?, work_dir = ?, updated_at = ?, finished_at = ?,
+prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, cost_usd = ?,
 owner = CASE WHEN ? THEN '' ELSE owner END, lease_until = CASE WHEN ? THEN 0 ELSE lease_until END
 WHERE id = ? AND (? = '' OR owner = ?) AND status NOT IN ('completed', 'failed', 'cancelled')`
 

@@ -10,20 +10,54 @@ import (
 	"github.com/switchyard/switchyard/internal/fakeopenai"
 )
 
-// cmdFakeLLM serves the built-in fake OpenAI-compatible endpoint: for
-// demos without an API key, browser tests and load tests. It answers
-// "echo: <last user message>" (or schema-shaped JSON when asked for JSON).
+const fakeLLMHelp = `usage: switchyard fake-llm [flags]
+
+Serves a fake OpenAI-compatible endpoint (chat completions and the
+Responses API) for demos without an API key, browser tests and load tests.
+Point OPENAI_BASE_URL at the printed url.
+
+It answers "echo: <last user message>" (or JSON of the requested schema's
+shape), streamed in a few deltas, and reports token usage (about one token
+per 4 bytes; in streams when stream_options.include_usage is set).
+
+It calls the tools it is offered (an agent's subagents) when the last user
+message asks for it (case-insensitive):
+  "use <toolname>"                     calls that tool, e.g. "use subagent_researcher_n2"
+  "delegate", "call subagents",
+  "use tools", "use your tools"        calls every offered tool
+Each call's arguments fill the tool's string parameters with the message.
+After the results come back it answers "echo: <message>" followed by one
+line "<toolname>: <result>" per call.
+
+flags:
+`
+
+// cmdFakeLLM serves the built-in fake OpenAI-compatible endpoint with
+// fakeopenai.DemoReply.
 func cmdFakeLLM(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fake-llm", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), fakeLLMHelp)
+		fs.PrintDefaults()
+	}
 	addr := fs.String("addr", "127.0.0.1:0", "loopback address to listen on")
 	latency := fs.Duration("latency", 0, "delay before each reply")
-	chunkDelay := fs.Duration("chunk-delay", 0, "delay between streamed chunks")
+	chunkDelay := fs.Duration("chunk-delay", 0, "delay between streamed chunks (when not given: latency/8, at most 100ms)")
 	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return exitOK
+		}
 		return exitUsage
 	}
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "chunk-delay" })
+	if !given {
+		*chunkDelay = fakeChunkDelay(*latency)
+	}
 	srv, err := fakeopenai.Start(fakeopenai.WithAddr(*addr), fakeopenai.WithLatency(*latency),
-		fakeopenai.WithChunkDelay(*chunkDelay), fakeopenai.WithRequestLogLimit(0))
+		fakeopenai.WithChunkDelay(*chunkDelay), fakeopenai.WithRequestLogLimit(0),
+		fakeopenai.WithHandler(fakeopenai.DemoReply))
 	if err != nil {
 		fmt.Fprintln(stderr, "switchyard fake-llm:", err)
 		return exitUsage
@@ -38,4 +72,10 @@ func cmdFakeLLM(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	case <-time.After(5 * time.Second):
 	}
 	return exitOK
+}
+
+// fakeChunkDelay paces streamed chunks from the reply latency: a slow fake
+// also streams visibly, without the stream taking much longer than the wait.
+func fakeChunkDelay(latency time.Duration) time.Duration {
+	return min(latency/8, 100*time.Millisecond)
 }

@@ -30,6 +30,8 @@ type runResult struct {
 	Outputs          map[string]string        `json:"outputs"`
 	PendingApprovals []engine.PendingApproval `json:"pendingApprovals"`
 	Error            string                   `json:"error,omitempty"`
+	// Usage is the run's model token totals (and cost with SWITCHYARD_PRICES).
+	Usage engine.Usage `json:"usage,omitzero"`
 }
 
 // exitFor maps a run status to the process exit code.
@@ -186,12 +188,12 @@ func (c *cliEnv) finish(ctx context.Context, runID string, stdout, stderr io.Wri
 }
 
 func (c *cliEnv) result(ctx context.Context, run *engine.Run) (*runResult, error) {
-	_, nodes, err := c.e.Snapshot(ctx, run.ID)
+	hdr, nodes, err := c.e.Snapshot(ctx, run.ID)
 	if err != nil {
 		return nil, err
 	}
 	res := &runResult{RunID: run.ID, Status: run.Status, Outputs: map[string]string{},
-		PendingApprovals: run.PendingApprovals, Error: run.Error}
+		PendingApprovals: run.PendingApprovals, Error: run.Error, Usage: hdr.Usage}
 	if res.PendingApprovals == nil {
 		res.PendingApprovals = []engine.PendingApproval{}
 	}
@@ -513,6 +515,13 @@ func llmFromEnv(cfg *engine.Config) (ok bool, err error) {
 	if cc, has := llm.ClaudeConfigFromEnv(); has {
 		if cfg.Claude, err = llm.New(cc); err != nil {
 			return ok, fmt.Errorf("claude: %w", err)
+		}
+	}
+	// A bad price table stops the start: costs silently missing would be
+	// found out much later, if at all.
+	if path := os.Getenv(llm.PricesEnv); path != "" {
+		if cfg.Prices, err = llm.LoadPrices(path); err != nil {
+			return ok, fmt.Errorf("%s: %w", llm.PricesEnv, err)
 		}
 	}
 	return ok, nil

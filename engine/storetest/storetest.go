@@ -93,11 +93,14 @@ func fullRun(id string) *engine.Run {
 		},
 		Error:      "something went wrong",
 		WorkDir:    "/tmp/work dir",
+		Usage:      engine.Usage{PromptTokens: 1200, CompletionTokens: 345, TotalTokens: 1545, CostUSD: ptr(0.00123)},
 		CreatedAt:  t0,
 		UpdatedAt:  t0.Add(2 * time.Minute),
 		FinishedAt: &fin,
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 func fullNode(id string) *engine.NodeState {
 	start, fin := t0.Add(time.Second), t0.Add(2*time.Second+7*time.Microsecond)
@@ -217,6 +220,11 @@ func diffRun(want, got *engine.Run) []string {
 	if got.WorkDir != want.WorkDir {
 		add("WorkDir", got.WorkDir, want.WorkDir)
 	}
+	gu, wu := got.Usage, want.Usage
+	if gu.PromptTokens != wu.PromptTokens || gu.CompletionTokens != wu.CompletionTokens || gu.TotalTokens != wu.TotalTokens ||
+		(gu.CostUSD == nil) != (wu.CostUSD == nil) || (gu.CostUSD != nil && *gu.CostUSD != *wu.CostUSD) {
+		add("Usage", fmtUsage(gu), fmtUsage(wu))
+	}
 	if !timeEq(got.CreatedAt, want.CreatedAt) {
 		add("CreatedAt", got.CreatedAt, want.CreatedAt)
 	}
@@ -227,6 +235,14 @@ func diffRun(want, got *engine.Run) []string {
 		add("FinishedAt", fmtTimePtr(got.FinishedAt), fmtTimePtr(want.FinishedAt))
 	}
 	return d
+}
+
+func fmtUsage(u engine.Usage) string {
+	c := "nil"
+	if u.CostUSD != nil {
+		c = fmt.Sprint(*u.CostUSD)
+	}
+	return fmt.Sprintf("{%d %d %d cost %s}", u.PromptTokens, u.CompletionTokens, u.TotalTokens, c)
 }
 
 func diffNode(want, got *engine.NodeState) []string {
@@ -418,6 +434,7 @@ func testCheckpoint(t *testing.T, s engine.Store) {
 	r.PendingApprovals = []engine.PendingApproval{{NodeID: "c", Prompt: "ok?", Input: "x", Since: t0.Add(time.Minute)}}
 	r.Error = "an error"
 	r.WorkDir = "/work"
+	r.Usage = engine.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15, CostUSD: ptr(0.5)}
 	r.UpdatedAt = t0.Add(30 * time.Minute)
 	r.FinishedAt = &fin
 	start := t0.Add(time.Second)
@@ -435,6 +452,7 @@ func testCheckpoint(t *testing.T, s engine.Store) {
 	a3 := &engine.NodeState{NodeID: "a", Status: engine.NodeRunning, Visits: 2, Attempts: 1, StartedAt: &fin}
 	c2 := &engine.NodeState{NodeID: "c", Status: engine.NodeCompleted, Output: "done"}
 	r.Status, r.WaitingForInput, r.PendingApprovals, r.Error, r.FinishedAt = engine.StatusRunning, false, nil, "", nil
+	r.Usage = engine.Usage{PromptTokens: 30, CompletionTokens: 7, TotalTokens: 37} // tokens without a price
 	r.UpdatedAt = t0.Add(31 * time.Minute)
 	must(t, s.Checkpoint(ctx, r, []*engine.NodeState{a3, c2}), "second Checkpoint")
 	got, nodes, _, err = s.LoadRun(ctx, r.ID)

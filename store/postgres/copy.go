@@ -77,9 +77,10 @@ func CopyFromSQLite(ctx context.Context, path string, dst *Store) (CopyStats, er
 				micros(6), &st.Versions},
 			{"runs", []string{"id", "workflow_id", "kind", "status", "input", "waiting_for_input", "current_node_id",
 				"pending_approvals", "error", "work_dir", "owner", "lease_until", "cancel_requested",
-				"created_at", "updated_at", "finished_at"},
+				"created_at", "updated_at", "finished_at", "prompt_tokens", "completion_tokens", "total_tokens", "cost_usd"},
 				`SELECT id, workflow_id, kind, status, input, waiting_for_input, current_node_id, pending_approvals,
-error, work_dir, owner, lease_until, cancel_requested, created_at, updated_at, finished_at FROM runs`,
+error, work_dir, owner, lease_until, cancel_requested, created_at, updated_at, finished_at,
+prompt_tokens, completion_tokens, total_tokens, cost_usd FROM runs`,
 				func(v []any) error {
 					v[5], v[12] = asBool(v[5]), asBool(v[12])
 					if l, _ := v[11].(int64); l == 0 {

@@ -46,12 +46,14 @@ func (s *Store) OnCommit(h func(events []engine.Event, runs []*engine.Run)) {
 
 const (
 	sqlInsertRun = `INSERT INTO runs (id, workflow_id, kind, status, input, waiting_for_input,
-current_node_id, pending_approvals, error, work_dir, owner, lease_until, created_at, updated_at, finished_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) ON CONFLICT (id) DO NOTHING`
+current_node_id, pending_approvals, error, work_dir, owner, lease_until, created_at, updated_at, finished_at,
+prompt_tokens, completion_tokens, total_tokens, cost_usd)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) ON CONFLICT (id) DO NOTHING`
 
 	sqlUpdateRun = `UPDATE runs SET status = $1, input = $2, waiting_for_input = $3, current_node_id = $4,
 pending_approvals = $5, error = $6, work_dir = $7, updated_at = $8, finished_at = $9,
-owner = CASE WHEN $10 THEN '' ELSE owner END, lease_until = CASE WHEN $10 THEN NULL ELSE lease_until END
+owner = CASE WHEN $10 THEN '' ELSE owner END, lease_until = CASE WHEN $10 THEN NULL ELSE lease_until END,
+prompt_tokens = $13, completion_tokens = $14, total_tokens = $15, cost_usd = $16
 WHERE id = $11 AND ($12 = '' OR owner = $12) AND status NOT IN ('completed', 'failed', 'cancelled')`
 
 	sqlUpsertNode = `INSERT INTO node_states (run_id, node_id, status, input, output, handle, error,
@@ -135,7 +137,8 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 		}
 		n, err := t.exec(sqlInsertRun, hdr.ID, wf, hdr.Kind, string(hdr.Status), hdr.Input,
 			hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
-			hdr.Owner, lease, hdr.CreatedAt, hdr.UpdatedAt, hdr.FinishedAt)
+			hdr.Owner, lease, hdr.CreatedAt, hdr.UpdatedAt, hdr.FinishedAt,
+			hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, hdr.Usage.CostUSD)
 		if err != nil {
 			return err
 		}
@@ -188,7 +191,8 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 			b.Queue(sqlUpsertNodeFenced, append(a, hdr.Owner)...)
 		}
 		b.Queue(sqlUpdateRun, string(hdr.Status), hdr.Input, hdr.WaitingForInput, hdr.CurrentNodeID,
-			string(approvals), hdr.Error, hdr.WorkDir, hdr.UpdatedAt, hdr.FinishedAt, release, hdr.ID, hdr.Owner)
+			string(approvals), hdr.Error, hdr.WorkDir, hdr.UpdatedAt, hdr.FinishedAt, release, hdr.ID, hdr.Owner,
+			hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, hdr.Usage.CostUSD)
 		n := b.Len() // sendBatch may put a BEGIN in front
 		br := t.sendBatch(b)
 		var tag pgconn.CommandTag
@@ -453,7 +457,7 @@ WHERE owner = $1 AND owner <> '' AND cancel_requested RETURNING id`, owner)
 const runColumns = `id, workflow_id, kind,
 coalesce((SELECT d.definition FROM run_definitions d WHERE d.run_id = runs.id), ''),
 status, input, waiting_for_input, current_node_id, pending_approvals, error, work_dir,
-created_at, updated_at, finished_at`
+created_at, updated_at, finished_at, prompt_tokens, completion_tokens, total_tokens, cost_usd`
 
 func scanRun(row pgx.Row) (*engine.Run, error) {
 	var (
@@ -465,7 +469,8 @@ func scanRun(row pgx.Row) (*engine.Run, error) {
 		created, updated time.Time
 	)
 	if err := row.Scan(&r.ID, &wf, &r.Kind, &def, &status, &r.Input, &r.WaitingForInput,
-		&r.CurrentNodeID, &approvals, &r.Error, &r.WorkDir, &created, &updated, &r.FinishedAt); err != nil {
+		&r.CurrentNodeID, &approvals, &r.Error, &r.WorkDir, &created, &updated, &r.FinishedAt,
+		&r.Usage.PromptTokens, &r.Usage.CompletionTokens, &r.Usage.TotalTokens, &r.Usage.CostUSD); err != nil {
 		return nil, err
 	}
 	if wf != nil {
@@ -694,6 +699,10 @@ func cloneRun(r *engine.Run) *engine.Run {
 	c.CreatedAt = normTime(r.CreatedAt)
 	c.UpdatedAt = normTime(r.UpdatedAt)
 	c.FinishedAt = normTimePtr(r.FinishedAt)
+	if r.Usage.CostUSD != nil {
+		f := *r.Usage.CostUSD
+		c.Usage.CostUSD = &f
+	}
 	return &c
 }
 

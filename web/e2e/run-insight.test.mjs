@@ -68,7 +68,7 @@ test('a reject loop: path, visit counts, durations, re-run and replay', { timeou
       await until(async () => await fired(page, 'e3'), 'approve edge fired');
       // Visit counts only where a node ran twice; durations everywhere.
       assert.match((await page.locator(tid('node-meta-review')).textContent()) ?? '', /^×2 · \d/);
-      assert.match((await page.locator(tid('node-meta-writer')).textContent()) ?? '', /^\d+(\.\d)? (ms|s)$/);
+      assert.match((await page.locator(tid('node-meta-writer')).textContent()) ?? '', /^\d+(\.\d)? (ms|s) · \d+ tok$/);
       await page.locator(tid('node-review')).click();
       await textMatches(page.locator(tid('node-details-facts')), /Visits\s*2/, 'node details show the visits');
       // The loop's back edge is drawn under the nodes, not hidden behind them.
@@ -168,5 +168,48 @@ test('the runs page lists runs across workflows, filters them and re-runs one', 
     assertNoPageErrors(errors);
   } finally {
     await context.close();
+  }
+});
+
+test('tokens from a provider that reports usage, and subagents the lead delegates to', { timeout: TEST_TIMEOUT }, async () => {
+  const n = (id, type, x, y, data) => ({ id, type, position: { x, y }, data });
+  const tools = (subagents) => ({ web_search: false, subagents });
+  const wf = await stack.api.createWorkflow('Lead and team', {
+    nodes: [
+      n('start', 'start', 0, 0, { initialInput: 'CI migration' }),
+      n('lead', 'agent', 320, 0, { agentName: 'Lead', userPrompt: 'delegate: {{PREVIOUS_OUTPUT}}', tools: tools(true) }),
+      n('researcher', 'agent', 160, 260, { agentName: 'Researcher', userPrompt: '{{PREVIOUS_OUTPUT}}', tools: tools(false) }),
+      n('critic', 'agent', 480, 260, { agentName: 'Critic', userPrompt: '{{PREVIOUS_OUTPUT}}', tools: tools(false) }),
+    ],
+    edges: [
+      { id: 'e1', source: 'start', target: 'lead', sourceHandle: 'output', targetHandle: 'input' },
+      { id: 's1', source: 'lead', target: 'researcher', sourceHandle: 'subagent', targetHandle: 'input' },
+      { id: 's2', source: 'lead', target: 'critic', sourceHandle: 'subagent', targetHandle: 'input' },
+    ],
+  });
+  const run = await stack.api.post('/api/runs', { workflowId: wf.id });
+  for (const theme of ['light', 'dark']) {
+    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme });
+    try {
+      await page.goto(`/runs/${run.runId}`);
+      await waitRunStatus(page, 'completed');
+      const done = await until(async () => {
+        const r = await stack.api.getRun(run.runId);
+        return r.usage?.totalTokens > 0 ? r : null;
+      }, 'the run to report usage');
+      await textMatches(page.locator(tid('run-tokens')), new RegExp(`^${done.usage.totalTokens.toLocaleString('en-US')} tokens`), 'the run total');
+      for (const id of ['lead', 'researcher', 'critic']) {
+        await textMatches(page.locator(tid(`node-meta-${id}`)), /\d+ tok$/, `tokens on ${id}`);
+      }
+      for (const id of ['s1', 's2']) {
+        assert.equal(await page.locator(tid(`edge-${id}`)).getAttribute('data-fired'), 'true', `subagent edge ${id} fired`);
+      }
+      await screenshot(page, `run-subagents-tokens-${theme}`);
+      await page.goto('/runs');
+      await textMatches(page.locator(tid(`runs-tokens-${run.runId}`)), new RegExp(done.usage.totalTokens.toLocaleString('en-US')), 'tokens on the runs page');
+      assertNoPageErrors(errors);
+    } finally {
+      await context.close();
+    }
   }
 });

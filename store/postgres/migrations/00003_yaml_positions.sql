@@ -1,5 +1,5 @@
 -- Where the canvas shows the nodes of YAML workflow files (SQLite's
--- 00007_yaml_positions): by workflow id (yaml.<escaped path>) and node id.
+-- 00008_yaml_positions): by workflow id (yaml.<escaped path>) and node id.
 
 -- +goose Up
 CREATE TABLE yaml_positions (

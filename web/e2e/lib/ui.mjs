@@ -154,6 +154,7 @@ export async function connect(page, source, sourceHandle, target) {
 
 /** Clicks a node (its header) so the inspector shows it. */
 export async function selectNode(page, id) {
+  await bringIntoView(page, [page.locator(`${tid(`node-${id}`)} .sy-node__head`)]);
   await page.locator(`${tid(`node-${id}`)} .sy-node__head`).click();
   await until(async () => (await page.locator(`${tid('inspector')} .inspector__id code`).textContent()) === id, `inspector of ${id}`);
 }

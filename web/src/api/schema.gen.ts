@@ -728,6 +728,7 @@ export interface components {
         };
         Event: {
             content: string;
+            /** @description Type-specific; llm_response: LLMResponseData; subagent_call_end and subagent_call_error: SubagentCallData. */
             data?: unknown;
             nodeId: string;
             runId: string;
@@ -763,6 +764,11 @@ export interface components {
         Health: {
             status: string;
             uptimeSeconds?: number;
+        };
+        /** @description The data of an llm_response event (an agent node's or a YAML prompt node's answer). usage covers every model call behind the answer (its tool-call rounds and its subagents' calls) and is absent when the provider reported none; a node's usage is the sum over its llm_response events. */
+        LLMResponseData: {
+            model: string;
+            usage?: components["schemas"]["Usage"];
         };
         NodeState: {
             attempts: number;
@@ -822,6 +828,7 @@ export interface components {
             status: components["schemas"]["RunStatus"];
             /** Format: date-time */
             updatedAt: string;
+            usage: components["schemas"]["Usage"];
             waitingForInput: boolean;
             workflowId?: string;
         };
@@ -841,6 +848,7 @@ export interface components {
             status: components["schemas"]["RunStatus"];
             /** Format: date-time */
             updatedAt: string;
+            usage: components["schemas"]["Usage"];
             waitingForInput: boolean;
             workflowId?: string;
         };
@@ -873,6 +881,21 @@ export interface components {
             status: components["schemas"]["RunStatus"];
             waitingForInput: boolean;
             workflowId?: string;
+        };
+        /** @description The data of subagent_call_end and subagent_call_error events (the call itself is the event's content, JSON). usage covers that subagent call's model calls, its own subagents' included (already counted in the calling node's llm_response); absent when none was reported. */
+        SubagentCallData: {
+            usage?: components["schemas"]["Usage"];
+        };
+        /** @description Model tokens as the provider reported them. On a run: every model call it made (tool-call rounds, subagents, and calls of nodes that failed later included), kept up to date while it runs. */
+        Usage: {
+            /** @description Output tokens. */
+            completionTokens: number;
+            /** @description US dollars, when the server has a price table (SWITCHYARD_PRICES) with a price for at least one of the models used; models without a price add nothing. */
+            costUsd?: number;
+            /** @description Input tokens. */
+            promptTokens: number;
+            /** @description promptTokens + completionTokens, as the provider counts them. */
+            totalTokens: number;
         };
         ValidateResult: {
             problems: components["schemas"]["Problem"][];

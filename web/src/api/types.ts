@@ -65,7 +65,11 @@ export type Run = {
   graph?: unknown;
   input?: string;
   kind?: WorkflowKind;
+  /** Model tokens over the run (and their cost with a price table). */
+  usage?: Usage;
 };
+
+export type Usage = Schemas['Usage'];
 
 export type EventType =
   | 'step_start'

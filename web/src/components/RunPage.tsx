@@ -10,6 +10,7 @@ import { effectiveStatus, useRun, viewLog } from '../store/run';
 import { RunCanvas } from './Canvas';
 import { fmtTime, shortId } from './format';
 import { PanelToggle } from './PanelToggle';
+import { fmtCost } from './RunsPage';
 import { usePanels } from '../store/panels';
 import { LogPanel } from './LogPanel';
 
@@ -293,6 +294,12 @@ function RunHeader() {
       <span className={`stream stream--${stream}`} data-testid="stream-state" role="status">
         {STREAM_TEXT[stream] ?? stream}
       </span>
+      {run?.usage && run.usage.totalTokens > 0 && (
+        <span className="sy-muted small" data-testid="run-tokens" title={`${run.usage.promptTokens.toLocaleString('en-US')} prompt + ${run.usage.completionTokens.toLocaleString('en-US')} completion tokens`}>
+          {run.usage.totalTokens.toLocaleString('en-US')} tokens
+          {run.usage.costUsd != null && ` · ${fmtCost(run.usage.costUsd)}`}
+        </span>
+      )}
       <span className="sy-muted small">
         {run && `started ${fmtTime(run.createdAt)}`}
         {run?.finishedAt && ` · finished ${fmtTime(run.finishedAt)}`}

@@ -16,10 +16,14 @@ function fmtStarted(iso: string): string {
   return d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 }
 
+/** US dollars, with enough digits for small amounts: "$0.0042", "$1.27". */
+export function fmtCost(usd: number): string {
+  return usd >= 1 ? `$${usd.toFixed(2)}` : `$${usd.toPrecision(2)}`;
+}
+
 /** A run's token total when the server reports usage. */
 export function runTokens(r: Run): number | null {
-  const u = (r as { usage?: { totalTokens?: number } | null }).usage;
-  return typeof u?.totalTokens === 'number' ? u.totalTokens : null;
+  return typeof r.usage?.totalTokens === 'number' ? r.usage.totalTokens : null;
 }
 
 export function runDuration(r: Pick<Run, 'createdAt' | 'finishedAt'>, now: number): string {
@@ -180,6 +184,7 @@ export function RunsPage() {
                   </td>
                   <td className="runs__num" data-testid={`runs-tokens-${r.runId}`}>
                     {tokens === null ? <span className="sy-muted">—</span> : tokens.toLocaleString('en-US')}
+                    {r.usage?.costUsd != null && <span className="sy-muted"> · {fmtCost(r.usage.costUsd)}</span>}
                   </td>
                   <td className="runs__actions">
                     <a className="btn btn--small" href={runPath(r.runId)} onClick={open(runPath(r.runId))} data-testid={`runs-open-${r.runId}`}>

@@ -1,6 +1,7 @@
 import { api, ApiError } from '../api/client';
 import { normalizeLegacy } from '../graph/legacy';
-import { arranged, nodesOverlap } from '../graph/layout';
+import { arrangedByElk } from '../graph/elkLayout';
+import { nodesOverlap } from '../graph/layout';
 import { looksLegacy, parseGraph } from '../graph/serialize';
 import type { Graph } from '../graph/types';
 
@@ -54,20 +55,20 @@ export async function importGraphText(text: string): Promise<ImportResult> {
     const notes = (Array.isArray(r.problems) ? r.problems : []).map((p) =>
       typeof p === 'string' ? p : `${p.severity}: ${p.message}`,
     );
-    return withDropped(untangle({ graph: parseGraph(r.graph), notes: ['Converted from the legacy format.', ...notes] }));
+    return withDropped(await untangle({ graph: parseGraph(r.graph), notes: ['Converted from the legacy format.', ...notes] }));
   } catch (e) {
     if (e instanceof ApiError && e.unreachable) {
       const r = normalizeLegacy(raw);
-      return withDropped(untangle({ graph: r.graph, notes: ['Converted from the legacy format locally (server unreachable).', ...r.problems] }));
+      return withDropped(await untangle({ graph: r.graph, notes: ['Converted from the legacy format locally (server unreachable).', ...r.problems] }));
     }
     throw e;
   }
 }
 
 /** Legacy positions were made for smaller boxes: re-arrange when nodes would overlap. */
-function untangle(r: { graph: Graph; notes: string[] }): { graph: Graph; notes: string[] } {
+async function untangle(r: { graph: Graph; notes: string[] }): Promise<{ graph: Graph; notes: string[] }> {
   if (!nodesOverlap(r.graph.nodes)) return r;
-  return { graph: arranged(r.graph), notes: [...r.notes, 'Nodes overlapped, so they were arranged automatically.'] };
+  return { graph: await arrangedByElk(r.graph), notes: [...r.notes, 'Nodes overlapped, so they were arranged automatically.'] };
 }
 
 export function downloadJson(filename: string, value: unknown): void {

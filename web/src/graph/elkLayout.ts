@@ -1,5 +1,5 @@
 import type { ElkNode } from 'elkjs/lib/elk-api';
-import { layeredLayout, type LayoutInputEdge, type LayoutInputNode, type Point } from './layout';
+import { estimatedBoxes, layeredLayout, type LayoutInputEdge, type LayoutInputNode, type Point } from './layout';
 
 /** ELK's layered algorithm, left to right; cycles (revise loops) are broken by ELK. */
 export const ELK_OPTIONS: Record<string, string> = {
@@ -68,4 +68,12 @@ export async function elkLayout(
     // runs in a microtask; a timer runs after those).
     setTimeout(() => setBusy(-1), 0);
   }
+}
+
+/** A graph whose nodes ELK placed (sizes estimated: the nodes are not drawn yet). */
+export async function arrangedByElk<G extends { nodes: { id: string; type?: string; position: Point }[]; edges: LayoutInputEdge[] }>(
+  g: G,
+): Promise<G> {
+  const pos = await elkLayout(estimatedBoxes(g.nodes), g.edges);
+  return { ...g, nodes: g.nodes.map((n) => ({ ...n, position: pos.get(n.id) ?? n.position })) };
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { arranged, freeSpot, layeredLayout, needsLayout, nodesOverlap } from './layout';
+import { arrangedByElk } from './elkLayout';
+import { freeSpot, layeredLayout, needsLayout, nodesOverlap } from './layout';
 
 const n = (id: string) => ({ id, width: 200, height: 100 });
 
@@ -121,7 +122,7 @@ describe('overlaps / arranged', () => {
     expect(nodesOverlap([at('a', 'start', 0, 0), at('b', 'agent', 300, 0), at('c', 'agent', 300, 200)])).toBe(false);
     expect(nodesOverlap([])).toBe(false);
   });
-  it('lays a graph out so nothing overlaps', () => {
+  it('lays an imported graph out with ELK so nothing overlaps', async () => {
     const g = {
       nodes: [at('a', 'start', 80, 120), at('b', 'agent', 320, 120), at('c', 'approval', 560, 120), at('d', 'agent', 800, 60), at('e', 'agent', 800, 200)],
       edges: [
@@ -131,7 +132,7 @@ describe('overlaps / arranged', () => {
         { source: 'c', target: 'e' },
       ],
     };
-    const out = arranged(g);
+    const out = await arrangedByElk(g);
     expect(nodesOverlap(out.nodes)).toBe(false);
     expect(out.nodes.map((n) => n.id)).toEqual(['a', 'b', 'c', 'd', 'e']);
     expect(out.nodes[0]!.position.x).toBeLessThan(out.nodes[1]!.position.x);

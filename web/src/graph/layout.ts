@@ -179,10 +179,8 @@ export function nodesOverlap(nodes: readonly { type?: string; position: Point }[
 }
 
 /** The graph with every node placed by layeredLayout at its estimated size. */
-export function arranged<G extends { nodes: { id: string; type?: string; position: Point }[]; edges: LayoutInputEdge[] }>(g: G): G {
-  const pos = layeredLayout(
-    g.nodes.map((n) => ({ id: n.id, width: TYPE_WIDTH[n.type ?? ''], height: EST_HEIGHT + 20, y: n.position.y })),
-    g.edges,
-  );
-  return { ...g, nodes: g.nodes.map((n) => ({ ...n, position: pos.get(n.id) ?? n.position })) };
+/** Estimated boxes of nodes not yet drawn (an imported graph). */
+export function estimatedBoxes(nodes: readonly { id: string; type?: string; position: Point }[]): LayoutInputNode[] {
+  return nodes.map((n) => ({ id: n.id, width: TYPE_WIDTH[n.type ?? ''], height: EST_HEIGHT + 20, y: n.position.y }));
 }
+

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RunEvent } from '../api/types';
-import { applyEvents, childCalls, emptyRunLog, topLevelCalls } from './reducer';
+import { applyEvents, childCalls, edgeFired, emptyRunLog, nodeMeta, topLevelCalls } from './reducer';
 
 let seq = 0;
 function ev(nodeId: string, type: string, content = '', data?: Record<string, unknown>, at?: number): RunEvent {
@@ -164,5 +164,43 @@ describe('applyEvents', () => {
     const log = applyEvents(emptyRunLog(), [ev('lead', 'subagent_call_start', 'not json', undefined, 1)]);
     expect(log.lines).toHaveLength(1);
     expect(log.callOrder).toHaveLength(0);
+  });
+});
+
+describe('run facts', () => {
+  it('counts visits, durations, tokens and the handles fired', () => {
+    seq = 0;
+    const log = applyEvents(emptyRunLog(), [
+      ev('w', 'step_start', '', { visit: 1 }),
+      ev('w', 'llm_response', 'draft', { model: 'm', usage: { promptTokens: 10, completionTokens: 5, totalTokens: 15 } }),
+      ev('w', 'step_end', '', { status: 'completed', durationMs: 1200, visit: 1 }),
+      ev('ok', 'step_start', '', { visit: 1 }),
+      ev('ok', 'step_end', '', { status: 'completed', durationMs: 3, handle: 'reject', visit: 1 }),
+      ev('w', 'step_start', '', { visit: 2 }),
+      ev('w', 'llm_response', 'draft 2', { usage: { totalTokens: 20 } }),
+      ev('w', 'step_end', '', { status: 'completed', durationMs: 800, visit: 2 }),
+      ev('ok', 'step_start', '', { visit: 2 }),
+      ev('ok', 'step_end', '', { status: 'completed', durationMs: 2, handle: 'approve', visit: 2 }),
+    ]);
+    expect(log.nodes.w).toMatchObject({ visits: 2, durationMs: 800, totalMs: 2000, tokens: 35, fired: [''] });
+    expect(log.nodes.ok!.fired).toEqual(['reject', 'approve']);
+    expect(nodeMeta(log.nodes.w)).toBe('×2 · 800 ms · 35 tok');
+    expect(nodeMeta(log.nodes.ok)).toBe('×2 · 2 ms');
+    expect(edgeFired(log, { source: 'w', target: 'ok', sourceHandle: 'output' })).toBe(true);
+    expect(edgeFired(log, { source: 'ok', target: 'pub', sourceHandle: 'approve' })).toBe(true);
+    expect(edgeFired(log, { source: 'ok', target: 'x', sourceHandle: 'condition-0' })).toBe(false);
+    expect(edgeFired(log, { source: 'pub', target: 'y', sourceHandle: 'output' })).toBe(false);
+  });
+
+  it('gives a subagent the tokens of its calls, and fires the subagent edge', () => {
+    seq = 0;
+    const info = { parentNodeId: 'lead', subagentNodeId: 'res', subagentName: 'Researcher', callId: 'c1', depth: 1 };
+    const log = applyEvents(emptyRunLog(), [
+      call('subagent_call_start', { ...info, message: 'look' }),
+      ev('lead', 'subagent_call_end', JSON.stringify({ ...info, message: 'found' }), { usage: { totalTokens: 42 } }),
+    ]);
+    expect(log.nodes.res!.tokens).toBe(42);
+    expect(edgeFired(log, { source: 'lead', target: 'res', subagent: true })).toBe(true);
+    expect(edgeFired(log, { source: 'lead', target: 'other', subagent: true })).toBe(false);
   });
 });

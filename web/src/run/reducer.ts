@@ -367,6 +367,8 @@ export function applyEvents(prev: RunLog, batch: readonly RunEvent[]): RunLog {
             if (line) lines[sub] = { ...line, streaming: false };
             delete openStream[info.subagentNodeId];
           }
+          // The subagent's own tokens (also in its caller's llm_response).
+          if (info.subagentNodeId) node(info.subagentNodeId).tokens += usageTokens(e.data);
           const c = calls[info.callId];
           calls[info.callId] = {
             ...(c ?? {
