@@ -49,6 +49,12 @@ type Workflow struct {
 	Graph       json.RawMessage `json:"graph,omitempty"`
 	// Source is a YAML workflow's text.
 	Source string `json:"source,omitempty"`
+	// SourceHash is a YAML workflow's version stamp: the hex SHA-256 of
+	// Source, the baseHash of a save (GET only).
+	SourceHash string `json:"sourceHash,omitempty"`
+	// Editable marks YAML workflows the server saves (PUT with source or
+	// edits); false under serve --read-only-workflows (GET only).
+	Editable bool `json:"editable,omitempty"`
 	// Path is the file a workflow from a WorkflowSource comes from.
 	Path string `json:"path,omitempty"`
 	// ReadOnly marks workflows the API cannot save (files).

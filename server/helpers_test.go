@@ -67,6 +67,8 @@ type envOpts struct {
 	sinks      []engine.Sink
 	storeOpts  []store.Option
 	prices     llm.Prices
+	// YAML editing: serve --read-only-workflows.
+	readOnlyWorkflows bool
 }
 
 // env is a server on a real SQLite file, a real engine talking to the fake
@@ -125,7 +127,7 @@ func newEnvTB(t testing.TB, opts ...func(*envOpts)) *env {
 	t.Cleanup(e.Close)
 	srv, err := New(Config{Engine: e, Store: st, Addr: o.addr, Token: o.token, Logger: logger, Metrics: m,
 		UI: o.ui, WSBuffer: o.wsBuffer, PingInterval: o.ping, PongWait: o.pongWait, WSWriteTimeout: o.writeLimit, MaxBody: o.maxBody,
-		Workflows: o.source})
+		Workflows: o.source, ReadOnlyWorkflows: o.readOnlyWorkflows})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -164,6 +164,8 @@ func schemas() obj {
 		"id": str(), "name": str(), "description": str(), "kind": obj{"enum": []string{"graph", "yaml"}},
 		"version": obj{"type": "integer"}, "graph": ref("Graph"), "source": str(), "path": str(),
 		"readOnly": obj{"type": "boolean"}, "createdAt": dateTime(), "updatedAt": dateTime(),
+		"sourceHash": obj{"type": "string", "description": "YAML workflows (GET, saves): the hex SHA-256 of source, the baseHash of the next save."},
+		"editable":   obj{"type": "boolean", "description": "YAML workflows (GET, saves): the server saves this file (PUT with source or edits); absent under serve --read-only-workflows."},
 		"runBlocker": obj{"type": "string", "description": "YAML workflows: why the workflow cannot run here (its errors, a provider that is not configured or not shipped); absent if it can."},
 		"problems": obj{"type": "array", "items": ref("Problem"),
 			"description": "YAML workflows: loader problems (file:line in messages); lists carry only the errors, which keep the file from running."},
@@ -178,7 +180,7 @@ func schemas() obj {
 	})
 	return obj{
 		"Error": object([]string{"error"}, obj{"error": object([]string{"code", "message"}, obj{
-			"code":    obj{"type": "string", "description": "bad_request, not_found, conflict, invalid_graph, invalid_decision, unauthorized, forbidden, payload_too_large, no_llm, method_not_allowed, unavailable, disk_full, internal"},
+			"code":    obj{"type": "string", "description": "bad_request, not_found, conflict, invalid_graph, invalid_edit, invalid_decision, unauthorized, forbidden, payload_too_large, no_llm, method_not_allowed, unavailable, disk_full, internal"},
 			"message": str(), "problems": arrayOf(ref("Problem")),
 		})}),
 		"Problem":   problem,
@@ -244,6 +246,55 @@ func schemas() obj {
 			"decision": obj{"type": "string", "description": "approve or reject"}, "note": str(),
 		}),
 		"GraphRequest": object([]string{"graph"}, obj{"graph": ref("GraphInput")}),
+		"YAMLEdit": closed(object([]string{"op"}, obj{
+			"op":         obj{"enum": []string{"set", "unset", "addNode", "deleteNode", "addDependency", "removeDependency", "renameNode"}},
+			"node":       obj{"type": "string", "description": "The node's id; set/unset with \"\" change the top level (name, description, model, ...); addNode: the new id."},
+			"field":      obj{"type": "string", "description": "set/unset: a dotted field path inside the node: prompt, bash, script, command, when, trigger_rule, timeout, model, provider, retry.max_attempts, retry.delay_ms, loop.until, approval.message, approval.on_reject.prompt, ..."},
+			"value":      obj{"description": "set: the new JSON value (null removes the field); addNode: the body of the kind (a string for command, prompt, bash, script and cancel, an object for loop and approval; default a placeholder)."},
+			"kind":       obj{"enum": []string{"command", "prompt", "bash", "script", "loop", "approval", "cancel"}, "description": "addNode: the kind."},
+			"dependsOn":  arrayOf(str()),
+			"dependency": obj{"type": "string", "description": "addDependency/removeDependency: the id of the node `node` waits for (an edge dependency -> node)."},
+			"newId":      obj{"type": "string", "description": "renameNode: the new id (depends_on entries follow; $id.output references in texts do not)."},
+		}), "One change of a YAML workflow file, applied in place: only the changed lines of the file change (comments, order, quoting and blank lines stay)."),
+		"YAMLSave": closed(object([]string{"baseHash"}, obj{
+			"source":   obj{"type": "string", "description": "The whole new text, saved as given."},
+			"edits":    arrayOf(ref("YAMLEdit")),
+			"baseHash": obj{"type": "string", "description": "sourceHash of the text the editor started from; another hash gets 409."},
+		}), "PUT /api/workflows/{id} for a YAML workflow: source or edits (not both)."),
+		"WorkflowSave": obj{"description": "A drawn workflow's next version (WorkflowWrite) or, for a YAML workflow (id yaml.*), YAMLSave.",
+			"anyOf": []obj{ref("WorkflowWrite"), ref("YAMLSave")}},
+		"YAMLConflict": object([]string{"error", "disk", "diskHash"}, obj{
+			"error":    object([]string{"code", "message"}, obj{"code": obj{"const": "conflict"}, "message": str()}),
+			"yours":    obj{"type": "string", "description": "Your text: the source sent, or the edits applied to base (when the server still has base)."},
+			"disk":     obj{"type": "string", "description": "The file's text now."},
+			"diskHash": obj{"type": "string", "description": "Its hash: the baseHash of a save that replaces it."},
+			"base":     obj{"type": "string", "description": "The text baseHash names, when the server still has it (it keeps the last 64 texts it served or saved); absent otherwise."},
+		}),
+		"YAMLCreate": closed(object([]string{"path", "source"}, obj{
+			"path":   obj{"type": "string", "description": "Slash-separated path inside the workflows folder ending in .yaml or .yml, e.g. \"my-flow.yaml\" or \"team/flow.yml\" (missing folders are made; hidden parts, .. and symlinked folders are refused)."},
+			"source": str(),
+		})),
+		"YAMLValidate": closed(object([]string{"source"}, obj{
+			"source": str(), "path": obj{"type": "string", "description": "Names the file in messages (default workflow.yaml)."},
+		})),
+		"YAMLValidateResult": object([]string{"valid", "problems", "graph"}, obj{
+			"valid": obj{"type": "boolean"},
+			"problems": arrayOf(obj{"allOf": []obj{ref("Problem")}, "properties": obj{
+				"column": obj{"type": "integer", "description": "1-based column of the line's first non-blank character."}}}),
+			"graph": ref("Graph"),
+		}),
+		"YAMLConversion": object([]string{"source", "path", "unconverted", "problems"}, obj{
+			"source": obj{"type": "string", "description": "The YAML text (nothing is written; save it with POST /api/workflows/yaml)."},
+			"path":   obj{"type": "string", "description": "A suggested file name."},
+			"unconverted": arrayOf(object([]string{"node", "reason"}, obj{
+				"node": obj{"type": "string", "description": "The drawn node's id (\"\" for the whole workflow)."}, "reason": str(),
+			})),
+			"problems": arrayOf(ref("Problem")),
+		}),
+		"YAMLPositions": object([]string{"positions"}, obj{
+			"positions": obj{"type": "object", "description": "Node id -> canvas position.",
+				"additionalProperties": object([]string{"x", "y"}, obj{"x": obj{"type": "number"}, "y": obj{"type": "number"}})},
+		}),
 		"ValidateResult": object([]string{"valid", "problems"}, obj{
 			"valid": obj{"type": "boolean"}, "problems": arrayOf(ref("Problem")),
 		}),
@@ -331,11 +382,31 @@ func paths() obj {
 			"parameters": []obj{workflowIDParamDoc},
 			"get": operation{"getWorkflow", "A workflow with its current graph. Workflows of the YAML folder (ids \"yaml.<escaped path>\") come with their source, a read-only graph projection and their problems.", nil, nil,
 				withErrors(obj{"200": resp("Workflow", ref("Workflow"))}, "400", "404")}.build(),
-			"put": operation{"updateWorkflow", "Save the next version. Carries the version edited; a stale version gets 409. YAML workflows are read-only (400).", nil,
-				body(ref("WorkflowWrite")),
-				withErrors(obj{"200": resp("Saved", ref("SavedWorkflow"))}, "400", "404", "409", "413", "503")}.build(),
+			"put": operation{"updateWorkflow", "Save the next version. Carries the version edited; a stale version gets 409. A YAML workflow (id yaml.*) takes YAMLSave instead: the whole text (saved as given) or structured edits (applied in place, a one-field change is a one-line diff), with baseHash; the file is written atomically and the answer is the workflow as GET gives it (new sourceHash, problems, graph). A file changed on disk since baseHash gets 409 YAMLConflict; an edit that cannot be applied 400 invalid_edit (naming the edit, node, field and line); serve --read-only-workflows 403.", nil,
+				body(ref("WorkflowSave")),
+				withErrors(obj{"200": resp("Saved: SavedWorkflow, or Workflow for a YAML file", obj{"anyOf": []obj{ref("SavedWorkflow"), ref("Workflow")}}),
+					"409": resp("Stale version; for a YAML file YAMLConflict", obj{"anyOf": []obj{ref("Error"), ref("YAMLConflict")}})}, "400", "404", "413", "503")}.build(),
 			"delete": operation{"deleteWorkflow", "Delete a workflow and its versions (its runs are kept). YAML workflows are read-only (400).", nil, nil,
 				withErrors(obj{"204": obj{"description": "Deleted"}}, "400", "404")}.build(),
+		},
+		"/api/workflows/yaml": obj{"post": operation{"createYAMLWorkflow", "Create a YAML workflow file in the workflows folder (written atomically; it may have problems, which are returned). 409 if the file exists, 400 for a path outside the folder, hidden or not .yaml/.yml, 403 under serve --read-only-workflows, 404 without a folder.", nil,
+			body(ref("YAMLCreate")),
+			withErrors(obj{"201": resp("Created", ref("Workflow"))}, "400", "404", "409", "413")}.build()},
+		"/api/yaml/validate": obj{"post": operation{"validateYAML", "Problems of YAML workflow text as switchyard validate reports them (same codes), with line and column, and its canvas projection: for live diagnostics while typing.", nil,
+			body(ref("YAMLValidate")),
+			withErrors(obj{"200": resp("Result", ref("YAMLValidateResult"))}, "400", "413")}.build()},
+		"/api/workflows/{id}/yaml": obj{
+			"parameters": []obj{workflowIDParamDoc},
+			"post": operation{"convertToYAML", "A drawn workflow as YAML text: agent -> prompt, approval -> approval, if -> when: conditions on its branches, start -> the run's input; what cannot be converted is listed in unconverted. Writes nothing.", nil, nil,
+				withErrors(obj{"200": resp("Conversion", ref("YAMLConversion"))}, "400", "404")}.build(),
+		},
+		"/api/workflows/{id}/positions": obj{
+			"parameters": []obj{workflowIDParamDoc},
+			"get": operation{"getYAMLPositions", "Where the canvas shows a YAML workflow's nodes (kept by the server outside the file).", nil, nil,
+				withErrors(obj{"200": resp("Positions", ref("YAMLPositions"))}, "400", "404")}.build(),
+			"put": operation{"putYAMLPositions", "Replace a YAML workflow's node positions (an empty object forgets them). 403 under serve --read-only-workflows.", nil,
+				body(ref("YAMLPositions")),
+				withErrors(obj{"200": resp("Positions", ref("YAMLPositions"))}, "400", "404", "413")}.build(),
 		},
 		"/api/workflows/{id}/versions": obj{
 			"parameters": []obj{workflowIDParamDoc},

@@ -84,6 +84,12 @@ type Config struct {
 	Workflows WorkflowSource
 	// WorkflowsDir is the YAML workflow folder (informational).
 	WorkflowsDir string
+	// ReadOnlyWorkflows refuses (403) every change of the YAML folder's
+	// files through the API (serve --read-only-workflows).
+	ReadOnlyWorkflows bool
+	// YAMLPositionsFile keeps where the canvas shows the nodes of YAML
+	// workflows (outside the user's folder); "" keeps them in memory.
+	YAMLPositionsFile string
 	// Models the editor offers (default DefaultModels).
 	Models []string
 	// WSBuffer bounds, in bytes, the events queued for one websocket client
@@ -309,12 +315,13 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/api/workflows", s.listWorkflows)
 	e.POST("/api/workflows", s.createWorkflow)
 	e.GET("/api/workflows/:id", s.getWorkflow)
-	e.PUT("/api/workflows/:id", s.updateWorkflow)
+	e.PUT("/api/workflows/:id", s.putWorkflow)
 	e.DELETE("/api/workflows/:id", s.deleteWorkflow)
 	e.GET("/api/workflows/:id/versions", s.listVersions)
 	e.GET("/api/workflows/:id/versions/:version", s.getVersion)
 	e.POST("/api/validate", s.validate)
 	e.POST("/api/normalize", s.normalize)
+	s.registerYAMLEditRoutes(e)
 
 	e.GET("/api/runs", s.listRuns)
 	e.POST("/api/runs", s.createRun)

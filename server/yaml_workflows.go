@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/yamldir"
@@ -22,7 +23,16 @@ type YAMLOptions = yamldir.Options
 
 // YAMLWorkflows is the WorkflowSource of a folder of YAML workflows (see
 // package yamldir): read-only workflows listed beside drawn ones.
-type YAMLWorkflows struct{ f *yamldir.Folder }
+type YAMLWorkflows struct {
+	f *yamldir.Folder
+	// editable says whether the server saves the files (PUT, POST
+	// /api/workflows/yaml); set when the server's routes are built.
+	editable atomic.Bool
+	// served are the texts given out by GET and saves, for 409 answers.
+	served servedTexts
+	// positions keeps where the canvas shows each file's nodes.
+	positions *yamlPositions
+}
 
 // NewYAMLWorkflows serves the YAML workflows of dir. A folder that does
 // not exist (yet) lists nothing; a path that is not a folder is an error.
@@ -31,7 +41,7 @@ func NewYAMLWorkflows(dir string, o YAMLOptions) (*YAMLWorkflows, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &YAMLWorkflows{f: f}, nil
+	return &YAMLWorkflows{f: f, positions: newYAMLPositions("")}, nil
 }
 
 // YAMLWorkflowID is the id of the workflow file at rel (see
@@ -69,6 +79,8 @@ func (y *YAMLWorkflows) GetWorkflow(ctx context.Context, id string) (*Workflow, 
 		return nil, err
 	}
 	out := yamlWorkflow(*w)
+	out.SourceHash = y.served.put([]byte(w.Source))
+	out.Editable = y.editable.Load()
 	return &out, nil
 }
 

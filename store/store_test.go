@@ -164,7 +164,7 @@ func TestMigrateEmptyDatabase(t *testing.T) {
 	if got, want := schemaVersion(t, s.rdb), SchemaVersion(); got != want || want < 1 {
 		t.Fatalf("schema version %d, want %d (>= 1)", got, want)
 	}
-	want := []string{"goose_db_version", "node_states", "revoked_sessions", "run_definitions", "run_events", "runs", "workflow_versions", "workflows"}
+	want := []string{"goose_db_version", "node_states", "revoked_sessions", "run_definitions", "run_events", "runs", "workflow_versions", "workflows", "yaml_positions"}
 	if got := tableNames(t, s.rdb); !slices.Equal(got, want) {
 		t.Fatalf("tables %v, want %v", got, want)
 	}

@@ -36,6 +36,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	passEnv := fs.String("pass-env", os.Getenv(engine.PassEnvVar), "comma-separated environment variables bash and script nodes may see beyond the allowlist (default $"+engine.PassEnvVar+")")
 	noRecover := fs.Bool("no-recover", false, "leave runs a dead process was driving interrupted instead of continuing them")
 	workflows := fs.String("workflows", filepath.Join(".switchyard", "workflows"), "folder of YAML workflows listed beside drawn ones")
+	readOnlyWorkflows := fs.Bool("read-only-workflows", false, "refuse every change of the --workflows files through the API and the UI (403)")
 	readTimeout := fs.Duration("read-timeout", server.DefaultBodyTimeout, "how long a client may take to send a request's headers and body")
 	writeTimeout := fs.Duration("write-timeout", server.DefaultWriteTimeout, "how long a client may take to read an ordinary answer (not streams)")
 	maxBody := fs.String("max-body", "10MiB", "largest request body (bytes, or with KiB/MiB/GiB)")
@@ -49,7 +50,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	notifyURL := fs.String("notify-url", os.Getenv("SWITCHYARD_NOTIFY_URL"), "POST a JSON notice (Slack-compatible text field) here whenever a node waits for approval (default $SWITCHYARD_NOTIFY_URL)")
 	publicURL := fs.String("public-url", os.Getenv("SWITCHYARD_PUBLIC_URL"), "the address people open the UI at, for links in notices (default $SWITCHYARD_PUBLIC_URL or the listen address)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: switchyard serve [--addr 127.0.0.1:8080] [--data DIR] [--token-file F] [--no-recover] [--workflows DIR] [--pass-env NAMES]")
+		fmt.Fprintln(stderr, "usage: switchyard serve [--addr 127.0.0.1:8080] [--data DIR] [--token-file F] [--no-recover] [--workflows DIR] [--read-only-workflows] [--pass-env NAMES]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -129,7 +130,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		notifier = n
 	}
 	if err := serve(ctx, serveOptions{notifier: notifier, addr: *addr, data: *data, token: *token, recover: !*noRecover,
-		workflows: *workflows, maxBody: limit, maxConns: *maxConns, readTimeout: *readTimeout, writeTimeout: *writeTimeout, grace: *grace, announce: announce,
+		workflows: *workflows, readOnlyWorkflows: *readOnlyWorkflows, maxBody: limit, maxConns: *maxConns, readTimeout: *readTimeout, writeTimeout: *writeTimeout, grace: *grace, announce: announce,
 		maxParallel: *maxParallel, maxLLM: *maxLLM, ready: readyLine(stderr, *logFormat, announce, *publicURL)}, logger); err != nil {
 		logger.Error("serve", "err", err)
 		fmt.Fprintln(stderr, "switchyard serve:", err)
@@ -172,6 +173,7 @@ func startCPUProfile(path string) (stop func(), err error) {
 type serveOptions struct {
 	addr, data, token, workflows string
 	recover                      bool
+	readOnlyWorkflows            bool
 	maxBody                      int64
 	maxConns                     int
 	readTimeout, writeTimeout    time.Duration
@@ -259,6 +261,7 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 	srv, err := server.New(server.Config{
 		Engine: e, Store: st, UI: ui, Addr: o.addr, Token: o.token, MaxBody: o.maxBody, MaxConns: o.maxConns, BodyTimeout: o.readTimeout, WriteTimeout: o.writeTimeout, Logger: logger,
 		Metrics: metrics, Workflows: src, WorkflowsDir: o.workflows,
+		ReadOnlyWorkflows: o.readOnlyWorkflows, YAMLPositionsFile: filepath.Join(filepath.Dir(dbPath(o.data)), "yaml-positions.json"),
 	})
 	if err != nil {
 		return err

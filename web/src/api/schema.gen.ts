@@ -403,6 +403,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workflows/yaml": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Create a YAML workflow file in the workflows folder (written atomically; it may have problems, which are returned). 409 if the file exists, 400 for a path outside the folder, hidden or not .yaml/.yml, 403 under serve --read-only-workflows, 404 without a folder. */
+        post: operations["createYAMLWorkflow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workflows/{id}": {
         parameters: {
             query?: never;
@@ -415,11 +432,32 @@ export interface paths {
         };
         /** A workflow with its current graph. Workflows of the YAML folder (ids "yaml.<escaped path>") come with their source, a read-only graph projection and their problems. */
         get: operations["getWorkflow"];
-        /** Save the next version. Carries the version edited; a stale version gets 409. YAML workflows are read-only (400). */
+        /** Save the next version. Carries the version edited; a stale version gets 409. A YAML workflow (id yaml.*) takes YAMLSave instead: the whole text (saved as given) or structured edits (applied in place, a one-field change is a one-line diff), with baseHash; the file is written atomically and the answer is the workflow as GET gives it (new sourceHash, problems, graph). A file changed on disk since baseHash gets 409 YAMLConflict; an edit that cannot be applied 400 invalid_edit (naming the edit, node, field and line); serve --read-only-workflows 403. */
         put: operations["updateWorkflow"];
         post?: never;
         /** Delete a workflow and its versions (its runs are kept). YAML workflows are read-only (400). */
         delete: operations["deleteWorkflow"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/{id}/positions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workflow id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** Where the canvas shows a YAML workflow's nodes (kept by the server outside the file). */
+        get: operations["getYAMLPositions"];
+        /** Replace a YAML workflow's node positions (an empty object forgets them). 403 under serve --read-only-workflows. */
+        put: operations["putYAMLPositions"];
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -467,6 +505,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workflows/{id}/yaml": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workflow id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A drawn workflow as YAML text: agent -> prompt, approval -> approval, if -> when: conditions on its branches, start -> the run's input; what cannot be converted is listed in unconverted. Writes nothing. */
+        post: operations["convertToYAML"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/ws": {
         parameters: {
             query?: never;
@@ -478,6 +536,23 @@ export interface paths {
         get: operations["statusWS"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/yaml/validate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Problems of YAML workflow text as switchyard validate reports them (same codes), with line and column, and its canvas projection: for live diagnostics while typing. */
+        post: operations["validateYAML"];
         delete?: never;
         options?: never;
         head?: never;
@@ -645,7 +720,7 @@ export interface components {
         };
         Error: {
             error: {
-                /** @description bad_request, not_found, conflict, invalid_graph, invalid_decision, unauthorized, forbidden, payload_too_large, no_llm, method_not_allowed, unavailable, disk_full, internal */
+                /** @description bad_request, not_found, conflict, invalid_graph, invalid_edit, invalid_decision, unauthorized, forbidden, payload_too_large, no_llm, method_not_allowed, unavailable, disk_full, internal */
                 code: string;
                 message: string;
                 problems?: components["schemas"]["Problem"][];
@@ -781,6 +856,8 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
             description: string;
+            /** @description YAML workflows (GET, saves): the server saves this file (PUT with source or edits); absent under serve --read-only-workflows. */
+            editable?: boolean;
             graph?: components["schemas"]["Graph"];
             id: string;
             /** @enum {unknown} */
@@ -793,6 +870,8 @@ export interface components {
             /** @description YAML workflows: why the workflow cannot run here (its errors, a provider that is not configured or not shipped); absent if it can. */
             runBlocker?: string;
             source?: string;
+            /** @description YAML workflows (GET, saves): the hex SHA-256 of source, the baseHash of the next save. */
+            sourceHash?: string;
             /** Format: date-time */
             updatedAt: string;
             version: number;
@@ -826,6 +905,8 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
             description: string;
+            /** @description YAML workflows (GET, saves): the server saves this file (PUT with source or edits); absent under serve --read-only-workflows. */
+            editable?: boolean;
             graph?: components["schemas"]["Graph"];
             id: string;
             /** @enum {unknown} */
@@ -838,10 +919,14 @@ export interface components {
             /** @description YAML workflows: why the workflow cannot run here (its errors, a provider that is not configured or not shipped); absent if it can. */
             runBlocker?: string;
             source?: string;
+            /** @description YAML workflows (GET, saves): the hex SHA-256 of source, the baseHash of the next save. */
+            sourceHash?: string;
             /** Format: date-time */
             updatedAt: string;
             version: number;
         };
+        /** @description A drawn workflow's next version (WorkflowWrite) or, for a YAML workflow (id yaml.*), YAMLSave. */
+        WorkflowSave: components["schemas"]["WorkflowWrite"] | components["schemas"]["YAMLSave"];
         WorkflowVersion: {
             /** Format: date-time */
             createdAt: string;
@@ -861,6 +946,89 @@ export interface components {
             name?: string;
             /** @description PUT: the version you edited (required). */
             version?: number;
+        };
+        YAMLConflict: {
+            /** @description The text baseHash names, when the server still has it (it keeps the last 64 texts it served or saved); absent otherwise. */
+            base?: string;
+            /** @description The file's text now. */
+            disk: string;
+            /** @description Its hash: the baseHash of a save that replaces it. */
+            diskHash: string;
+            error: {
+                /** @constant */
+                code: "conflict";
+                message: string;
+            };
+            /** @description Your text: the source sent, or the edits applied to base (when the server still has base). */
+            yours?: string;
+        };
+        YAMLConversion: {
+            /** @description A suggested file name. */
+            path: string;
+            problems: components["schemas"]["Problem"][];
+            /** @description The YAML text (nothing is written; save it with POST /api/workflows/yaml). */
+            source: string;
+            unconverted: {
+                /** @description The drawn node's id ("" for the whole workflow). */
+                node: string;
+                reason: string;
+            }[];
+        };
+        YAMLCreate: {
+            /** @description Slash-separated path inside the workflows folder ending in .yaml or .yml, e.g. "my-flow.yaml" or "team/flow.yml" (missing folders are made; hidden parts, .. and symlinked folders are refused). */
+            path: string;
+            source: string;
+        };
+        /** @description One change of a YAML workflow file, applied in place: only the changed lines of the file change (comments, order, quoting and blank lines stay). */
+        YAMLEdit: {
+            /** @description addDependency/removeDependency: the id of the node `node` waits for (an edge dependency -> node). */
+            dependency?: string;
+            dependsOn?: string[];
+            /** @description set/unset: a dotted field path inside the node: prompt, bash, script, command, when, trigger_rule, timeout, model, provider, retry.max_attempts, retry.delay_ms, loop.until, approval.message, approval.on_reject.prompt, ... */
+            field?: string;
+            /**
+             * @description addNode: the kind.
+             * @enum {unknown}
+             */
+            kind?: "command" | "prompt" | "bash" | "script" | "loop" | "approval" | "cancel";
+            /** @description renameNode: the new id (depends_on entries follow; $id.output references in texts do not). */
+            newId?: string;
+            /** @description The node's id; set/unset with "" change the top level (name, description, model, ...); addNode: the new id. */
+            node?: string;
+            /** @enum {unknown} */
+            op: "set" | "unset" | "addNode" | "deleteNode" | "addDependency" | "removeDependency" | "renameNode";
+            /** @description set: the new JSON value (null removes the field); addNode: the body of the kind (a string for command, prompt, bash, script and cancel, an object for loop and approval; default a placeholder). */
+            value?: unknown;
+        };
+        YAMLPositions: {
+            /** @description Node id -> canvas position. */
+            positions: {
+                [key: string]: {
+                    x: number;
+                    y: number;
+                };
+            };
+        };
+        /** @description PUT /api/workflows/{id} for a YAML workflow: source or edits (not both). */
+        YAMLSave: {
+            /** @description sourceHash of the text the editor started from; another hash gets 409. */
+            baseHash: string;
+            edits?: components["schemas"]["YAMLEdit"][];
+            /** @description The whole new text, saved as given. */
+            source?: string;
+        };
+        YAMLValidate: {
+            /** @description Names the file in messages (default workflow.yaml). */
+            path?: string;
+            source: string;
+        };
+        YAMLValidateResult: {
+            graph: components["schemas"]["Graph"];
+            problems: ({
+                /** @description 1-based column of the line's first non-blank character. */
+                column?: number;
+            } & components["schemas"]["Problem"])[];
+            valid: boolean;
         };
     };
     responses: never;
@@ -2341,6 +2509,93 @@ export interface operations {
             };
         };
     };
+    createYAMLWorkflow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["YAMLCreate"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workflow"];
+                };
+            };
+            /** @description Bad request: malformed JSON (with line and column), invalid ids or parameters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authentication required (a token is configured). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Cross-origin request or foreign Host header. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body did not arrive within the read timeout (serve --read-timeout). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getWorkflow: {
         parameters: {
             query?: never;
@@ -2412,17 +2667,17 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["WorkflowWrite"];
+                "application/json": components["schemas"]["WorkflowSave"];
             };
         };
         responses: {
-            /** @description Saved */
+            /** @description Saved: SavedWorkflow, or Workflow for a YAML file */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SavedWorkflow"];
+                    "application/json": components["schemas"]["SavedWorkflow"] | components["schemas"]["Workflow"];
                 };
             };
             /** @description Bad request: malformed JSON (with line and column), invalid ids or parameters. */
@@ -2470,13 +2725,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict. */
+            /** @description Stale version; for a YAML file YAMLConflict */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["Error"] | components["schemas"]["YAMLConflict"];
                 };
             };
             /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
@@ -2547,6 +2802,146 @@ export interface operations {
             };
             /** @description Not found. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getYAMLPositions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workflow id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Positions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["YAMLPositions"];
+                };
+            };
+            /** @description Bad request: malformed JSON (with line and column), invalid ids or parameters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authentication required (a token is configured). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Cross-origin request or foreign Host header. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putYAMLPositions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workflow id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["YAMLPositions"];
+            };
+        };
+        responses: {
+            /** @description Positions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["YAMLPositions"];
+                };
+            };
+            /** @description Bad request: malformed JSON (with line and column), invalid ids or parameters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authentication required (a token is configured). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Cross-origin request or foreign Host header. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body did not arrive within the read timeout (serve --read-timeout). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2676,6 +3071,65 @@ export interface operations {
             };
         };
     };
+    convertToYAML: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workflow id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Conversion */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["YAMLConversion"];
+                };
+            };
+            /** @description Bad request: malformed JSON (with line and column), invalid ids or parameters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authentication required (a token is configured). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Cross-origin request or foreign Host header. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     statusWS: {
         parameters: {
             query?: never;
@@ -2721,6 +3175,75 @@ export interface operations {
             };
             /** @description Unavailable (no LLM configured, shutting down, or too many graphs being decoded at once: try again). */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    validateYAML: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["YAMLValidate"];
+            };
+        };
+        responses: {
+            /** @description Result */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["YAMLValidateResult"];
+                };
+            };
+            /** @description Bad request: malformed JSON (with line and column), invalid ids or parameters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authentication required (a token is configured). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Cross-origin request or foreign Host header. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body did not arrive within the read timeout (serve --read-timeout). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,0 +1,371 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/graph"
+	"github.com/switchyard/switchyard/yamldir"
+	"github.com/switchyard/switchyard/yamledit"
+	"github.com/switchyard/switchyard/yamlflow"
+)
+
+// Editing YAML workflow files (issue #17): PUT /api/workflows/{id} for a
+// yaml.* id saves the file's new text or applies structured edits to it,
+// POST /api/workflows/yaml creates a file, POST /api/yaml/validate checks
+// text as it is typed, POST /api/workflows/{id}/yaml converts a drawn
+// workflow to YAML text, and /api/workflows/{id}/positions keeps where
+// the canvas shows a file's nodes (outside the file). Writes follow the
+// auth middleware like every route (a token off loopback) and are refused
+// with 403 under serve --read-only-workflows.
+
+// CodeInvalidEdit is a structured edit that cannot be applied.
+const CodeInvalidEdit = "invalid_edit"
+
+// registerYAMLEditRoutes adds the routes of YAML editing.
+func (s *Server) registerYAMLEditRoutes(e *echo.Echo) {
+	if y, ok := s.cfg.Workflows.(*YAMLWorkflows); ok {
+		y.editable.Store(!s.cfg.ReadOnlyWorkflows)
+		switch db, ok := any(s.cfg.Store).(positionDB); {
+		case ok && db != nil:
+			y.positions = &yamlPositions{db: db}
+		case s.cfg.YAMLPositionsFile != "":
+			y.positions = newYAMLPositions(s.cfg.YAMLPositionsFile)
+		}
+	}
+	e.POST("/api/workflows/yaml", s.createYAML)
+	e.POST("/api/yaml/validate", s.validateYAML)
+	e.POST("/api/workflows/:id/yaml", s.convertToYAML)
+	e.GET("/api/workflows/:id/positions", s.getYAMLPositions)
+	e.PUT("/api/workflows/:id/positions", s.putYAMLPositions)
+}
+
+// putWorkflow is PUT /api/workflows/{id}: YAML files are saved here,
+// drawn workflows by updateWorkflow.
+func (s *Server) putWorkflow(c echo.Context) error {
+	if y, ok := s.cfg.Workflows.(*YAMLWorkflows); ok && y.OwnsWorkflowID(c.Param("id")) {
+		return s.saveYAML(c)
+	}
+	return s.updateWorkflow(c)
+}
+
+// yamlEditor is the folder edits go to, or the error saying why there is
+// none (403 read-only, 404 no folder).
+func (s *Server) yamlEditor() (*YAMLWorkflows, error) {
+	y, ok := s.cfg.Workflows.(*YAMLWorkflows)
+	if !ok {
+		return nil, newErr(http.StatusNotFound, CodeNotFound, "this server has no YAML workflow folder (serve --workflows DIR)")
+	}
+	if s.cfg.ReadOnlyWorkflows {
+		return nil, newErr(http.StatusForbidden, CodeForbidden,
+			"YAML workflows are read-only on this server (serve --read-only-workflows): edit the files instead")
+	}
+	return y, nil
+}
+
+// yamlSaveRequest is the body of PUT /api/workflows/{id} for a YAML file:
+// the whole new text (source) or edits, and the hash of the text the
+// editor started from.
+type yamlSaveRequest struct {
+	Source   *string         `json:"source"`
+	Edits    []yamledit.Edit `json:"edits"`
+	BaseHash string          `json:"baseHash"`
+	// A drawn workflow's save (WorkflowWrite), refused with a hint.
+	Version int             `json:"version"`
+	Graph   json.RawMessage `json:"graph"`
+}
+
+// yamlConflictBody is the 409 of a save whose base is not the file's
+// text: the text sent (yours: the source, or the edits applied to the
+// base when the server still has it), the file's text now (disk) and, when
+// known, the text the editor started from (base).
+type yamlConflictBody struct {
+	Error    errorDetail `json:"error"`
+	Yours    string      `json:"yours,omitempty"`
+	Disk     string      `json:"disk"`
+	DiskHash string      `json:"diskHash"`
+	Base     *string     `json:"base,omitempty"`
+}
+
+func (s *Server) saveYAML(c echo.Context) error {
+	id, err := workflowIDParam(c)
+	if err != nil {
+		return err
+	}
+	y, err := s.yamlEditor()
+	if err != nil {
+		return err
+	}
+	var req yamlSaveRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	switch {
+	case req.Source == nil && req.Edits == nil && (req.Version != 0 || req.Graph != nil):
+		return badRequest("workflow %s is a YAML file: saving a version and graph is read-only for it; send {source or edits, baseHash}", id)
+	case req.BaseHash == "":
+		return badRequest("baseHash is required: the hex SHA-256 of the text you started from (sourceHash of GET /api/workflows/%s)", id)
+	case req.Source == nil && req.Edits == nil:
+		return badRequest("send source (the whole new text) or edits")
+	case req.Source != nil && req.Edits != nil:
+		return badRequest("send source or edits, not both")
+	}
+	ctx := c.Request().Context()
+	var editFn func([]byte) ([]byte, error)
+	var src []byte
+	if req.Source != nil {
+		src = []byte(*req.Source)
+	} else {
+		editFn = func(cur []byte) ([]byte, error) { return yamledit.Apply(cur, req.Edits) }
+	}
+	old, saved, err := y.f.Save(ctx, id, req.BaseHash, src, editFn)
+	var conflict *yamldir.ConflictError
+	var ee *yamledit.Error
+	switch {
+	case errors.As(err, &conflict):
+		body := yamlConflictBody{Error: errorDetail{Code: CodeConflict, Message: conflict.Error() +
+			": merge your change into the file's text (disk) and save again with baseHash " + yamldir.Hash(conflict.Disk)},
+			Disk: string(conflict.Disk), DiskHash: yamldir.Hash(conflict.Disk)}
+		if base, ok := y.served.get(req.BaseHash); ok {
+			b := string(base)
+			body.Base = &b
+			if req.Source == nil {
+				if mine, err := yamledit.Apply(base, req.Edits); err == nil {
+					body.Yours = string(mine)
+				}
+			}
+		}
+		if req.Source != nil {
+			body.Yours = *req.Source
+		}
+		return c.JSON(http.StatusConflict, body)
+	case errors.As(err, &ee):
+		return newErr(http.StatusBadRequest, CodeInvalidEdit, "%s", ee.Error())
+	case errors.Is(err, yamledit.ErrParse):
+		return newErr(http.StatusBadRequest, CodeInvalidEdit, "structured edits need a file that parses: %v; save the text instead", err)
+	case err != nil:
+		return err
+	}
+	added, removed := lineChanges(string(old), string(saved))
+	if string(old) != string(saved) {
+		s.log.Info("yaml workflow saved", "route", "PUT /api/workflows/:id", "id", id, "file", y.pathOf(ctx, id),
+			"mode", map[bool]string{true: "source", false: "edits"}[req.Source != nil], "diff", fmt.Sprintf("+%d -%d lines", added, removed))
+	}
+	return s.answerYAML(c, y, id, http.StatusOK)
+}
+
+// answerYAML answers with the workflow as GET /api/workflows/{id} shows it.
+func (s *Server) answerYAML(c echo.Context, y *YAMLWorkflows, id string, status int) error {
+	w, err := y.GetWorkflow(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(status, w)
+}
+
+type yamlCreateRequest struct {
+	Path   string `json:"path"`
+	Source string `json:"source"`
+}
+
+func (s *Server) createYAML(c echo.Context) error {
+	y, err := s.yamlEditor()
+	if err != nil {
+		return err
+	}
+	var req yamlCreateRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	id, err := y.f.Create(ctx, req.Path, []byte(req.Source))
+	var pe *yamldir.PathError
+	switch {
+	case errors.As(err, &pe):
+		return badRequest("%s", pe.Error())
+	case errors.Is(err, yamldir.ErrExists):
+		return newErr(http.StatusConflict, CodeConflict, "%v: choose another name, or open it and save with PUT /api/workflows/{id}", err)
+	case err != nil:
+		return err
+	}
+	s.log.Info("yaml workflow created", "route", "POST /api/workflows/yaml", "id", id, "file", req.Path,
+		"diff", fmt.Sprintf("+%d -0 lines", strings.Count(req.Source, "\n")+boolInt(req.Source != "" && !strings.HasSuffix(req.Source, "\n"))))
+	return s.answerYAML(c, y, id, http.StatusCreated)
+}
+
+// yamlProblem is a problem of YAML text with its column (the first
+// non-blank character of its line) for editors.
+type yamlProblem struct {
+	graph.Problem
+	Column int `json:"column,omitempty"`
+}
+
+type yamlValidateRequest struct {
+	Source string `json:"source"`
+	// Path names the file in messages (default "workflow.yaml").
+	Path string `json:"path"`
+}
+
+type yamlValidateResponse struct {
+	Valid    bool          `json:"valid"`
+	Problems []yamlProblem `json:"problems"`
+	// Graph is the canvas projection of the text (as GET gives it).
+	Graph json.RawMessage `json:"graph"`
+}
+
+// validateYAML is POST /api/yaml/validate: the problems `switchyard
+// validate` reports for the text, with lines and columns.
+func (s *Server) validateYAML(c echo.Context) error {
+	var req yamlValidateRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	name := req.Path
+	if name == "" {
+		name = "workflow.yaml"
+	}
+	wf, diags, _ := yamlflow.Parse(name, []byte(req.Source))
+	lines := strings.Split(req.Source, "\n")
+	out := yamlValidateResponse{Problems: []yamlProblem{}, Graph: yamlflow.CanvasJSON(wf)}
+	for _, p := range yamlflow.Problems(diags) {
+		yp := yamlProblem{Problem: p}
+		if p.Line > 0 && p.Line <= len(lines) {
+			l := lines[p.Line-1]
+			yp.Column = len([]rune(l)) - len([]rune(strings.TrimLeft(l, " \t"))) + 1
+		}
+		out.Problems = append(out.Problems, yp)
+	}
+	out.Valid = !graph.HasErrors(yamlflow.Problems(diags))
+	return c.JSON(http.StatusOK, out)
+}
+
+type yamlConvertResponse struct {
+	Source      string                 `json:"source"`
+	Path        string                 `json:"path"`
+	Unconverted []yamledit.Unconverted `json:"unconverted"`
+	Problems    []graph.Problem        `json:"problems"`
+}
+
+// convertToYAML is POST /api/workflows/{id}/yaml: a drawn workflow as
+// YAML text, with what could not be converted. It writes nothing.
+func (s *Server) convertToYAML(c echo.Context) error {
+	id, err := workflowIDParam(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	w, err := s.st.GetWorkflow(ctx, id)
+	if errors.Is(err, engine.ErrNotFound) {
+		if y, ok := s.cfg.Workflows.(*YAMLWorkflows); ok && y.OwnsWorkflowID(id) {
+			return badRequest("workflow %s is already YAML", id)
+		}
+		return newErr(http.StatusNotFound, CodeNotFound, "workflow %s not found", id)
+	}
+	if err != nil {
+		return engineErr(err)
+	}
+	if w.Kind != engine.KindGraph {
+		return badRequest("workflow %s is %q, not a drawn graph", id, w.Kind)
+	}
+	g, _, err := decodeGraph(w.Definition)
+	if err != nil {
+		return err
+	}
+	src, unconv := yamledit.FromGraph(w.Name, w.Description, g)
+	_, diags, _ := yamlflow.Parse(yamledit.FileName(w.Name), src)
+	return c.JSON(http.StatusOK, yamlConvertResponse{Source: string(src), Path: yamledit.FileName(w.Name),
+		Unconverted: unconv, Problems: nonNilProblems(yamlflow.Problems(diags))})
+}
+
+// servedTexts remembers the texts the server gave out or saved, by hash,
+// so a 409 can include the base an editor started from. Bounded by count
+// and bytes; the oldest go first.
+type servedTexts struct {
+	mu    sync.Mutex
+	order []string
+	m     map[string][]byte
+	size  int
+}
+
+const (
+	servedMaxTexts = 64
+	servedMaxBytes = 16 << 20
+)
+
+func (t *servedTexts) put(src []byte) string {
+	h := yamldir.Hash(src)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[string][]byte{}
+	}
+	if _, ok := t.m[h]; ok || len(src) > servedMaxBytes {
+		return h
+	}
+	t.m[h] = src
+	t.order = append(t.order, h)
+	t.size += len(src)
+	for len(t.order) > servedMaxTexts || t.size > servedMaxBytes {
+		old := t.order[0]
+		t.order = t.order[1:]
+		t.size -= len(t.m[old])
+		delete(t.m, old)
+	}
+	return h
+}
+
+func (t *servedTexts) get(h string) ([]byte, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b, ok := t.m[h]
+	return b, ok
+}
+
+// lineChanges counts the lines added and removed between two texts (a
+// line multiset difference: cheap, and exact for the usual edits).
+func lineChanges(a, b string) (added, removed int) {
+	count := map[string]int{}
+	for _, l := range strings.SplitAfter(a, "\n") {
+		if l != "" {
+			count[l]++
+		}
+	}
+	for _, l := range strings.SplitAfter(b, "\n") {
+		if l == "" {
+			continue
+		}
+		if count[l] > 0 {
+			count[l]--
+		} else {
+			added++
+		}
+	}
+	for _, n := range count {
+		removed += n
+	}
+	return added, removed
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// pathOf is the file of id as people see it, for logs.
+func (y *YAMLWorkflows) pathOf(ctx context.Context, id string) string {
+	w, err := y.f.Get(ctx, id)
+	if err != nil {
+		return id
+	}
+	return w.Path
+}
