@@ -25,7 +25,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -34,6 +33,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchyard/switchyard/store"
 )
 
 // Defaults.
@@ -45,8 +46,9 @@ const (
 	clockRefresh = time.Minute
 )
 
-// ErrClosed is returned by operations on a closed Store.
-var ErrClosed = errors.New("store is closed")
+// ErrClosed is returned by operations on a closed Store. It is the SQLite
+// store's error, so callers test for one error whichever store they use.
+var ErrClosed = store.ErrClosed
 
 // Store is the PostgreSQL store. It is safe for concurrent use.
 type Store struct {
@@ -239,22 +241,9 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Stats is a snapshot of the writer's counters.
-type Stats struct {
-	QueueDepth     int    // operations waiting in the queue
-	QueueCapacity  int    // size of the queue
-	Batches        uint64 // transactions committed
-	EventsWritten  uint64 // events committed
-	Ops            uint64 // synchronous operations committed
-	WriteErrors    uint64 // batches that failed to commit
-	Retries        uint64 // batches run again after a deadlock or serialization failure
-	EventsRetried  uint64 // events put back in the queue after a failed batch
-	EventsDropped  uint64 // events given up on
-	QueueFullWaits uint64 // enqueues that found the queue full and had to wait
-	LastBatchSize  int    // operations in the last committed batch
-	LargestBatch   int    // most operations in one committed batch
-	LastWriteError string // text of the last write error, "" if none
-}
+// Stats is a snapshot of the writer's counters: the SQLite store's type,
+// so that the server reads either store's counters alike.
+type Stats = store.Stats
 
 // Stats returns the writer's counters.
 func (s *Store) Stats() Stats { return s.w.stats() }
