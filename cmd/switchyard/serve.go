@@ -19,7 +19,6 @@ import (
 	"github.com/switchyard/switchyard"
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/server"
-	"github.com/switchyard/switchyard/store"
 )
 
 // workflowSourceFor is set by the YAML workflow support: it lists the
@@ -31,6 +30,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address; other than loopback it needs a token")
 	data := dataFlag(fs)
+	db := dbFlag(fs)
 	token := fs.String("token", "", "require this token on API requests; prefer --token-file or $SWITCHYARD_TOKEN (a command-line argument is readable by every local process)")
 	tokenFile := fs.String("token-file", os.Getenv("SWITCHYARD_TOKEN_FILE"), "read the token from this file (default $SWITCHYARD_TOKEN_FILE)")
 	passEnv := fs.String("pass-env", os.Getenv(engine.PassEnvVar), "comma-separated environment variables bash and script nodes may see beyond the allowlist (default $"+engine.PassEnvVar+")")
@@ -49,7 +49,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	notifyURL := fs.String("notify-url", os.Getenv("SWITCHYARD_NOTIFY_URL"), "POST a JSON notice (Slack-compatible text field) here whenever a node waits for approval (default $SWITCHYARD_NOTIFY_URL)")
 	publicURL := fs.String("public-url", os.Getenv("SWITCHYARD_PUBLIC_URL"), "the address people open the UI at, for links in notices (default $SWITCHYARD_PUBLIC_URL or the listen address)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: switchyard serve [--addr 127.0.0.1:8080] [--data DIR] [--token-file F] [--no-recover] [--workflows DIR] [--pass-env NAMES]")
+		fmt.Fprintln(stderr, "usage: switchyard serve [--addr 127.0.0.1:8080] [--data DIR | --db URL] [--token-file F] [--no-recover] [--workflows DIR] [--pass-env NAMES]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -96,6 +96,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			"Set --token or SWITCHYARD_TOKEN, or listen on loopback (--addr 127.0.0.1:8080).\n", *addr)
 		return exitUsage
 	}
+	if *db != "" {
+		if _, err := redactDB(*db); err != nil {
+			fmt.Fprintf(stderr, "switchyard serve: %v\n", err)
+			return exitUsage
+		}
+	}
 	limit, err := parseSize(*maxBody)
 	if err != nil {
 		fmt.Fprintf(stderr, "switchyard serve: --max-body: %v\n", err)
@@ -128,7 +134,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		defer n.Close()
 		notifier = n
 	}
-	if err := serve(ctx, serveOptions{notifier: notifier, addr: *addr, data: *data, token: *token, recover: !*noRecover,
+	if err := serve(ctx, serveOptions{notifier: notifier, addr: *addr, data: *data, db: *db, token: *token, recover: !*noRecover,
 		workflows: *workflows, maxBody: limit, maxConns: *maxConns, readTimeout: *readTimeout, writeTimeout: *writeTimeout, grace: *grace, announce: announce,
 		maxParallel: *maxParallel, maxLLM: *maxLLM, ready: readyLine(stderr, *logFormat, announce, *publicURL)}, logger); err != nil {
 		logger.Error("serve", "err", err)
@@ -170,7 +176,7 @@ func startCPUProfile(path string) (stop func(), err error) {
 }
 
 type serveOptions struct {
-	addr, data, token, workflows string
+	addr, data, db, token, workflows string
 	recover                      bool
 	maxBody                      int64
 	maxConns                     int
@@ -213,15 +219,18 @@ func browserURL(bound, publicURL string) string {
 }
 
 func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
-	st, err := store.Open(ctx, dbPath(o.data), store.WithLogger(logger))
+	// On PostgreSQL, other processes' commits reach the live-event hub:
+	// a websocket here follows a run another process drives.
+	db, err := openStore(ctx, storeOptions{db: o.db, data: o.data, logger: logger, remote: true})
 	if err != nil {
 		return err
 	}
+	st := db.st
 	defer st.Close()
 	metrics := server.NewMetrics()
 	cfg := engine.Config{
 		Store:         st,
-		ArtifactsRoot: filepath.Join(filepath.Dir(st.Path()), "artifacts"),
+		ArtifactsRoot: db.artifacts,
 		Logger:        logger,
 		LeaseTTL:      leaseTTLFromEnv(),
 		Sinks:         []engine.Sink{metrics},
@@ -236,7 +245,7 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 	} else if !ok {
 		logger.Warn("no LLM configured: agent nodes will fail; set OPENAI_API_KEY or OPENAI_BASE_URL")
 	}
-	owners := registerOwner(&cfg, st.Path(), logger)
+	owners := db.registerOwners(&cfg, logger)
 	defer closeOwners(owners) // after the engine's Close (defers run last first)
 	e, err := engine.New(cfg)
 	if err != nil {
@@ -283,7 +292,7 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 	if o.notifier != nil {
 		o.notifier.SetBase("http://" + bound)
 	}
-	o.announce.Info("listening", "addr", bound, "url", "http://"+bound, "auth", o.token != "", "db", st.Path())
+	o.announce.Info("listening", "addr", bound, "url", "http://"+bound, "auth", o.token != "", "db", db.where)
 
 	// Before serving: connections wait in the listen backlog, so no
 	// request record is printed above the address to open.
