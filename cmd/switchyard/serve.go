@@ -176,7 +176,7 @@ func startCPUProfile(path string) (stop func(), err error) {
 }
 
 type serveOptions struct {
-	addr, data, db, token, workflows string
+	addr, data, token, workflows string
 	recover                      bool
 	maxBody                      int64
 	maxConns                     int
@@ -186,6 +186,7 @@ type serveOptions struct {
 	announce                     *slog.Logger // start and stop lines, at any log level
 	notifier                     *server.Notifier
 	ready                        func(bound string) // called once, after the listening line
+	db                           string             // PostgreSQL URL; "" for the SQLite file of data
 }
 
 // readyLine returns what serve calls once it listens: the address to open,
