@@ -158,6 +158,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
+	s.warnDurability(ctx)
 	s.w = newWriter(s, cfg.queueSize, cfg.eventTries, cfg.retryDelay)
 	go s.w.loop()
 	go s.clockLoop()
@@ -167,6 +168,23 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		go s.listen(lctx)
 	}
 	return s, nil
+}
+
+// warnDurability logs a warning when the server acknowledges commits
+// before they are on disk (synchronous_commit = off): a node completion
+// the engine was told is durable could then be lost in a database crash
+// and the node run again. The setting is the DBA's (on, the default, or
+// remote_write / remote_apply with a synchronous standby); the store
+// never changes it.
+func (s *Store) warnDurability(ctx context.Context) {
+	var sc string
+	if err := s.pool.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&sc); err != nil {
+		s.log.Warn("postgres: read synchronous_commit", "err", err)
+		return
+	}
+	if sc == "off" {
+		s.log.Warn("postgres: synchronous_commit is off: commits are acknowledged before they are durable, so a database crash may lose the last completions (and rerun those nodes); set it to on")
+	}
 }
 
 // measureClock sets offset from one round trip: the server's clock is
