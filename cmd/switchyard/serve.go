@@ -19,6 +19,7 @@ import (
 	"github.com/switchyard/switchyard"
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/server"
+	"github.com/switchyard/switchyard/store/postgres"
 )
 
 // workflowSourceFor is set by the YAML workflow support: it lists the
@@ -228,6 +229,9 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 	}
 	st := db.st
 	defer st.Close()
+	if pg, ok := st.(*postgres.Store); ok && pg.SynchronousCommit() == "off" {
+		logger.Warn("postgres: synchronous_commit is off: commits are acknowledged before they are durable, so a database crash may lose the last node completions (and run those nodes again); set it to on")
+	}
 	metrics := server.NewMetrics()
 	cfg := engine.Config{
 		Store:         st,

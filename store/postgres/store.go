@@ -69,6 +69,8 @@ type Store struct {
 	listenDone  chan struct{}
 	listenRetry time.Duration
 
+	syncCommit string // synchronous_commit at Open
+
 	stopClock chan struct{}
 	clockDone chan struct{}
 	closeOnce sync.Once
@@ -158,7 +160,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s.warnDurability(ctx)
+	s.readDurability(ctx)
 	s.w = newWriter(s, cfg.queueSize, cfg.eventTries, cfg.retryDelay)
 	go s.w.loop()
 	go s.clockLoop()
@@ -170,22 +172,20 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// warnDurability logs a warning when the server acknowledges commits
-// before they are on disk (synchronous_commit = off): a node completion
-// the engine was told is durable could then be lost in a database crash
-// and the node run again. The setting is the DBA's (on, the default, or
-// remote_write / remote_apply with a synchronous standby); the store
-// never changes it.
-func (s *Store) warnDurability(ctx context.Context) {
-	var sc string
-	if err := s.pool.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&sc); err != nil {
+// readDurability notes the server's synchronous_commit (see
+// SynchronousCommit); the store never changes it.
+func (s *Store) readDurability(ctx context.Context) {
+	if err := s.pool.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&s.syncCommit); err != nil {
 		s.log.Warn("postgres: read synchronous_commit", "err", err)
-		return
-	}
-	if sc == "off" {
-		s.log.Warn("postgres: synchronous_commit is off: commits are acknowledged before they are durable, so a database crash may lose the last completions (and rerun those nodes); set it to on")
 	}
 }
+
+// SynchronousCommit is the database's synchronous_commit as read at Open
+// ("" if it could not be read). With "off" the server acknowledges commits
+// before they are durable: a node completion the engine was told is
+// durable could be lost in a database crash and the node run again. "on"
+// (the default), "remote_write" and "remote_apply" keep them.
+func (s *Store) SynchronousCommit() string { return s.syncCommit }
 
 // measureClock sets offset from one round trip: the server's clock is
 // taken to be read halfway through it.
