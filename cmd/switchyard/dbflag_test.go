@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -16,7 +18,9 @@ import (
 // database file, no owner locks). A --db that is not a PostgreSQL URL is
 // refused. Not parallel: it sets $SWITCHYARD_DB.
 func TestDBFlag(t *testing.T) {
-	dsn := pgtest.StartT(t).NewDatabase(t)
+	pg := pgtest.StartT(t)
+	dsn := pg.NewDatabase(t)
+	t.Run("load with two servers", func(t *testing.T) { loadTwoServers(t, pg.NewDatabase(t)) })
 	file := writeYAML(t, `
   - id: prep
     bash: echo prepared
@@ -73,5 +77,33 @@ func TestDBFlag(t *testing.T) {
 		if code != exitUsage || !strings.Contains(stderr, "PostgreSQL URL") {
 			t.Errorf("serve --db %s: exit %d, stderr %q", bad, code, stderr)
 		}
+	}
+}
+
+// loadTwoServers: `switchyard load runs --servers 2 --db` starts two serve
+// processes on one database, starts runs on both and sees every run
+// complete through the first one's status websocket (the second's runs
+// reach it as other processes' commits).
+func loadTwoServers(t *testing.T, dsn string) {
+	cmd := exec.Command(binary, "load", "runs", "--servers", "2", "--db", dsn, "--duration", "1s", "--clients", "4", "--json", "--quiet")
+	cmd.Env = append(os.Environ(), "SWITCHYARD_DB=")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("load: %v\n%s", err, errb.String())
+	}
+	var got struct {
+		Result struct {
+			Started, Completed, Failed, StartErrors int
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("output %q: %v", out.String(), err)
+	}
+	if r := got.Result; r.Completed == 0 || r.Completed != r.Started || r.Failed != 0 || r.StartErrors != 0 {
+		t.Fatalf("result %+v", r)
+	}
+	if code, _, stderr := run(t, "load", "runs", "--servers", "2"); code != exitUsage || !strings.Contains(stderr, "--db") {
+		t.Errorf("--servers 2 without --db: exit %d, %q", code, stderr)
 	}
 }
