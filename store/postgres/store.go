@@ -4,8 +4,9 @@
 // share one database.
 //
 // Writes of one Store go through one writer goroutine that commits whatever
-// is queued as one transaction (group commit), with the events of a batch
-// pipelined to the server in one round trip. The per-run order of events,
+// is queued as one transaction (group commit), with the events,
+// checkpoints and run creations of a batch pipelined to the server in one
+// round trip, then the commit in another. The per-run order of events,
 // checkpoints and lease changes is the order they were handed to the store,
 // as with SQLite. Reads use the pool and never wait for the writer.
 //
