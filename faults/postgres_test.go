@@ -151,6 +151,9 @@ func completedStep(node string) func(engine.Event) bool {
 // and the run continues in the process that answered 200 (it holds the
 // run's lease while the next node runs).
 //
+// Cancel: a run A drives is cancelled by a request to B (A polls for
+// cancel requests left in the database).
+//
 // Takeover: a run started on A is watched by a websocket on B, which sees
 // A's events live. A is SIGKILLed while a node is in flight; B finishes
 // the run within the lease TTL + 2 s of the kill; nodes that completed
@@ -245,6 +248,40 @@ func TestPostgresTwoServers(t *testing.T) {
 		}
 		if decided != 1 {
 			t.Errorf("the approval completed %d times in the log, want 1", decided)
+		}
+	})
+
+	t.Run("cancel through the other process", func(t *testing.T) {
+		const key = "cancel"
+		h.llm.setLatency(func(k, node string) time.Duration {
+			if k == key {
+				return time.Minute // cancel must not wait for it
+			}
+			return 0
+		})
+		id := a.startGraph(t, chainGraph(key, "a1", "a2"), "")
+		deadline := time.Now().Add(30 * time.Second)
+		for len(h.llm.callsOf(key, "a1")) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("a1 never called")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		// B does not drive the run: it leaves the request in the database,
+		// A takes it within its cancel poll, and B answers once it ended.
+		began := time.Now()
+		var rv runView
+		b.must(t, http.MethodPost, "/api/runs/"+id+"/cancel", nil, http.StatusOK, &rv)
+		took := time.Since(began)
+		t.Logf("cancel sent to B ended the run A drove in %s", took.Round(time.Millisecond))
+		if rv.Status != engine.StatusCancelled {
+			t.Fatalf("after the cancel through B: %s (%s)", rv.Status, rv.Error)
+		}
+		if took > 5*time.Second {
+			t.Errorf("the cancel took %s", took)
+		}
+		if got := a.getRun(t, id); got.Status != engine.StatusCancelled {
+			t.Errorf("A sees the run %s", got.Status)
 		}
 	})
 
