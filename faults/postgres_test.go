@@ -40,7 +40,7 @@ func pgServers(t *testing.T, n int) (*harness, string, []*proc) {
 	t.Helper()
 	dsn := pgtest.StartT(t).NewDatabase(t)
 	h := newHarness(t)
-	h.env = append(h.env, "SWITCHYARD_LEASE_TTL="+pgLeaseTTL.String(), "SWITCHYARD_DB=")
+	h.env = append(h.env, "SWITCHYARD_LEASE_TTL="+pgLeaseTTL.String())
 	var ps []*proc
 	for range n {
 		ps = append(ps, h.start("--db", dsn, "--data", t.TempDir()))
