@@ -86,10 +86,12 @@ func (s *sessions) refresh() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.loaded = s.now()
+	if err != nil {
+		return // the sessions known stay refused; the next refresh tries again
+	}
 	for id, exp := range got {
 		s.revoked[id] = exp
 	}
-	_ = err // the sessions known stay refused; the next refresh tries again
 }
 
 func newSessions(token string, ttl time.Duration) *sessions {
