@@ -462,6 +462,10 @@ func (e *Engine) Cancel(ctx context.Context, runID string) (*Run, error) {
 	}
 }
 
+// recoverPolls is how many times per lease period KeepRecovering looks
+// for orphaned runs (one indexed query each).
+const recoverPolls = 5
+
 // cancelPoll is how often a process with live runs looks for cancel
 // requests other processes left for them.
 const cancelPoll = 250 * time.Millisecond
@@ -651,15 +655,17 @@ func (e *Engine) Recover(ctx context.Context, resume bool) ([]string, error) {
 	return took, nil
 }
 
-// KeepRecovering calls Recover every lease period until the engine closes:
-// a run whose owner died takes a lease period to become orphaned, so a
-// process restarted sooner than that (or another process sharing the
-// database) must look again later, not only at start-up.
+// KeepRecovering calls Recover every fifth of a lease period until the
+// engine closes: a run whose owner died takes up to a lease period to
+// become orphaned, so a process restarted sooner than that (or another
+// process sharing the database) must look again later, not only at
+// start-up. Looking often bounds a takeover by a lease period and a fifth
+// (leases alone decide across machines; see Config.Owners for this one).
 func (e *Engine) KeepRecovering(resume bool) {
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
-		t := time.NewTicker(e.cfg.LeaseTTL)
+		t := time.NewTicker(max(e.cfg.LeaseTTL/recoverPolls, time.Millisecond))
 		defer t.Stop()
 		// Owners known dead free their runs at once: look for them often.
 		var dead <-chan time.Time

@@ -211,7 +211,7 @@ func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{t: t, data: t.TempDir(), workflows: t.TempDir(), work: t.TempDir()}
 	h.llm = newFakeLLM(t)
-	h.env = append(os.Environ(), "SWITCHYARD_DATA=", "SWITCHYARD_MODEL=", "SWITCHYARD_LLM_API=", "SWITCHYARD_TOKEN=",
+	h.env = append(os.Environ(), "SWITCHYARD_DATA=", "SWITCHYARD_DB=", "SWITCHYARD_MODEL=", "SWITCHYARD_LLM_API=", "SWITCHYARD_TOKEN=",
 		"SWITCHYARD_LOG_LEVEL=", "SWITCHYARD_MAX_PARALLEL=", "SWITCHYARD_MAX_LLM_CALLS=",
 		"OPENAI_BASE_URL="+h.llm.srv.URL(), "OPENAI_API_KEY=test", "SWITCHYARD_LEASE_TTL="+leaseTTL.String())
 	tr := http.DefaultTransport.(*http.Transport).Clone()

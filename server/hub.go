@@ -9,7 +9,6 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/switchyard/switchyard/engine"
-	"github.com/switchyard/switchyard/store"
 )
 
 // hub fans committed events and run status changes out to subscribers.
@@ -157,7 +156,7 @@ func newHub(limit int64) *hub {
 
 // loadActive seeds the run states (for metrics and change detection) with
 // the runs that are not over yet.
-func (h *hub) loadActive(ctx context.Context, st *store.Store, log *slog.Logger) {
+func (h *hub) loadActive(ctx context.Context, st Store, log *slog.Logger) {
 	for _, status := range []engine.RunStatus{engine.StatusPending, engine.StatusRunning,
 		engine.StatusPaused, engine.StatusInterrupted} {
 		runs, err := st.ListRuns(ctx, engine.RunFilter{Status: status, Limit: 1 << 20})

@@ -23,7 +23,6 @@ import (
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/llm"
-	"github.com/switchyard/switchyard/store"
 )
 
 // Defaults of Config.
@@ -49,7 +48,8 @@ type Config struct {
 	// Engine runs the workflows; its store must be Store.
 	Engine *engine.Engine
 	// Store holds workflows and runs; its commit hooks feed live events.
-	Store *store.Store
+	// *store.Store (SQLite) or *postgres.Store (see Store).
+	Store Store
 	// UI is the built web UI (index.html, assets/); nil serves a note instead.
 	UI fs.FS
 	// Addr is the address the server listens on. Its host decides whether
@@ -110,7 +110,7 @@ type Config struct {
 type Server struct {
 	cfg      Config
 	e        *engine.Engine
-	st       *store.Store
+	st       Store
 	log      *slog.Logger
 	echo     *echo.Echo
 	cwdOnce  sync.Once

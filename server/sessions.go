@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -33,7 +34,15 @@ type sessions struct {
 
 	mu      sync.Mutex
 	revoked map[string]time.Time // id → expiry, forgotten once expired
+	loaded  time.Time            // when revoked was last read from keep
+
+	refreshing atomic.Bool
 }
+
+// revocationRefresh is how often the kept revocations are read again:
+// another server process sharing the database may have ended a session,
+// which this one then refuses within this long.
+const revocationRefresh = 2 * time.Second
 
 // revocations is where sessions ended on the server are kept (the store).
 type revocations interface {
@@ -50,10 +59,39 @@ func (s *sessions) load(ctx context.Context, keep revocations) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.loaded = s.now()
 	for id, exp := range got {
 		s.revoked[id] = exp
 	}
 	return nil
+}
+
+// refresh reads the kept revocations again once the last read is older
+// than revocationRefresh. One caller reads; the others meanwhile go on
+// with what is known. A failed read is retried after the same pause.
+func (s *sessions) refresh() {
+	if s.keep == nil {
+		return
+	}
+	s.mu.Lock()
+	stale := s.now().Sub(s.loaded) >= revocationRefresh
+	s.mu.Unlock()
+	if !stale || !s.refreshing.CompareAndSwap(false, true) {
+		return
+	}
+	defer s.refreshing.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), revocationRefresh)
+	defer cancel()
+	got, err := s.keep.RevokedSessions(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loaded = s.now()
+	if err != nil {
+		return // the sessions known stay refused; the next refresh tries again
+	}
+	for id, exp := range got {
+		s.revoked[id] = exp
+	}
 }
 
 func newSessions(token string, ttl time.Duration) *sessions {
@@ -104,6 +142,7 @@ func (s *sessions) valid(v string) bool {
 	if !ok {
 		return false
 	}
+	s.refresh()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, gone := s.revoked[id]

@@ -233,7 +233,9 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// Stats is a snapshot of the writer's counters.
+// Stats is a snapshot of the writer's counters. The PostgreSQL store
+// reports the same struct (postgres.Stats is this type), so callers such as
+// the server's metrics read either store alike.
 type Stats struct {
 	QueueDepth     int    // operations waiting in the queue
 	QueueCapacity  int    // size of the queue
@@ -241,6 +243,7 @@ type Stats struct {
 	EventsWritten  uint64 // events committed
 	Ops            uint64 // synchronous operations committed (checkpoints, run creations, lease changes)
 	WriteErrors    uint64 // batches that failed to commit
+	Retries        uint64 // batches run again after a deadlock or serialization failure (PostgreSQL; 0 on SQLite)
 	EventsRetried  uint64 // events put back in the queue after a failed batch
 	EventsDropped  uint64 // events given up on (repeated failures, unknown run or duplicate seq, store closed)
 	QueueFullWaits uint64 // enqueues that found the queue full and had to wait

@@ -21,8 +21,8 @@ func cmdDB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("db copy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	data := dataFlag(fs)
-	to := fs.String("to", os.Getenv("SWITCHYARD_DATABASE_URL"),
-		"PostgreSQL URL of the empty destination database (default $SWITCHYARD_DATABASE_URL)")
+	to := fs.String("to", envOr("SWITCHYARD_DATABASE_URL", os.Getenv("SWITCHYARD_DB")),
+		"PostgreSQL URL of the empty destination database (default $SWITCHYARD_DATABASE_URL, else $SWITCHYARD_DB: the database --db would use)")
 	if pos, err := parseInterleaved(fs, args[1:]); err != nil {
 		return exitUsage
 	} else if len(pos) > 0 || *to == "" {

@@ -40,6 +40,8 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	eventRate := fs.Float64("event-rate", 5000, "watchers: target events per second emitted by the runs")
 	burst := fs.Bool("burst", false, "watchers: runs of if nodes that each emit 2×steps events at once, released at --event-rate, instead of steady agent chains")
 	dups := fs.Int("duplicates", 2, "approvals: clients racing for each approval")
+	servers := fs.Int("servers", 1, "runs, watchers: serve processes to start on the --db database (runs: started on each in turn; watchers: runs on the first, watchers on the second)")
+	db := fs.String("db", os.Getenv("SWITCHYARD_DB"), "PostgreSQL URL for the servers started (default $SWITCHYARD_DB; needed for --servers > 1); the database should be empty")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the load process (clients and fake LLM) to this file; profile the server with SWITCHYARD_CPUPROFILE")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: switchyard load runs|fanout|watchers|approvals [flags]")
@@ -59,6 +61,10 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	default:
 		fmt.Fprintf(stderr, "switchyard load: unknown scenario %q\n", scenario)
 		fs.Usage()
+		return exitUsage
+	}
+	if *servers < 1 || (*servers > 1 && (*db == "" || *server != "")) {
+		fmt.Fprintln(stderr, "switchyard load: --servers N > 1 needs --db (and no --server)")
 		return exitUsage
 	}
 	tuneGC() // the load driver should take as little CPU from the server as it can
@@ -86,6 +92,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer fake.Close()
 	base := *server
 	var srv *childServer
+	var others []*loadgen.Client
 	if base == "" && os.Getenv("GOMAXPROCS") == "" {
 		// The server runs on this machine: the driver (clients and fake
 		// LLM) keeps to one P, so its idle threads do not spin for work
@@ -100,6 +107,9 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			n := strconv.Itoa(*width + 8)
 			extra = []string{"--max-parallel", n, "--max-llm-calls", n}
 		}
+		if *db != "" {
+			extra = append(extra, "--db", *db)
+		}
 		srv, err = startServer(ctx, fake.URL(), stderr, extra...)
 		if err != nil {
 			fmt.Fprintln(stderr, "switchyard load: start server:", err)
@@ -107,6 +117,16 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		defer srv.stop()
 		base = srv.url
+		for i := 1; i < *servers; i++ {
+			o, err := startServer(ctx, fake.URL(), stderr, extra...)
+			if err != nil {
+				fmt.Fprintln(stderr, "switchyard load: start server:", err)
+				return exitFailed
+			}
+			defer o.stop()
+			srv.peers = append(srv.peers, o)
+			others = append(others, loadgen.NewClient(o.url, *token))
+		}
 	}
 	if !*quiet {
 		fmt.Fprintf(stderr, "load %s against %s (fake LLM %s, latency %s)\n", scenario, base, fake.URL(), *llmLatency)
@@ -116,6 +136,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		prog = nil
 	}
 	c := loadgen.NewClient(base, *token)
+	via := append([]*loadgen.Client{c}, others...)
 	var res any
 	switch scenario {
 	case "runs":
@@ -127,7 +148,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			// trips of a few clients, sets the pace.
 			n = 32
 		}
-		rr, err = loadgen.Runs(ctx, c, loadgen.RunsConfig{Duration: *duration, Clients: n, Rate: *rate}, prog)
+		rr, err = loadgen.Runs(ctx, c, loadgen.RunsConfig{Duration: *duration, Clients: n, Rate: *rate, Via: via}, prog)
 		if rr != nil && rr.Completed > 0 {
 			rr.ServerCPUPerRunUs, rr.DriverCPUPerRunUs = cpu.perRun(rr.Completed)
 		}
@@ -135,7 +156,11 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "fanout":
 		res, err = loadgen.Fanout(ctx, c, loadgen.FanoutConfig{Width: *width, LLMLatency: *llmLatency})
 	case "watchers":
-		res, err = loadgen.Watchers(ctx, c, loadgen.WatchersConfig{Watchers: *watchers, Runs: *busyRuns, Steps: *steps, EventsRate: *eventRate, Burst: *burst}, prog)
+		wcfg := loadgen.WatchersConfig{Watchers: *watchers, Runs: *busyRuns, Steps: *steps, EventsRate: *eventRate, Burst: *burst}
+		if len(others) > 0 {
+			wcfg.WatchVia = others[0]
+		}
+		res, err = loadgen.Watchers(ctx, c, wcfg, prog)
 	case "approvals":
 		n := *busyRuns
 		if !flagSet(fs, "runs") {
@@ -164,7 +189,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // cpuMeter measures the CPU time this process and the server it started
 // spend during a scenario (Linux; zero elsewhere or for --server).
 type cpuMeter struct {
-	srvPID        int
+	srvPIDs       []int // the server and its peers (--servers)
 	srv0, self0   time.Duration
 	srvOK, selfOK bool
 }
@@ -172,17 +197,34 @@ type cpuMeter struct {
 func startCPUMeter(srv *childServer) *cpuMeter {
 	m := &cpuMeter{}
 	if srv != nil && srv.cmd.Process != nil {
-		m.srvPID = srv.cmd.Process.Pid
-		m.srv0, m.srvOK = procCPU(m.srvPID)
+		m.srvPIDs = append(m.srvPIDs, srv.cmd.Process.Pid)
+		for _, p := range srv.peers {
+			m.srvPIDs = append(m.srvPIDs, p.cmd.Process.Pid)
+		}
+		m.srv0, m.srvOK = m.serversCPU()
 	}
 	m.self0, m.selfOK = procCPU(os.Getpid())
 	return m
 }
 
-// perRun returns microseconds of CPU per run for the server and the driver.
+// serversCPU is the CPU time of every server process, summed.
+func (m *cpuMeter) serversCPU() (time.Duration, bool) {
+	var sum time.Duration
+	for _, pid := range m.srvPIDs {
+		t, ok := procCPU(pid)
+		if !ok {
+			return 0, false
+		}
+		sum += t
+	}
+	return sum, len(m.srvPIDs) > 0
+}
+
+// perRun returns microseconds of CPU per run for the servers (all of
+// them) and the driver.
 func (m *cpuMeter) perRun(runs int) (server, driver float64) {
 	if m.srvOK {
-		if t, ok := procCPU(m.srvPID); ok {
+		if t, ok := m.serversCPU(); ok {
 			server = float64((t - m.srv0).Microseconds()) / float64(runs)
 		}
 	}
@@ -255,10 +297,11 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 
 // childServer is a `switchyard serve` this process started.
 type childServer struct {
-	url  string
-	cmd  *exec.Cmd
-	dir  string
-	done chan struct{}
+	url   string
+	cmd   *exec.Cmd
+	dir   string
+	done  chan struct{}
+	peers []*childServer // more servers on the same --db (--servers)
 }
 
 // listenRE finds the address in the server's start-up log line.

@@ -73,20 +73,21 @@ func (s *lineSink) Emit(ev *engine.Event) {
 
 // cliEnv is the store and engine a run-related command works with.
 type cliEnv struct {
-	st     *store.Store
+	st     runStore
 	e      *engine.Engine
 	owners *ownerlock.Registry // nil when it could not be created
 }
 
-func openEnv(ctx context.Context, dataDir string, events io.Writer, stderr io.Writer) (*cliEnv, error) {
+func openEnv(ctx context.Context, db, dataDir string, events io.Writer, stderr io.Writer) (*cliEnv, error) {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	st, err := store.Open(ctx, dbPath(dataDir), store.WithLogger(logger))
+	o, err := openStore(ctx, storeOptions{db: db, data: dataDir, logger: logger})
 	if err != nil {
 		return nil, err
 	}
+	st := o.st
 	cfg := engine.Config{
 		Store:         st,
-		ArtifactsRoot: filepath.Join(filepath.Dir(st.Path()), "artifacts"),
+		ArtifactsRoot: o.artifacts,
 		Logger:        logger,
 		LeaseTTL:      leaseTTLFromEnv(),
 		MaxParallel:   envInt("SWITCHYARD_MAX_PARALLEL", 0),
@@ -96,7 +97,7 @@ func openEnv(ctx context.Context, dataDir string, events io.Writer, stderr io.Wr
 		st.Close()
 		return nil, err
 	}
-	owners := registerOwner(&cfg, st.Path(), logger)
+	owners := o.registerOwners(&cfg, logger)
 	if events != nil {
 		// Print an event only once it is durable: a line the user saw is
 		// never lost, even if this process is killed right after.
@@ -235,8 +236,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	events := fs.Bool("events", false, "print each event as one JSON line as it happens")
 	cwd := fs.String("cwd", "", "working directory for bash and script nodes (default: current)")
 	data := dataFlag(fs)
+	db := dbFlag(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: switchyard run FILE [--input TEXT] [--events] [--cwd DIR] [--data DIR]")
+		fmt.Fprintln(stderr, "usage: switchyard run FILE [--input TEXT] [--events] [--cwd DIR] [--data DIR | --db URL]")
 		fmt.Fprintln(stderr, "exit codes: 0 completed, 1 failed, 2 invalid usage or workflow, 3 paused, 4 cancelled")
 		fs.PrintDefaults()
 	}
@@ -266,7 +268,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *events {
 		evw = stdout
 	}
-	env, err := openEnv(ctx, *data, evw, stderr)
+	env, err := openEnv(ctx, *db, *data, evw, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "switchyard:", err)
 		return exitFailed
@@ -334,7 +336,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	note := fs.String("note", "", "feedback for the decision ($REJECTION_REASON on reject)")
 	node := fs.String("node", "", "the waiting node to answer (needed only when several wait)")
 	events := fs.Bool("events", false, "print each new event as one JSON line as it happens")
-	usage := "resume RUN_ID [--decision approve|reject] [--note TEXT] [--node NODE_ID] [--events] [--data DIR]"
+	usage := "resume RUN_ID [--decision approve|reject] [--note TEXT] [--node NODE_ID] [--events] [--data DIR | --db URL]"
 	return onRun(ctx, fs, usage, args, events, stdout, stderr, func(env *cliEnv, id string) int {
 		if *decision == "" {
 			if *note != "" || *node != "" {
@@ -370,6 +372,7 @@ func onRun(ctx context.Context, fs *flag.FlagSet, usage string, args []string, e
 	fn func(env *cliEnv, runID string) int) int {
 	fs.SetOutput(stderr)
 	data := dataFlag(fs)
+	db := dbFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: switchyard "+usage)
 		fs.PrintDefaults()
@@ -389,7 +392,7 @@ func onRun(ctx context.Context, fs *flag.FlagSet, usage string, args []string, e
 	if events != nil && *events {
 		evw = stdout
 	}
-	env, err := openEnv(ctx, *data, evw, stderr)
+	env, err := openEnv(ctx, *db, *data, evw, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "switchyard:", err)
 		return exitFailed
@@ -400,7 +403,7 @@ func onRun(ctx context.Context, fs *flag.FlagSet, usage string, args []string, e
 
 func cmdCancel(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("cancel", flag.ContinueOnError)
-	return onRun(ctx, fs, "cancel RUN_ID [--data DIR]", args, nil, stdout, stderr, func(env *cliEnv, id string) int {
+	return onRun(ctx, fs, "cancel RUN_ID [--data DIR | --db URL]", args, nil, stdout, stderr, func(env *cliEnv, id string) int {
 		// A run the server (or another process) drives is cancelled by
 		// that process, which polls for the request left in the database.
 		if _, err := env.e.Cancel(ctx, id); errors.Is(err, engine.ErrCancelPending) {
@@ -420,14 +423,16 @@ func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	limit := fs.Int("limit", 50, "at most this many runs, newest first")
 	asJSON := fs.Bool("json", false, "print JSON")
 	data := dataFlag(fs)
+	db := dbFlag(fs)
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return exitUsage
 	}
-	st, err := store.Open(ctx, dbPath(*data))
+	o, err := openStore(ctx, storeOptions{db: *db, data: *data})
 	if err != nil {
 		fmt.Fprintln(stderr, "switchyard:", err)
 		return exitFailed
 	}
+	st := o.st
 	defer st.Close()
 	runs, err := st.ListRuns(ctx, engine.RunFilter{Status: engine.RunStatus(*status), Limit: *limit})
 	if err != nil {
@@ -468,7 +473,7 @@ func truncate(s string, n int) string {
 func cmdShow(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("show", flag.ContinueOnError)
 	events := fs.Bool("events", false, "also print the whole event log as JSON lines")
-	return onRun(ctx, fs, "show RUN_ID [--events] [--data DIR]", args, nil, stdout, stderr, func(env *cliEnv, id string) int {
+	return onRun(ctx, fs, "show RUN_ID [--events] [--data DIR | --db URL]", args, nil, stdout, stderr, func(env *cliEnv, id string) int {
 		return show(ctx, env, id, *events, stdout, stderr)
 	})
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/switchyard/switchyard"
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/server"
-	"github.com/switchyard/switchyard/store"
+	"github.com/switchyard/switchyard/store/postgres"
 )
 
 // workflowSourceFor is set by the YAML workflow support: it lists the
@@ -31,6 +31,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address; other than loopback it needs a token")
 	data := dataFlag(fs)
+	db := dbFlag(fs)
 	token := fs.String("token", "", "require this token on API requests; prefer --token-file or $SWITCHYARD_TOKEN (a command-line argument is readable by every local process)")
 	tokenFile := fs.String("token-file", os.Getenv("SWITCHYARD_TOKEN_FILE"), "read the token from this file (default $SWITCHYARD_TOKEN_FILE)")
 	passEnv := fs.String("pass-env", os.Getenv(engine.PassEnvVar), "comma-separated environment variables bash and script nodes may see beyond the allowlist (default $"+engine.PassEnvVar+")")
@@ -50,7 +51,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	notifyURL := fs.String("notify-url", os.Getenv("SWITCHYARD_NOTIFY_URL"), "POST a JSON notice (Slack-compatible text field) here whenever a node waits for approval (default $SWITCHYARD_NOTIFY_URL)")
 	publicURL := fs.String("public-url", os.Getenv("SWITCHYARD_PUBLIC_URL"), "the address people open the UI at, for links in notices (default $SWITCHYARD_PUBLIC_URL or the listen address)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: switchyard serve [--addr 127.0.0.1:8080] [--data DIR] [--token-file F] [--no-recover] [--workflows DIR] [--read-only-workflows] [--pass-env NAMES]")
+		fmt.Fprintln(stderr, "usage: switchyard serve [--addr 127.0.0.1:8080] [--data DIR | --db URL] [--token-file F] [--no-recover] [--workflows DIR] [--read-only-workflows] [--pass-env NAMES]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -97,6 +98,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			"Set --token or SWITCHYARD_TOKEN, or listen on loopback (--addr 127.0.0.1:8080).\n", *addr)
 		return exitUsage
 	}
+	if *db != "" {
+		if _, err := redactDB(*db); err != nil {
+			fmt.Fprintf(stderr, "switchyard serve: %v\n", err)
+			return exitUsage
+		}
+	}
 	limit, err := parseSize(*maxBody)
 	if err != nil {
 		fmt.Fprintf(stderr, "switchyard serve: --max-body: %v\n", err)
@@ -129,7 +136,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		defer n.Close()
 		notifier = n
 	}
-	if err := serve(ctx, serveOptions{notifier: notifier, addr: *addr, data: *data, token: *token, recover: !*noRecover,
+	if err := serve(ctx, serveOptions{notifier: notifier, addr: *addr, data: *data, db: *db, token: *token, recover: !*noRecover,
 		workflows: *workflows, readOnlyWorkflows: *readOnlyWorkflows, maxBody: limit, maxConns: *maxConns, readTimeout: *readTimeout, writeTimeout: *writeTimeout, grace: *grace, announce: announce,
 		maxParallel: *maxParallel, maxLLM: *maxLLM, ready: readyLine(stderr, *logFormat, announce, *publicURL)}, logger); err != nil {
 		logger.Error("serve", "err", err)
@@ -182,6 +189,7 @@ type serveOptions struct {
 	announce                     *slog.Logger // start and stop lines, at any log level
 	notifier                     *server.Notifier
 	ready                        func(bound string) // called once, after the listening line
+	db                           string             // PostgreSQL URL; "" for the SQLite file of data
 }
 
 // readyLine returns what serve calls once it listens: the address to open,
@@ -215,15 +223,21 @@ func browserURL(bound, publicURL string) string {
 }
 
 func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
-	st, err := store.Open(ctx, dbPath(o.data), store.WithLogger(logger))
+	// On PostgreSQL, other processes' commits reach the live-event hub:
+	// a websocket here follows a run another process drives.
+	db, err := openStore(ctx, storeOptions{db: o.db, data: o.data, logger: logger, remote: true})
 	if err != nil {
 		return err
 	}
+	st := db.st
 	defer st.Close()
+	if pg, ok := st.(*postgres.Store); ok && pg.SynchronousCommit() == "off" {
+		logger.Warn("postgres: synchronous_commit is off: commits are acknowledged before they are durable, so a database crash may lose the last node completions (and run those nodes again); set it to on")
+	}
 	metrics := server.NewMetrics()
 	cfg := engine.Config{
 		Store:         st,
-		ArtifactsRoot: filepath.Join(filepath.Dir(st.Path()), "artifacts"),
+		ArtifactsRoot: db.artifacts,
 		Logger:        logger,
 		LeaseTTL:      leaseTTLFromEnv(),
 		Sinks:         []engine.Sink{metrics},
@@ -238,7 +252,7 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 	} else if !ok {
 		logger.Warn("no LLM configured: agent nodes will fail; set OPENAI_API_KEY or OPENAI_BASE_URL")
 	}
-	owners := registerOwner(&cfg, st.Path(), logger)
+	owners := db.registerOwners(&cfg, logger)
 	defer closeOwners(owners) // after the engine's Close (defers run last first)
 	e, err := engine.New(cfg)
 	if err != nil {
@@ -286,7 +300,7 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 	if o.notifier != nil {
 		o.notifier.SetBase("http://" + bound)
 	}
-	o.announce.Info("listening", "addr", bound, "url", "http://"+bound, "auth", o.token != "", "db", st.Path())
+	o.announce.Info("listening", "addr", bound, "url", "http://"+bound, "auth", o.token != "", "db", db.where)
 
 	// Before serving: connections wait in the listen backlog, so no
 	// request record is printed above the address to open.

@@ -19,6 +19,9 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	// The commands' tests choose their database themselves.
+	os.Unsetenv("SWITCHYARD_DB")
+	os.Unsetenv("SWITCHYARD_DATABASE_URL")
 	dir, err := os.MkdirTemp("", "switchyard-cli-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -160,6 +160,9 @@ type RunsConfig struct {
 	Rate     float64 // runs started per second in total; 0 = as fast as possible
 	Graph    json.RawMessage
 	Drain    time.Duration // how long to wait for started runs to finish
+	// Via, when set, are the servers runs are started on, in turn (several
+	// processes on one database); completions are still watched on c.
+	Via []*Client
 }
 
 // RunsResult reports the runs scenario.
@@ -221,11 +224,16 @@ func Runs(ctx context.Context, c *Client, cfg RunsConfig, prog io.Writer) (*Runs
 		return fmt.Sprintf("runs: %6.1fs  started %d (%.0f/s)  finished %d (%.0f/s)  errors %d",
 			el, nStarted.Load(), float64(nStarted.Load())/el, done, float64(done)/el, nErr.Load())
 	})
+	via := cfg.Via
+	if len(via) == 0 {
+		via = []*Client{c}
+	}
 	var wg sync.WaitGroup
 	for i := 0; i < cfg.Clients; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			c := via[i%len(via)]
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				if tick != nil {
 					select {
@@ -347,6 +355,10 @@ type WatchersConfig struct {
 	// together, and the LLM latency sets the rate (see SteadyLatency).
 	Burst      bool
 	EventsRate float64 // burst: target events per second across runs; 0 = all at once
+	// WatchVia, when set, is the server the watchers connect to, while the
+	// runs are started and driven on c: delivery across processes sharing
+	// one database.
+	WatchVia *Client
 }
 
 // SteadyLatency is the LLM latency at which runs agent chains emit about
@@ -430,7 +442,11 @@ func Watchers(ctx context.Context, c *Client, cfg WatchersConfig, prog io.Writer
 	)
 	for w := 0; w < cfg.Watchers; w++ {
 		id := ids[w%len(ids)]
-		conn, err := c.Dial(ctx, "/api/runs/"+id+"/ws?after=0")
+		wc := c
+		if cfg.WatchVia != nil {
+			wc = cfg.WatchVia
+		}
+		conn, err := wc.Dial(ctx, "/api/runs/"+id+"/ws?after=0")
 		if err != nil {
 			return nil, fmt.Errorf("watcher %d: %w", w, err)
 		}

@@ -22,10 +22,10 @@ type CopyStats struct {
 // CopyFromSQLite copies everything in the SQLite database at path into
 // dst, which must be empty (no workflows, no runs): workflows with every
 // version, runs with their definitions, node states (in their order),
-// events, leases and cancel requests. The SQLite database is first
-// brought to the current schema (as opening it with switchyard would; a
-// newer one is refused with store.ErrSchemaTooNew), then read in one
-// snapshot; the copy is one PostgreSQL transaction, all or nothing.
+// events, leases, cancel requests and revoked sessions. The SQLite
+// database is first brought to the current schema (as opening it with
+// switchyard would; a newer one is refused with store.ErrSchemaTooNew),
+// then read in one snapshot; the copy is one PostgreSQL transaction, all or nothing.
 // Nothing may write to either database meanwhile.
 func CopyFromSQLite(ctx context.Context, path string, dst *Store) (CopyStats, error) {
 	var st CopyStats
@@ -100,6 +100,9 @@ started_at, finished_at, rejection, decision FROM node_states ORDER BY rowid`,
 			{"run_events", []string{"run_id", "seq", "node_id", "type", "content", "ts", "data"},
 				`SELECT run_id, seq, node_id, type, content, ts, data FROM run_events ORDER BY run_id, seq`,
 				micros(5), &st.Events},
+			// Signed-out sessions stay signed out on the new database.
+			{"revoked_sessions", []string{"id", "expires_at"},
+				`SELECT id, expires_at FROM revoked_sessions`, micros(1), nil},
 		}
 		for _, s := range steps {
 			rows, err := rtx.QueryContext(ctx, s.query)

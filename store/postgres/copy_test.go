@@ -58,6 +58,8 @@ func TestCopyFromSQLite(t *testing.T) {
 	mustOK(t, src.CreateRun(ctx, expired, nil, nil), "CreateRun expired")
 	mustOK(t, src.ExpireLeases(ctx, "dead"), "ExpireLeases")
 	mustOK(t, src.Checkpoint(ctx, orphan, nil), "barrier")
+	signedOut := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
+	mustOK(t, src.RevokeSession(ctx, "signed-out", signedOut), "RevokeSession")
 	mustOK(t, src.Close(), "close SQLite")
 
 	dst := openStore(t)
@@ -118,6 +120,12 @@ func TestCopyFromSQLite(t *testing.T) {
 	mustOK(t, err, "TakeCancelRequests")
 	if !slices.Equal(ids, []string{held.ID}) {
 		t.Errorf("cancel requests after the copy: %v", ids)
+	}
+
+	revoked, err := dst.RevokedSessions(ctx)
+	mustOK(t, err, "RevokedSessions")
+	if len(revoked) != 1 || !revoked["signed-out"].Equal(signedOut) {
+		t.Errorf("revoked sessions after the copy: %v", revoked)
 	}
 
 	// A second copy into the now non-empty database is refused whole.

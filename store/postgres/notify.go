@@ -172,56 +172,118 @@ func (l *listener) catchUp(ctx context.Context) error {
 }
 
 // deliver reads, for each run, the events after the last one delivered and
-// the header when it was written, and passes them to the hooks.
+// the header when it was written, and passes them to the hooks. The reads
+// of all the runs of a notice go to the server in one round trip (two when
+// it names runs not followed yet without events).
 func (l *listener) deliver(ctx context.Context, runs []noticeRun) error {
-	var events []engine.Event
-	var headers []*engine.Run
+	if len(runs) == 0 {
+		return nil
+	}
+	// A header-only notice of a run not followed yet: its later events
+	// start after what is stored now.
+	start := map[string]int64{}
+	pre := &pgx.Batch{}
 	for _, r := range runs {
+		if _, known := l.next[r.ID]; !known && r.FromSeq == 0 {
+			pre.Queue(`SELECT coalesce(max(seq), 0) FROM run_events WHERE run_id = $1`, r.ID)
+		}
+	}
+	if pre.Len() > 0 {
+		br := l.s.pool.SendBatch(ctx, pre)
+		for _, r := range runs {
+			if _, known := l.next[r.ID]; !known && r.FromSeq == 0 {
+				var last int64
+				if err := br.QueryRow().Scan(&last); err != nil {
+					_ = br.Close()
+					return fmt.Errorf("last seq of run %s: %w", r.ID, err)
+				}
+				start[r.ID] = last + 1
+			}
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+	}
+
+	b := &pgx.Batch{}
+	nexts := make([]int64, len(runs))
+	for i, r := range runs {
 		next, known := l.next[r.ID]
 		if !known {
 			next = max(r.FromSeq, 1)
 			if r.FromSeq == 0 {
-				// A header-only notice of a run not followed yet: its
-				// later events start after what is stored now.
-				_, _, last, err := l.s.LoadRun(ctx, r.ID)
-				if errors.Is(err, engine.ErrNotFound) {
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				next = last + 1
+				next = start[r.ID]
 			}
 		}
-		evs, err := l.s.Events(ctx, r.ID, next-1, 0)
-		if errors.Is(err, engine.ErrNotFound) {
-			delete(l.next, r.ID)
-			continue
+		nexts[i] = next
+		b.Queue(`SELECT seq, node_id, type, content, ts, data FROM run_events
+WHERE run_id = $1 AND seq > $2 ORDER BY seq`, r.ID, next-1)
+		if r.Header {
+			b.Queue(`SELECT `+runColumns+` FROM runs WHERE id = $1`, r.ID)
 		}
+	}
+	var events []engine.Event
+	var headers []*engine.Run
+	br := l.s.pool.SendBatch(ctx, b)
+	defer br.Close() // every result is read below, or an error returned
+	for i, r := range runs {
+		evs, err := scanEvents(br, r.ID)
 		if err != nil {
 			return err
 		}
+		next := nexts[i]
 		if len(evs) > 0 {
 			next = evs[len(evs)-1].Seq + 1
 			events = append(events, evs...)
 		}
 		l.next[r.ID] = next
-		if r.Header {
-			h, err := l.s.GetRun(ctx, r.ID)
-			if errors.Is(err, engine.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			headers = append(headers, h)
-			if h.Status.Terminal() {
-				delete(l.next, r.ID) // nothing more will come
-			}
+		if !r.Header {
+			continue
 		}
+		h, err := scanRun(br.QueryRow())
+		if errors.Is(err, pgx.ErrNoRows) {
+			delete(l.next, r.ID) // unknown (or gone): nothing to follow
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("run %s: %w", r.ID, err)
+		}
+		headers = append(headers, h)
+		if h.Status.Terminal() {
+			delete(l.next, r.ID) // nothing more will come
+		}
+	}
+	if err := br.Close(); err != nil {
+		return err
 	}
 	if len(events) > 0 || len(headers) > 0 {
 		l.s.w.callHooks(l.s.w.snapshotHooks(), events, headers)
 	}
 	return nil
+}
+
+// scanEvents reads the events of the next query of br.
+func scanEvents(br pgx.BatchResults, runID string) ([]engine.Event, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, fmt.Errorf("events of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var events []engine.Event
+	for rows.Next() {
+		ev := engine.Event{RunID: runID}
+		var data *string
+		if err := rows.Scan(&ev.Seq, &ev.NodeID, &ev.Type, &ev.Content, &ev.Timestamp, &data); err != nil {
+			return nil, fmt.Errorf("events of run %s: %w", runID, err)
+		}
+		ev.Timestamp = ev.Timestamp.UTC()
+		if data != nil {
+			ev.Data = json.RawMessage(*data)
+		}
+		events = append(events, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("events of run %s: %w", runID, err)
+	}
+	return events, nil
 }

@@ -50,6 +50,13 @@ current_node_id, pending_approvals, error, work_dir, owner, lease_until, created
 prompt_tokens, completion_tokens, total_tokens, cost_usd)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) ON CONFLICT (id) DO NOTHING`
 
+	// sqlInsertRunStrict is sqlInsertRun failing on a taken id (and, by
+	// the foreign key, an unknown workflow): the pipelined CreateRun.
+	sqlInsertRunStrict = `INSERT INTO runs (id, workflow_id, kind, status, input, waiting_for_input,
+current_node_id, pending_approvals, error, work_dir, owner, lease_until, created_at, updated_at, finished_at,
+prompt_tokens, completion_tokens, total_tokens, cost_usd)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`
+
 	sqlUpdateRun = `UPDATE runs SET status = $1, input = $2, waiting_for_input = $3, current_node_id = $4,
 pending_approvals = $5, error = $6, work_dir = $7, updated_at = $8, finished_at = $9,
 owner = CASE WHEN $10 THEN '' ELSE owner END, lease_until = CASE WHEN $10 THEN NULL ELSE lease_until END,
@@ -124,7 +131,8 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 		evs[i].Data = bytes.Clone(ev.Data)
 		evs[i].Timestamp = normTime(ev.Timestamp)
 	}
-	err = s.w.doEvents(ctx, hdr, evs, func(t *wtx) error {
+	// The checking form: refuses a taken id or an unknown workflow alone.
+	check := func(t *wtx) error {
 		if wf != nil {
 			var one int
 			err := t.queryRow(`SELECT 1 FROM workflows WHERE id = $1`, *wf).Scan(&one)
@@ -154,7 +162,34 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.RunID, e.Seq, e.NodeID, e.Type, e.Conten
 		}
 		queueNodes(b, nargs)
 		return t.sendBatch(b).Close()
-	})
+	}
+	// The pipelined form: the same rows, in the round trip of the batch's
+	// other writes. A taken id or an unknown workflow breaks a constraint
+	// there, and the batch runs again with check instead.
+	queue := func(b *pgx.Batch) {
+		b.Queue(sqlInsertRunStrict, hdr.ID, wf, hdr.Kind, string(hdr.Status), hdr.Input,
+			hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
+			hdr.Owner, lease, hdr.CreatedAt, hdr.UpdatedAt, hdr.FinishedAt,
+			hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, hdr.Usage.CostUSD)
+		b.Queue(`INSERT INTO run_definitions (run_id, definition) VALUES ($1, $2)`, hdr.ID, string(hdr.Definition))
+		for i := range evs {
+			e := &evs[i]
+			b.Queue(`INSERT INTO run_events (run_id, seq, node_id, type, content, ts, data)
+VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.RunID, e.Seq, e.NodeID, e.Type, e.Content, e.Timestamp, nullText(e.Data))
+		}
+		queueNodes(b, nargs)
+	}
+	statements := 2 + len(evs) + len(nargs)
+	read := func(br pgx.BatchResults) (func(t *wtx) error, error) {
+		for range statements {
+			if _, err := br.Exec(); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	}
+	err = s.w.submit(ctx, op{kind: opSync, fn: check, pipe: &pipelined{queue: queue, read: read},
+		ctx: ctx, run: hdr, evs: evs, done: make(chan error, 1)})
 	if err != nil {
 		return fmt.Errorf("postgres: create run %s: %w", r.ID, err)
 	}
@@ -181,35 +216,33 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 		return fmt.Errorf("postgres: checkpoint run %s: %w", r.ID, err)
 	}
 	release := hdr.Status.Terminal() // nothing drives a finished run
-	err = s.w.do(ctx, hdr, func(t *wtx) error {
-		// One round trip: the node upserts, each fenced like the header,
-		// then the header. The first upsert share-locks the run row, so the
-		// header update sees the same owner and matches exactly when they
-		// did: a refused checkpoint wrote nothing.
-		b := &pgx.Batch{}
-		for _, a := range nargs {
-			b.Queue(sqlUpsertNodeFenced, append(a, hdr.Owner)...)
-		}
-		b.Queue(sqlUpdateRun, string(hdr.Status), hdr.Input, hdr.WaitingForInput, hdr.CurrentNodeID,
-			string(approvals), hdr.Error, hdr.WorkDir, hdr.UpdatedAt, hdr.FinishedAt, release, hdr.ID, hdr.Owner,
-			hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, hdr.Usage.CostUSD)
-		n := b.Len() // sendBatch may put a BEGIN in front
-		br := t.sendBatch(b)
-		var tag pgconn.CommandTag
-		for range n {
-			var err error
-			if tag, err = br.Exec(); err != nil {
-				_ = br.Close() // the statement's error is the one to report
-				return err
+	// The node upserts, each fenced like the header, then the header, in
+	// the round trip of the batch's other checkpoints and events. The first
+	// upsert share-locks the run row, so the header update sees the same
+	// owner and matches exactly when they did: a refused checkpoint wrote
+	// nothing.
+	err = s.w.doPipelined(ctx, hdr, &pipelined{
+		queue: func(b *pgx.Batch) {
+			for _, a := range nargs {
+				b.Queue(sqlUpsertNodeFenced, append(a, hdr.Owner)...)
 			}
-		}
-		if err := br.Close(); err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return checkpointRefused(t, hdr)
-		}
-		return nil
+			b.Queue(sqlUpdateRun, string(hdr.Status), hdr.Input, hdr.WaitingForInput, hdr.CurrentNodeID,
+				string(approvals), hdr.Error, hdr.WorkDir, hdr.UpdatedAt, hdr.FinishedAt, release, hdr.ID, hdr.Owner,
+				hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, hdr.Usage.CostUSD)
+		},
+		read: func(br pgx.BatchResults) (func(t *wtx) error, error) {
+			var tag pgconn.CommandTag
+			for range len(nargs) + 1 {
+				var err error
+				if tag, err = br.Exec(); err != nil {
+					return nil, err
+				}
+			}
+			if tag.RowsAffected() == 0 {
+				return func(t *wtx) error { return checkpointRefused(t, hdr) }, nil
+			}
+			return nil, nil
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: checkpoint run %s: %w", r.ID, err)

@@ -4,8 +4,9 @@
 // share one database.
 //
 // Writes of one Store go through one writer goroutine that commits whatever
-// is queued as one transaction (group commit), with the events of a batch
-// pipelined to the server in one round trip. The per-run order of events,
+// is queued as one transaction (group commit), with the events,
+// checkpoints and run creations of a batch pipelined to the server in one
+// round trip, then the commit in another. The per-run order of events,
 // checkpoints and lease changes is the order they were handed to the store,
 // as with SQLite. Reads use the pool and never wait for the writer.
 //
@@ -25,7 +26,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -34,6 +34,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchyard/switchyard/store"
 )
 
 // Defaults.
@@ -45,8 +47,9 @@ const (
 	clockRefresh = time.Minute
 )
 
-// ErrClosed is returned by operations on a closed Store.
-var ErrClosed = errors.New("store is closed")
+// ErrClosed is returned by operations on a closed Store. It is the SQLite
+// store's error, so callers test for one error whichever store they use.
+var ErrClosed = store.ErrClosed
 
 // Store is the PostgreSQL store. It is safe for concurrent use.
 type Store struct {
@@ -66,6 +69,8 @@ type Store struct {
 	stopListen  context.CancelFunc // nil without WithRemoteCommits
 	listenDone  chan struct{}
 	listenRetry time.Duration
+
+	syncCommit string // synchronous_commit at Open
 
 	stopClock chan struct{}
 	clockDone chan struct{}
@@ -156,6 +161,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
+	s.readDurability(ctx)
 	s.w = newWriter(s, cfg.queueSize, cfg.eventTries, cfg.retryDelay)
 	go s.w.loop()
 	go s.clockLoop()
@@ -166,6 +172,21 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	}
 	return s, nil
 }
+
+// readDurability notes the server's synchronous_commit (see
+// SynchronousCommit); the store never changes it.
+func (s *Store) readDurability(ctx context.Context) {
+	if err := s.pool.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&s.syncCommit); err != nil {
+		s.log.Warn("postgres: read synchronous_commit", "err", err)
+	}
+}
+
+// SynchronousCommit is the database's synchronous_commit as read at Open
+// ("" if it could not be read). With "off" the server acknowledges commits
+// before they are durable: a node completion the engine was told is
+// durable could be lost in a database crash and the node run again. "on"
+// (the default), "remote_write" and "remote_apply" keep them.
+func (s *Store) SynchronousCommit() string { return s.syncCommit }
 
 // measureClock sets offset from one round trip: the server's clock is
 // taken to be read halfway through it.
@@ -239,22 +260,9 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Stats is a snapshot of the writer's counters.
-type Stats struct {
-	QueueDepth     int    // operations waiting in the queue
-	QueueCapacity  int    // size of the queue
-	Batches        uint64 // transactions committed
-	EventsWritten  uint64 // events committed
-	Ops            uint64 // synchronous operations committed
-	WriteErrors    uint64 // batches that failed to commit
-	Retries        uint64 // batches run again after a deadlock or serialization failure
-	EventsRetried  uint64 // events put back in the queue after a failed batch
-	EventsDropped  uint64 // events given up on
-	QueueFullWaits uint64 // enqueues that found the queue full and had to wait
-	LastBatchSize  int    // operations in the last committed batch
-	LargestBatch   int    // most operations in one committed batch
-	LastWriteError string // text of the last write error, "" if none
-}
+// Stats is a snapshot of the writer's counters: the SQLite store's type,
+// so that the server reads either store's counters alike.
+type Stats = store.Stats
 
 // Stats returns the writer's counters.
 func (s *Store) Stats() Stats { return s.w.stats() }

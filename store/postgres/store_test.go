@@ -136,7 +136,7 @@ func TestMigrateEmptyDatabase(t *testing.T) {
 		mustOK(t, rows.Scan(&n), "scan")
 		got = append(got, n)
 	}
-	want := []string{"goose_db_version", "node_states", "run_definitions", "run_events", "runs", "workflow_versions", "workflows", "yaml_positions"}
+	want := []string{"goose_db_version", "node_states", "revoked_sessions", "run_definitions", "run_events", "runs", "workflow_versions", "workflows", "yaml_positions"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("tables %v, want %v", got, want)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,7 @@ type op struct {
 	tries int          // failed batches this event was part of
 
 	fn   func(t *wtx) error // opSync; must be safe to run again after a rolled back try
+	pipe *pipelined         // opSync: the op's form that shares a round trip with its neighbours (see pipelined)
 	ctx  context.Context    // opSync: a done ctx skips the op
 	run  *engine.Run        // opSync: header reported to OnCommit hooks, may be nil
 	evs  []engine.Event     // opSync: events fn writes, reported to OnCommit hooks
@@ -47,6 +49,27 @@ type op struct {
 	written bool  // event row inserted
 	settled bool  // sync op finished
 	res     error // sync op result
+}
+
+// pipelined is the form of a sync op whose statements go to the server in
+// one round trip with those of the ops and events around it in the batch,
+// instead of round trips of its own (a batch of checkpoints and run
+// creations of many runs then costs one round trip, plus the commit's).
+// Both functions must be safe to run again after a rolled back try.
+//
+// An op with both forms (fn too) is optimistic: its pipelined statements
+// fail on a constraint (a taken id, a missing workflow) where fn checks
+// first and refuses the op alone. Such a failure rolls the batch back, and
+// it runs again with those ops in their fn form.
+type pipelined struct {
+	// queue adds the op's statements to b.
+	queue func(b *pgx.Batch)
+	// read takes the results of exactly those statements, in order. An
+	// error is fatal to the batch (a failed statement aborted the
+	// transaction). follow, if not nil, runs in the transaction once the
+	// round trip is over, e.g. to tell why a fenced write matched nothing;
+	// it returns rejected to refuse the op.
+	read func(br pgx.BatchResults) (follow func(t *wtx) error, err error)
 }
 
 // rejected marks an op refused (ErrNotFound, ErrConflict) before it wrote
@@ -207,13 +230,22 @@ func (w *writer) do(ctx context.Context, run *engine.Run, fn func(t *wtx) error)
 	return w.doEvents(ctx, run, nil, fn)
 }
 
+// doPipelined is do for an op in its pipelined form.
+func (w *writer) doPipelined(ctx context.Context, run *engine.Run, p *pipelined) error {
+	return w.submit(ctx, op{kind: opSync, pipe: p, ctx: ctx, run: run, done: make(chan error, 1)})
+}
+
 // doEvents is do for an op that also writes evs: the hooks get them as if
 // they had been emitted.
 func (w *writer) doEvents(ctx context.Context, run *engine.Run, evs []engine.Event, fn func(t *wtx) error) error {
+	return w.submit(ctx, op{kind: opSync, fn: fn, ctx: ctx, run: run, evs: evs, done: make(chan error, 1)})
+}
+
+// submit queues a sync op and waits for its result.
+func (w *writer) submit(ctx context.Context, o op) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	o := op{kind: opSync, fn: fn, ctx: ctx, run: run, evs: evs, done: make(chan error, 1)}
 	if err := w.enqueue(ctx, o); err != nil {
 		return err
 	}
@@ -360,24 +392,49 @@ func retryable(err error) bool {
 }
 
 func (w *writer) runBatchRetrying(batch []op) error {
+	careful := false // optimistic ops in their checking form
 	for try := 0; ; try++ {
-		err := w.runBatch(batch)
-		if err == nil || !retryable(err) || try == conflictRetries {
-			return err
+		err := w.runBatch(batch, careful)
+		if err == nil {
+			return nil
 		}
-		w.retries.Add(1)
-		w.s.log.Debug("postgres: batch lost a conflict, running it again", "err", err, "try", try+1)
+		switch {
+		case !careful && violation(err) && hasOptimistic(batch):
+			careful, try = true, try-1 // not a conflict: no try spent
+			w.s.log.Debug("postgres: batch broke a constraint, running it again op by op", "err", err)
+		case !retryable(err) || try == conflictRetries:
+			return err
+		default:
+			w.retries.Add(1)
+			w.s.log.Debug("postgres: batch lost a conflict, running it again", "err", err, "try", try+1)
+		}
 		for i := range batch {
 			batch[i].written, batch[i].settled, batch[i].res = false, false, nil
 		}
 	}
 }
 
+// violation: a statement broke an integrity constraint (SQLSTATE class
+// 23), which an optimistic op's checking form turns into its refusal.
+func violation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && strings.HasPrefix(pe.Code, "23")
+}
+
+func hasOptimistic(batch []op) bool {
+	for i := range batch {
+		if batch[i].pipe != nil && batch[i].fn != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // runBatch commits batch as one transaction and reports it done, or
 // returns why nothing of it was committed. Consecutive events go to the
 // server as one pipelined batch of statements: one round trip, not one
 // per event.
-func (w *writer) runBatch(batch []op) error {
+func (w *writer) runBatch(batch []op, careful bool) error {
 	ctx := context.Background()
 	pc, err := w.s.pool.Acquire(ctx)
 	if err != nil {
@@ -393,7 +450,7 @@ func (w *writer) runBatch(batch []op) error {
 		// BEGIN, the inserts, the notifications and COMMIT in one round trip.
 		fatal = w.insertEvents(t, batch, true, notes)
 	} else {
-		fatal = w.runOps(t, batch)
+		fatal = w.runOps(t, batch, careful)
 		if fatal == nil && t.begun {
 			fatal = commit(t, notes)
 		}
@@ -444,14 +501,25 @@ func readCommit(br pgx.BatchResults, notes []string) error {
 	return nil
 }
 
-func (w *writer) runOps(t *wtx, batch []op) error {
+func (w *writer) runOps(t *wtx, batch []op, careful bool) error {
+	piped := func(o *op) bool {
+		return o.kind == opEvent || (o.pipe != nil && (o.fn == nil || !careful))
+	}
 	for i := 0; i < len(batch); {
-		if batch[i].kind == opEvent {
+		if piped(&batch[i]) {
+			// Events and pipelined ops, as many as follow each other: one
+			// round trip.
 			j := i
-			for j < len(batch) && batch[j].kind == opEvent {
+			for j < len(batch) && piped(&batch[j]) {
 				j++
 			}
-			if err := w.insertEvents(t, batch[i:j], false, nil); err != nil {
+			var err error
+			if eventsOnly(batch[i:j]) {
+				err = w.insertEvents(t, batch[i:j], false, nil)
+			} else {
+				err = w.runPipelined(t, batch[i:j])
+			}
+			if err != nil {
 				return err
 			}
 			i = j
@@ -463,16 +531,82 @@ func (w *writer) runOps(t *wtx, batch []op) error {
 			o.settled, o.res = true, err
 			continue
 		}
-		err := o.fn(t)
-		var rj rejected
-		if errors.As(err, &rj) {
-			o.settled, o.res = true, rj.err
-			continue
-		}
-		if err != nil {
+		if err := settle(o, o.fn(t)); err != nil {
 			return err
 		}
-		o.settled = true
+	}
+	return nil
+}
+
+// settle records a sync op's outcome: done, or refused (rejected). Any
+// other error is returned: it fails the batch.
+func settle(o *op, err error) error {
+	var rj rejected
+	if errors.As(err, &rj) {
+		o.settled, o.res = true, rj.err
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	o.settled = true
+	return nil
+}
+
+// runPipelined sends the statements of events and pipelined ops in one
+// round trip, takes their results in order, then runs the follow-ups the
+// ops asked for.
+func (w *writer) runPipelined(t *wtx, ops []op) error {
+	b := &pgx.Batch{}
+	for i := range ops {
+		o := &ops[i]
+		switch {
+		case o.kind == opEvent:
+			queueEvent(b, &o.ev)
+		case o.ctx.Err() != nil:
+			o.settled, o.res = true, o.ctx.Err()
+		default:
+			o.pipe.queue(b)
+		}
+	}
+	br := t.sendBatch(b)
+	follows := make([]func(t *wtx) error, len(ops))
+	for i := range ops {
+		o := &ops[i]
+		if o.kind == opEvent {
+			tag, err := br.Exec()
+			if err != nil {
+				_ = br.Close() // the statement's error is the one to report
+				return fmt.Errorf("append event %s#%d: %w", o.ev.RunID, o.ev.Seq, err)
+			}
+			o.written = tag.RowsAffected() == 1
+			continue
+		}
+		if o.settled {
+			continue // skipped: its caller is gone
+		}
+		f, err := o.pipe.read(br)
+		if err != nil {
+			_ = br.Close()
+			return err
+		}
+		follows[i] = f
+	}
+	if err := br.Close(); err != nil {
+		return err
+	}
+	for i := range ops {
+		o := &ops[i]
+		if o.kind == opEvent || o.settled {
+			continue
+		}
+		var err error
+		if follows[i] != nil {
+			err = follows[i](t)
+		}
+		if err := settle(o, err); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -482,9 +616,7 @@ func (w *writer) runOps(t *wtx, batch []op) error {
 func (w *writer) insertEvents(t *wtx, evs []op, andCommit bool, notes []string) error {
 	b := &pgx.Batch{}
 	for i := range evs {
-		e := &evs[i].ev
-		b.Queue(sqlInsertEvent, e.RunID, e.Seq, e.NodeID, e.Type, e.Content, e.Timestamp,
-			nullText(e.Data), e.Owner)
+		queueEvent(b, &evs[i].ev)
 	}
 	if andCommit {
 		queueCommit(b, notes)
@@ -509,6 +641,10 @@ func (w *writer) insertEvents(t *wtx, evs []op, andCommit bool, notes []string) 
 		return fmt.Errorf("append events: %w", err)
 	}
 	return nil
+}
+
+func queueEvent(b *pgx.Batch, e *engine.Event) {
+	b.Queue(sqlInsertEvent, e.RunID, e.Seq, e.NodeID, e.Type, e.Content, e.Timestamp, nullText(e.Data), e.Owner)
 }
 
 func (w *writer) commitDone(batch []op) {

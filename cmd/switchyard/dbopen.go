@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/internal/ownerlock"
+	"github.com/switchyard/switchyard/server"
+	"github.com/switchyard/switchyard/store"
+	"github.com/switchyard/switchyard/store/postgres"
+)
+
+// runStore is what the commands need of a store: the engine's, the
+// server's, and Close. Both the SQLite and the PostgreSQL store are one.
+type runStore interface {
+	engine.Store
+	server.Store
+	Close() error
+}
+
+var (
+	_ runStore = (*store.Store)(nil)
+	_ runStore = (*postgres.Store)(nil)
+)
+
+// errDBURL is returned for a --db that is not a PostgreSQL URL.
+var errDBURL = errors.New("want a PostgreSQL URL (postgres://user@host/db)")
+
+// dbFlag registers --db (default $SWITCHYARD_DB).
+func dbFlag(fs *flag.FlagSet) *string {
+	return fs.String("db", os.Getenv("SWITCHYARD_DB"),
+		"PostgreSQL URL (postgres://user@host/db) of a database several processes share (default $SWITCHYARD_DB); without it, the SQLite file of --data")
+}
+
+// opened is a store a command opened, with where it is.
+type opened struct {
+	st runStore
+	// sqlite is the SQLite file; "" on PostgreSQL.
+	sqlite string
+	// where names the database in logs (a URL without its password).
+	where string
+	// artifacts is the root of the runs' $ARTIFACTS_DIR.
+	artifacts string
+}
+
+// storeOptions say how a command opens the store.
+type storeOptions struct {
+	db, data string
+	logger   *slog.Logger
+	// remote follows other processes' commits (PostgreSQL): serve needs
+	// it for live events of runs another process drives.
+	remote bool
+}
+
+// openStore opens the PostgreSQL database of o.db when given, else the
+// SQLite file of o.data.
+func openStore(ctx context.Context, o storeOptions) (*opened, error) {
+	if o.db == "" {
+		opts := []store.Option{}
+		if o.logger != nil {
+			opts = append(opts, store.WithLogger(o.logger))
+		}
+		st, err := store.Open(ctx, dbPath(o.data), opts...)
+		if err != nil {
+			return nil, err
+		}
+		return &opened{st: st, sqlite: st.Path(), where: st.Path(),
+			artifacts: filepath.Join(filepath.Dir(st.Path()), "artifacts")}, nil
+	}
+	where, err := redactDB(o.db)
+	if err != nil {
+		return nil, err
+	}
+	opts := []postgres.Option{}
+	if o.logger != nil {
+		opts = append(opts, postgres.WithLogger(o.logger))
+	}
+	if o.remote {
+		opts = append(opts, postgres.WithRemoteCommits())
+	}
+	st, err := postgres.Open(ctx, o.db, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("--db %s: %w", where, err)
+	}
+	// Artifacts are files of this machine, beside where SQLite would be.
+	return &opened{st: st, where: where, artifacts: filepath.Join(filepath.Dir(dbPath(o.data)), "artifacts")}, nil
+}
+
+// redactDB checks that db is a PostgreSQL URL and returns it without its
+// password, for logs.
+func redactDB(db string) (string, error) {
+	u, err := url.Parse(db)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "", fmt.Errorf("--db: %w", errDBURL)
+	}
+	return u.Redacted(), nil
+}
+
+// registerOwners holds this process's owner lock beside a SQLite file
+// (see registerOwner). On PostgreSQL there is none: processes on other
+// machines cannot see a lock file, so leases alone decide.
+func (o *opened) registerOwners(cfg *engine.Config, logger *slog.Logger) *ownerlock.Registry {
+	if o.sqlite == "" {
+		return nil
+	}
+	return registerOwner(cfg, o.sqlite, logger)
+}
