@@ -82,6 +82,9 @@ type Engine struct {
 	closed  bool
 	wg      sync.WaitGroup
 	stop    chan struct{}
+	// cancelWake makes the lease loop look for cancel requests now (a
+	// store that hears of them pokes it; polling stays the fallback).
+	cancelWake chan struct{}
 
 	// lastRenew is when this process last renewed its leases (unix ns):
 	// past one lease period, other processes may own its runs.
@@ -148,9 +151,25 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.lastRenew.Store(time.Now().UnixNano())
 	e.unreleased = map[string]bool{}
+	e.cancelWake = make(chan struct{}, 1)
+	if cn, ok := st.(CancelNotifier); ok {
+		cn.OnCancelRequest(func() {
+			select {
+			case e.cancelWake <- struct{}{}:
+			default: // a look is already due
+			}
+		})
+	}
 	e.wg.Add(1)
 	go e.renewLeases()
 	return e, nil
+}
+
+// CancelNotifier is implemented by a store that hears at once when any
+// process requests a cancel (PostgreSQL's NOTIFY), so the driving process
+// need not wait for its next poll.
+type CancelNotifier interface {
+	OnCancelRequest(func())
 }
 
 // Store returns the engine's store.
@@ -200,6 +219,8 @@ func (e *Engine) renewLeases() {
 		case <-e.stop:
 			return
 		case <-cp.C:
+			e.takeCancelRequests()
+		case <-e.cancelWake:
 			e.takeCancelRequests()
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), e.cfg.LeaseTTL/3)

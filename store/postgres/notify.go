@@ -24,6 +24,29 @@ import (
 // notifyChannel is the LISTEN/NOTIFY channel of commit notices.
 const notifyChannel = "switchyard_commits"
 
+// cancelChannel carries the id of a run whose cancel was just requested.
+const cancelChannel = "switchyard_cancels"
+
+// OnCancelRequest registers h, called (on the listening goroutine; it must
+// not block) whenever any process requests a cancel, so the owner looks for
+// cancel requests at once instead of at its next poll. Only a store opened
+// WithRemoteCommits listens; h is also called after each reconnect, as
+// requests may have come while no connection listened.
+func (s *Store) OnCancelRequest(h func()) {
+	s.cancelMu.Lock()
+	defer s.cancelMu.Unlock()
+	s.cancelHooks = append(s.cancelHooks, h)
+}
+
+func (s *Store) cancelRequested() {
+	s.cancelMu.Lock()
+	hooks := slices.Clone(s.cancelHooks)
+	s.cancelMu.Unlock()
+	for _, h := range hooks {
+		h()
+	}
+}
+
 // maxNote keeps a notice under PostgreSQL's 8000-byte payload limit.
 const maxNote = 7000
 
@@ -134,9 +157,10 @@ func (l *listener) session(ctx context.Context) error {
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel+"; LISTEN "+cancelChannel); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	l.s.cancelRequested() // requests made while no connection listened
 	l.s.listening.Store(true)
 	defer l.s.listening.Store(false)
 	// What was committed while no connection listened.
@@ -147,6 +171,10 @@ func (l *listener) session(ctx context.Context) error {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
+		}
+		if n.Channel == cancelChannel {
+			l.s.cancelRequested()
+			continue
 		}
 		var nt notice
 		if err := json.Unmarshal([]byte(n.Payload), &nt); err != nil {

@@ -445,7 +445,10 @@ func (s *Store) RequestCancel(ctx context.Context, runID string) error {
 		if n == 0 {
 			return rejected{engine.ErrNotFound}
 		}
-		return nil
+		// Wakes the owner at once (delivered only if this commits); its
+		// polling stays the fallback.
+		_, err = t.exec(`SELECT pg_notify($1, $2)`, cancelChannel, runID)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: request cancel of run %s: %w", runID, err)

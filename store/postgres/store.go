@@ -65,6 +65,8 @@ type Store struct {
 	w *writer
 
 	id          string // tells this Store's commit notices from others'
+	cancelMu    sync.Mutex
+	cancelHooks []func()
 	listening   atomic.Bool
 	stopListen  context.CancelFunc // nil without WithRemoteCommits
 	listenDone  chan struct{}

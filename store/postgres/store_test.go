@@ -966,3 +966,36 @@ WHERE datname = current_database() AND query LIKE 'LISTEN%'`)
 		t.Fatalf("after reconnecting: %v", got)
 	}
 }
+
+// TestCancelRequestNotifies: a cancel requested through any store reaches
+// the listeners of the others at once (NOTIFY), not at their next poll.
+func TestCancelRequestNotifies(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	dsn := pg.NewDatabase(t)
+	owner := openDSN(t, dsn, WithRemoteCommits())
+	other := openDSN(t, dsn)
+	var pokes atomic.Int32
+	owner.OnCancelRequest(func() { pokes.Add(1) })
+	waitFor(t, "the owner to listen", owner.Listening)
+	base := pokes.Load() // one poke after each (re)connect
+	r := newRun("cancel-me")
+	r.Owner, r.LeaseUntil = "A", time.Now().Add(time.Hour)
+	mustOK(t, owner.CreateRun(ctx, r, nil, nil), "CreateRun")
+	mustOK(t, other.RequestCancel(ctx, r.ID), "RequestCancel")
+	waitFor(t, "the cancel notice", func() bool { return pokes.Load() > base })
+	ids, err := owner.TakeCancelRequests(ctx, "A")
+	if err != nil || len(ids) != 1 || ids[0] != r.ID {
+		t.Fatalf("TakeCancelRequests: %v, %v", ids, err)
+	}
+	// A refused request (no such run) commits nothing, so notifies nobody.
+	before := pokes.Load()
+	if err := other.RequestCancel(ctx, "no-such-run"); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("cancel of an unknown run: %v", err)
+	}
+	mustOK(t, other.RequestCancel(ctx, r.ID), "second RequestCancel")
+	waitFor(t, "the second notice", func() bool { return pokes.Load() > before })
+	if got := pokes.Load(); got != before+1 {
+		t.Errorf("%d notices for one committed request", got-before)
+	}
+}
