@@ -674,6 +674,17 @@ func (s *Store) ListOrphaned(ctx context.Context, now time.Time) ([]string, erro
 // normTime is t as it reads back from the database: UTC, whole microseconds.
 func normTime(t time.Time) time.Time { return fromMicros(toMicros(t)) }
 
+// NormTime is t as a store reads it back: UTC, whole microseconds. The
+// exported helpers here serve the other stores (store/postgres), so that
+// every store copies and normalizes alike.
+func NormTime(t time.Time) time.Time { return normTime(t) }
+
+// NormTimePtr is NormTime of *t, nil for nil.
+func NormTimePtr(t *time.Time) *time.Time { return normTimePtr(t) }
+
+// CloneRun copies r as a store keeps it (see cloneRun).
+func CloneRun(r *engine.Run) *engine.Run { return cloneRun(r) }
+
 func normTimePtr(t *time.Time) *time.Time {
 	if t == nil {
 		return nil

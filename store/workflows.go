@@ -39,6 +39,10 @@ type WorkflowVersion struct {
 	CreatedAt   time.Time       `json:"createdAt"` // when this version was saved
 }
 
+// ValidateWorkflow checks what every store requires of a workflow: a name,
+// a known kind and a JSON definition (engine.ErrInvalidWorkflow otherwise).
+func ValidateWorkflow(w *Workflow) error { return validateWorkflow(w) }
+
 func validateWorkflow(w *Workflow) error {
 	var problems []string
 	if strings.TrimSpace(w.Name) == "" {

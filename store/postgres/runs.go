@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/store"
 )
 
 var _ engine.Store = (*Store)(nil)
@@ -29,7 +30,7 @@ func (s *Store) Emit(ev *engine.Event) {
 	}
 	o := op{kind: opEvent, ev: *ev}
 	o.ev.Data = bytes.Clone(ev.Data)
-	o.ev.Timestamp = normTime(ev.Timestamp)
+	o.ev.Timestamp = store.NormTime(ev.Timestamp)
 	if err := s.w.enqueue(context.Background(), o); err != nil {
 		s.w.eventsDropped.Add(1)
 		s.log.Warn("postgres: event dropped", "run", ev.RunID, "seq", ev.Seq, "err", err)
@@ -106,7 +107,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 	if r == nil || r.ID == "" {
 		return errors.New("postgres: create run: run id is required")
 	}
-	hdr := cloneRun(r)
+	hdr := store.CloneRun(r)
 	approvals, err := json.Marshal(hdr.PendingApprovals)
 	if err != nil {
 		return fmt.Errorf("postgres: create run %s: pending approvals: %w", r.ID, err)
@@ -129,7 +130,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 		evs[i] = *ev
 		evs[i].RunID = hdr.ID
 		evs[i].Data = bytes.Clone(ev.Data)
-		evs[i].Timestamp = normTime(ev.Timestamp)
+		evs[i].Timestamp = store.NormTime(ev.Timestamp)
 	}
 	// The checking form: refuses a taken id or an unknown workflow alone.
 	check := func(t *wtx) error {
@@ -206,7 +207,7 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 	if r == nil {
 		return errors.New("postgres: checkpoint: nil run")
 	}
-	hdr := cloneRun(r)
+	hdr := store.CloneRun(r)
 	approvals, err := json.Marshal(hdr.PendingApprovals)
 	if err != nil {
 		return fmt.Errorf("postgres: checkpoint run %s: pending approvals: %w", r.ID, err)
@@ -724,24 +725,6 @@ func (s *Store) ListOrphaned(ctx context.Context, now time.Time) ([]string, erro
 
 // --- copying and argument building ---
 
-// cloneRun copies r deeply enough that the caller may modify r afterwards,
-// with times normalized as they will read back.
-func cloneRun(r *engine.Run) *engine.Run {
-	c := *r
-	c.PendingApprovals = slices.Clone(r.PendingApprovals)
-	for i := range c.PendingApprovals {
-		c.PendingApprovals[i].Since = normTime(c.PendingApprovals[i].Since)
-	}
-	c.CreatedAt = normTime(r.CreatedAt)
-	c.UpdatedAt = normTime(r.UpdatedAt)
-	c.FinishedAt = normTimePtr(r.FinishedAt)
-	if r.Usage.CostUSD != nil {
-		f := *r.Usage.CostUSD
-		c.Usage.CostUSD = &f
-	}
-	return &c
-}
-
 // nodeArgs turns node states into statement arguments right away: the copy
 // that lets the engine reuse its NodeState structs.
 func nodeArgs(runID string, nodes []*engine.NodeState) ([][]any, error) {
@@ -764,7 +747,7 @@ func nodeArgs(runID string, nodes []*engine.NodeState) ([][]any, error) {
 		}
 		out = append(out, []any{runID, n.NodeID, string(n.Status), n.Input, n.Output, n.Handle,
 			n.Error, n.Visits, n.Attempts, fired, nullText(n.Wait),
-			normTimePtr(n.StartedAt), normTimePtr(n.FinishedAt), n.Rejection, nullText(n.Decision)})
+			store.NormTimePtr(n.StartedAt), store.NormTimePtr(n.FinishedAt), n.Rejection, nullText(n.Decision)})
 	}
 	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/switchyard/switchyard/store"
 )
 
 // RevokeSession records that session id (a sign-in cookie's id) was ended
@@ -13,11 +14,11 @@ import (
 // records are removed on the way.
 func (s *Store) RevokeSession(ctx context.Context, id string, exp time.Time) error {
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `DELETE FROM revoked_sessions WHERE expires_at <= $1`, normTime(s.now())); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM revoked_sessions WHERE expires_at <= $1`, store.NormTime(s.now())); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO revoked_sessions (id, expires_at) VALUES ($1, $2)
-ON CONFLICT (id) DO NOTHING`, id, normTime(exp))
+ON CONFLICT (id) DO NOTHING`, id, store.NormTime(exp))
 		return err
 	})
 	if err != nil {
@@ -32,7 +33,7 @@ func (s *Store) RevokedSessions(ctx context.Context) (map[string]time.Time, erro
 	if s.w.isClosed() {
 		return nil, fmt.Errorf("postgres: revoked sessions: %w", ErrClosed)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, expires_at FROM revoked_sessions WHERE expires_at > $1`, normTime(s.now()))
+	rows, err := s.pool.Query(ctx, `SELECT id, expires_at FROM revoked_sessions WHERE expires_at > $1`, store.NormTime(s.now()))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: revoked sessions: %w", err)
 	}

@@ -271,17 +271,6 @@ func (s *Store) Stats() Stats { return s.w.stats() }
 
 // --- time and value helpers ---
 
-// normTime is t as it reads back: UTC, whole microseconds.
-func normTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
-
-func normTimePtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	n := normTime(*t)
-	return &n
-}
-
 func optTime(t *time.Time) *time.Time {
 	if t == nil {
 		return nil

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -20,26 +19,6 @@ type (
 	Workflow        = store.Workflow
 	WorkflowVersion = store.WorkflowVersion
 )
-
-func validateWorkflow(w *Workflow) error {
-	var problems []string
-	if strings.TrimSpace(w.Name) == "" {
-		problems = append(problems, "name is required")
-	}
-	if w.Kind != engine.KindGraph && w.Kind != engine.KindYAML {
-		problems = append(problems, fmt.Sprintf("kind %q must be %q or %q", w.Kind, engine.KindGraph, engine.KindYAML))
-	}
-	switch {
-	case len(w.Definition) == 0:
-		problems = append(problems, "definition is required")
-	case !json.Valid(w.Definition):
-		problems = append(problems, "definition is not valid JSON")
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("%w: %s", engine.ErrInvalidWorkflow, strings.Join(problems, "; "))
-	}
-	return nil
-}
 
 // writeTx runs fn in a transaction of its own. Workflow writes need no
 // ordering with run events, so they bypass the write queue; concurrent
@@ -56,13 +35,13 @@ func (s *Store) writeTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // matching engine.ErrInvalidWorkflow for a missing name, unknown kind or
 // invalid definition.
 func (s *Store) CreateWorkflow(ctx context.Context, w Workflow) (*Workflow, error) {
-	if err := validateWorkflow(&w); err != nil {
+	if err := store.ValidateWorkflow(&w); err != nil {
 		return nil, fmt.Errorf("postgres: create workflow: %w", err)
 	}
 	if w.ID == "" {
 		w.ID = uuid.NewString()
 	}
-	now := normTime(s.now())
+	now := store.NormTime(s.now())
 	w.Version, w.CreatedAt, w.UpdatedAt = 1, now, now
 	w.Definition = append(json.RawMessage(nil), w.Definition...)
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
@@ -94,10 +73,10 @@ kind, definition, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 // current version is expectVersion: a stale editor gets ErrConflict
 // instead of overwriting someone else's save. ErrNotFound if unknown.
 func (s *Store) UpdateWorkflow(ctx context.Context, w Workflow, expectVersion int) (*Workflow, error) {
-	if err := validateWorkflow(&w); err != nil {
+	if err := store.ValidateWorkflow(&w); err != nil {
 		return nil, fmt.Errorf("postgres: update workflow %s: %w", w.ID, err)
 	}
-	now := normTime(s.now())
+	now := store.NormTime(s.now())
 	w.Definition = append(json.RawMessage(nil), w.Definition...)
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		var created time.Time
