@@ -49,14 +49,14 @@ const (
 	sqlInsertRun = `INSERT INTO runs (id, workflow_id, kind, status, input, waiting_for_input,
 current_node_id, pending_approvals, error, work_dir, owner, lease_until, created_at, updated_at, finished_at,
 prompt_tokens, completion_tokens, total_tokens, cost_usd)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) ON CONFLICT (id) DO NOTHING`
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, (now() + $12::float8 * interval '1 microsecond'), $13, $14, $15, $16, $17, $18, $19) ON CONFLICT (id) DO NOTHING`
 
 	// sqlInsertRunStrict is sqlInsertRun failing on a taken id (and, by
 	// the foreign key, an unknown workflow): the pipelined CreateRun.
 	sqlInsertRunStrict = `INSERT INTO runs (id, workflow_id, kind, status, input, waiting_for_input,
 current_node_id, pending_approvals, error, work_dir, owner, lease_until, created_at, updated_at, finished_at,
 prompt_tokens, completion_tokens, total_tokens, cost_usd)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, (now() + $12::float8 * interval '1 microsecond'), $13, $14, $15, $16, $17, $18, $19)`
 
 	sqlUpdateRun = `UPDATE runs SET status = $1, input = $2, waiting_for_input = $3, current_node_id = $4,
 pending_approvals = $5, error = $6, work_dir = $7, updated_at = $8, finished_at = $9,
@@ -90,12 +90,12 @@ rejection = excluded.rejection, decision = excluded.decision`
 	// $4 is "now" in the database's clock. Concurrent acquires of one run
 	// serialize on its row; the loser re-reads the winner's owner and lease
 	// and matches nothing: a compare-and-swap.
-	sqlAcquireRun = `UPDATE runs SET owner = $1, lease_until = $2
-WHERE id = $3 AND (owner = '' OR owner = $1 OR lease_until IS NULL OR lease_until < $4)
+	sqlAcquireRun = `UPDATE runs SET owner = $1, lease_until = (now() + $2::float8 * interval '1 microsecond')
+WHERE id = $3 AND (owner = '' OR owner = $1 OR lease_until IS NULL OR lease_until < (now() + $4::float8 * interval '1 microsecond'))
 AND ($5 = '' OR status = $5)`
 
 	sqlOrphaned = `r.status IN ('pending', 'running', 'paused')
-AND (r.owner = '' OR r.lease_until IS NULL OR r.lease_until < $1)
+AND (r.owner = '' OR r.lease_until IS NULL OR r.lease_until < (now() + $1::float8 * interval '1 microsecond'))
 AND (r.status <> 'paused' OR EXISTS
   (SELECT 1 FROM node_states n WHERE n.run_id = r.id AND n.status = 'running'))`
 )
@@ -120,9 +120,9 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 	if hdr.WorkflowID != "" {
 		wf = &hdr.WorkflowID
 	}
-	var lease *time.Time
+	var lease *float64
 	if hdr.Owner != "" {
-		l := s.dbTime(hdr.LeaseUntil)
+		l := s.fromNow(hdr.LeaseUntil)
 		lease = &l
 	}
 	evs := make([]engine.Event, len(events))
@@ -273,7 +273,7 @@ func (s *Store) AcquireRun(ctx context.Context, runID, owner string, expect engi
 	if owner == "" {
 		return fmt.Errorf("postgres: acquire run %s: owner is required", runID)
 	}
-	dbNow, dbUntil := s.dbTime(now), s.dbTime(leaseUntil)
+	dbNow, dbUntil := s.fromNow(now), s.fromNow(leaseUntil)
 	err := s.w.do(ctx, nil, func(t *wtx) error {
 		n, err := t.exec(sqlAcquireRun, owner, dbUntil, runID, dbNow, string(expect))
 		if err != nil {
@@ -315,10 +315,10 @@ func (s *Store) ClaimOrphaned(ctx context.Context, owner string, now, leaseUntil
 	if limit > 0 {
 		lim = &limit
 	}
-	dbNow, dbUntil := s.dbTime(now), s.dbTime(leaseUntil)
+	dbNow, dbUntil := s.fromNow(now), s.fromNow(leaseUntil)
 	var ids []string
 	err := s.w.do(ctx, nil, func(t *wtx) error {
-		rows, err := t.query(`UPDATE runs SET owner = $2, lease_until = $3 WHERE id IN
+		rows, err := t.query(`UPDATE runs SET owner = $2, lease_until = (now() + $3::float8 * interval '1 microsecond') WHERE id IN
 (SELECT r.id FROM runs r WHERE `+sqlOrphaned+` ORDER BY r.created_at, r.id LIMIT $4 FOR UPDATE SKIP LOCKED)
 RETURNING id`, dbNow, owner, dbUntil, lim)
 		if err != nil {
@@ -397,9 +397,9 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, leaseUntil time.T
 	if owner == "" {
 		return nil // nobody's leases: never touch unowned runs
 	}
-	until := s.dbTime(leaseUntil)
+	until := s.fromNow(leaseUntil)
 	err := s.w.do(ctx, nil, func(t *wtx) error {
-		_, err := t.exec(`UPDATE runs SET lease_until = $1 WHERE owner = $2 AND owner <> ''`, until, owner)
+		_, err := t.exec(`UPDATE runs SET lease_until = (now() + $1::float8 * interval '1 microsecond') WHERE owner = $2 AND owner <> ''`, until, owner)
 		return err
 	})
 	if err != nil {
@@ -709,7 +709,7 @@ WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, runID, after, lim)
 // (a compare-and-swap), or takes a set at once with ClaimOrphaned.
 func (s *Store) ListOrphaned(ctx context.Context, now time.Time) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id FROM runs r WHERE `+sqlOrphaned+` ORDER BY r.created_at, r.id`,
-		s.dbTime(now))
+		s.fromNow(now))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list orphaned runs: %w", err)
 	}

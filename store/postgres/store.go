@@ -12,9 +12,9 @@
 //
 // Several processes (several Stores) may share a database. What makes that
 // safe:
-//   - leases are compared in the database's clock: each Store measures its
-//     process clock's offset to the server's and shifts the lease times it
-//     is given by it, so hosts with skewed clocks agree on expiry;
+//   - leases are set and compared in the database's clock (now()): a lease
+//     time reaches SQL only as a distance from the moment it is used, so
+//     hosts with skewed clocks agree on expiry;
 //   - taking a run over is a compare-and-swap on its row (AcquireRun), and
 //     ClaimOrphaned claims a set of orphaned runs with FOR UPDATE SKIP
 //     LOCKED, so N processes recovering at once get disjoint runs;
@@ -42,9 +42,6 @@ import (
 const (
 	DefaultQueueSize = 16384
 	defaultListLimit = 50
-	// clockRefresh is how often the offset to the database clock is
-	// measured again (clocks drift; NTP steps them).
-	clockRefresh = time.Minute
 )
 
 // ErrClosed is returned by operations on a closed Store. It is the SQLite
@@ -57,9 +54,8 @@ type Store struct {
 	now  func() time.Time
 	pool *pgxpool.Pool
 
-	// offset is the database clock minus this process's clock, in
-	// nanoseconds: a lease time t of this process is t+offset in the
-	// database's clock.
+	// offset is the database clock minus this process's clock at Open, in
+	// nanoseconds (diagnostics only).
 	offset atomic.Int64
 
 	w *writer
@@ -74,8 +70,6 @@ type Store struct {
 
 	syncCommit string // synchronous_commit at Open
 
-	stopClock chan struct{}
-	clockDone chan struct{}
 	closeOnce sync.Once
 }
 
@@ -157,16 +151,19 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{log: cfg.log, now: cfg.now, pool: pool, id: uuid.NewString(), listenRetry: cfg.listenRetry,
-		stopClock: make(chan struct{}), clockDone: make(chan struct{})}
+	s := &Store{log: cfg.log, now: cfg.now, pool: pool, id: uuid.NewString(), listenRetry: cfg.listenRetry}
 	if err := s.measureClock(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
+	if off := s.ClockOffset(); off > 2*time.Second || off < -2*time.Second {
+		// Leases do not mind (they use the database's clock); the times
+		// this process writes (created, updated) are off by as much.
+		s.log.Warn("postgres: this host's clock differs from the database's", "offset", off)
+	}
 	s.readDurability(ctx)
 	s.w = newWriter(s, cfg.queueSize, cfg.eventTries, cfg.retryDelay)
 	go s.w.loop()
-	go s.clockLoop()
 	if cfg.remote {
 		lctx, cancel := context.WithCancel(context.Background())
 		s.stopListen, s.listenDone = cancel, make(chan struct{})
@@ -212,30 +209,20 @@ func (s *Store) measureClock(ctx context.Context) error {
 	return nil
 }
 
-func (s *Store) clockLoop() {
-	defer close(s.clockDone)
-	t := time.NewTicker(clockRefresh)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stopClock:
-			return
-		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			if err := s.measureClock(ctx); err != nil {
-				s.log.Warn("postgres: measure database clock", "err", err)
-			}
-			cancel()
-		}
-	}
-}
 
-// ClockOffset is the database clock minus this process's clock, as last
-// measured.
+// ClockOffset is the database clock minus this process's clock, as
+// measured at Open (for diagnostics: leases do not depend on it).
 func (s *Store) ClockOffset() time.Duration { return time.Duration(s.offset.Load()) }
 
-// dbTime translates a lease time of this process to the database clock.
-func (s *Store) dbTime(t time.Time) time.Time { return t.Add(s.ClockOffset()) }
+// fromNow is t as microseconds from this process's now: a lease time
+// reaches the database only as a distance from the moment it is used, and
+// the SQL turns it into a time of the database's clock there
+// ("now() + $n::float8 * interval '1 microsecond'"). So leases are
+// set and compared in the database's clock (now()); a process's clock adds
+// only the distances it is given (a TTL), never its reading of the time.
+func (s *Store) fromNow(t time.Time) float64 {
+	return float64(t.Sub(s.now()).Microseconds())
+}
 
 // Listening reports whether a store opened WithRemoteCommits is listening
 // for other processes' commits right now.
@@ -255,8 +242,6 @@ func (s *Store) Close() error {
 			<-s.listenDone
 		}
 		s.w.stop()
-		close(s.stopClock)
-		<-s.clockDone
 		s.pool.Close()
 	})
 	return nil

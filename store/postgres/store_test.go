@@ -999,3 +999,27 @@ func TestCancelRequestNotifies(t *testing.T) {
 		t.Errorf("%d notices for one committed request", got-before)
 	}
 }
+
+// TestLeaseIgnoresAClockJump: a process whose clock jumps an hour after it
+// opened the store still sets leases in the database's clock: a 10 s lease
+// expires about 10 s later, not an hour later.
+func TestLeaseIgnoresAClockJump(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	dsn := pg.NewDatabase(t)
+	var jump atomic.Int64
+	jumpy := openDSN(t, dsn, WithClock(func() time.Time { return time.Now().Add(time.Duration(jump.Load())) }))
+	other := openDSN(t, dsn)
+	r := newRun("run-jump")
+	mustOK(t, jumpy.CreateRun(ctx, r, nil, nil), "CreateRun")
+	jump.Store(int64(time.Hour)) // NTP steps the clock after Open
+	now := jumpy.now()
+	mustOK(t, jumpy.AcquireRun(ctx, r.ID, "jumpy", "", now, now.Add(10*time.Second)), "AcquireRun")
+	if list, err := other.ListOrphaned(ctx, time.Now()); err != nil || slices.Contains(list, r.ID) {
+		t.Fatalf("a fresh lease looks expired: %v, %v", list, err)
+	}
+	waitFor(t, "the 10 s lease to expire", func() bool {
+		list, err := other.ListOrphaned(ctx, time.Now())
+		return err == nil && slices.Contains(list, r.ID)
+	})
+}
