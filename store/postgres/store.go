@@ -209,7 +209,6 @@ func (s *Store) measureClock(ctx context.Context) error {
 	return nil
 }
 
-
 // ClockOffset is the database clock minus this process's clock, as
 // measured at Open (for diagnostics: leases do not depend on it).
 func (s *Store) ClockOffset() time.Duration { return time.Duration(s.offset.Load()) }
