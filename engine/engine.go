@@ -656,7 +656,19 @@ func compileGraphRun(e *Engine, run *Run) (*plan, error) {
 // for the user to resume or cancel. It returns the ids it took.
 func (e *Engine) Recover(ctx context.Context, resume bool) ([]string, error) {
 	e.reapDead(ctx)
-	ids, err := e.store.ListOrphaned(ctx, time.Now())
+	var ids []string
+	var err error
+	claimed := false
+	if oc, ok := e.store.(OrphanClaimer); ok && resume {
+		claimed = true
+		// Claimed in one statement that skips runs another process is
+		// claiming: N processes recovering at once take disjoint sets
+		// instead of racing for the same runs.
+		now := time.Now()
+		ids, err = oc.ClaimOrphaned(ctx, e.cfg.Owner, now, now.Add(e.cfg.LeaseTTL), 0)
+	} else {
+		ids, err = e.store.ListOrphaned(ctx, time.Now())
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -665,6 +677,13 @@ func (e *Engine) Recover(ctx context.Context, resume bool) ([]string, error) {
 		if resume {
 			if _, err := e.deliver(ctx, id, request{kind: reqRecover}); err != nil {
 				e.log.Warn("recover run", "run", id, "err", err)
+				if claimed {
+					// Leased to us but not driven: let it go, or our lease
+					// renewals would keep it from everyone.
+					if err := e.store.ReleaseRun(ctx, id, e.cfg.Owner); err != nil {
+						e.log.Warn("release a claimed run", "run", id, "err", err)
+					}
+				}
 				continue
 			}
 		} else if err := e.markInterrupted(ctx, id); err != nil {
@@ -674,6 +693,13 @@ func (e *Engine) Recover(ctx context.Context, resume bool) ([]string, error) {
 		took = append(took, id)
 	}
 	return took, nil
+}
+
+// OrphanClaimer is implemented by a store that can claim orphaned runs in
+// one statement, skipping those another process is claiming (PostgreSQL's
+// FOR UPDATE SKIP LOCKED). The claimed runs are leased to owner.
+type OrphanClaimer interface {
+	ClaimOrphaned(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]string, error)
 }
 
 // KeepRecovering calls Recover every fifth of a lease period until the
