@@ -103,6 +103,8 @@ started_at, finished_at, rejection, decision FROM node_states ORDER BY rowid`,
 			// Signed-out sessions stay signed out on the new database.
 			{"revoked_sessions", []string{"id", "expires_at"},
 				`SELECT id, expires_at FROM revoked_sessions`, micros(1), nil},
+			{"yaml_positions", []string{"workflow_id", "node_id", "x", "y"},
+				`SELECT workflow_id, node_id, x, y FROM yaml_positions`, nil, nil},
 		}
 		for _, s := range steps {
 			rows, err := rtx.QueryContext(ctx, s.query)
@@ -122,7 +124,11 @@ started_at, finished_at, rejection, decision FROM node_states ORDER BY rowid`,
 				*s.count = n
 			}
 		}
-		return nil
+		tables := make([]string, len(steps))
+		for i, st := range steps {
+			tables[i] = st.table
+		}
+		return verifyCopy(ctx, rtx, tx, tables)
 	})
 	if err != nil {
 		return CopyStats{}, fmt.Errorf("postgres: copy from %s: %w", path, err)
@@ -130,6 +136,68 @@ started_at, finished_at, rejection, decision FROM node_states ORDER BY rowid`,
 	dst.log.Info("postgres: copied the SQLite database", "from", path, "workflows", st.Workflows,
 		"versions", st.Versions, "runs", st.Runs, "nodes", st.Nodes, "events", st.Events)
 	return st, nil
+}
+
+// verifyCopy compares, inside the copy's transaction, the row count of
+// every table and each run's last event seq on both sides: a copy that
+// does not match is rolled back, not committed.
+func verifyCopy(ctx context.Context, from *sql.Tx, to pgx.Tx, tables []string) error {
+	for _, t := range tables {
+		var a, b int64
+		if err := from.QueryRowContext(ctx, `SELECT count(*) FROM `+t).Scan(&a); err != nil {
+			return fmt.Errorf("verify %s: %w", t, err)
+		}
+		if err := to.QueryRow(ctx, `SELECT count(*) FROM `+t).Scan(&b); err != nil {
+			return fmt.Errorf("verify %s: %w", t, err)
+		}
+		if a != b {
+			return fmt.Errorf("verify %s: %d rows in SQLite, %d copied", t, a, b)
+		}
+	}
+	want := map[string]int64{}
+	rows, err := from.QueryContext(ctx, `SELECT run_id, max(seq) FROM run_events GROUP BY run_id`)
+	if err != nil {
+		return fmt.Errorf("verify last seqs: %w", err)
+	}
+	for rows.Next() {
+		var id string
+		var seq int64
+		if err := rows.Scan(&id, &seq); err != nil {
+			rows.Close()
+			return fmt.Errorf("verify last seqs: %w", err)
+		}
+		want[id] = seq
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("verify last seqs: %w", err)
+	}
+	got, err := to.Query(ctx, `SELECT run_id, max(seq) FROM run_events GROUP BY run_id`)
+	if err != nil {
+		return fmt.Errorf("verify last seqs: %w", err)
+	}
+	n := 0
+	for got.Next() {
+		var id string
+		var seq int64
+		if err := got.Scan(&id, &seq); err != nil {
+			got.Close()
+			return fmt.Errorf("verify last seqs: %w", err)
+		}
+		if want[id] != seq {
+			got.Close()
+			return fmt.Errorf("verify run %s: last seq %d in SQLite, %d copied", id, want[id], seq)
+		}
+		n++
+	}
+	got.Close()
+	if err := got.Err(); err != nil {
+		return fmt.Errorf("verify last seqs: %w", err)
+	}
+	if n != len(want) {
+		return fmt.Errorf("verify: %d runs with events in SQLite, %d copied", len(want), n)
+	}
+	return nil
 }
 
 // sqliteRows streams SQLite rows into COPY.

@@ -1,10 +1,12 @@
 package postgres
 
 import (
+	"database/sql"
 	"encoding/json"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,4 +133,41 @@ func TestCopyFromSQLite(t *testing.T) {
 	// A second copy into the now non-empty database is refused whole.
 	_, err = CopyFromSQLite(ctx, path, dst)
 	wantIs(t, err, engine.ErrConflict, "copy into a non-empty database")
+}
+
+// TestCopyVerificationCatchesAMismatch: the check that ends every copy
+// refuses a destination whose counts or last seqs differ from the source.
+func TestCopyVerificationCatchesAMismatch(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	path := filepath.Join(t.TempDir(), "switchyard.db")
+	src, err := store.Open(ctx, path, store.WithLogger(testLogger(t)))
+	mustOK(t, err, "open SQLite")
+	r := newRun("run-v")
+	mustOK(t, src.CreateRun(ctx, r, nil, nil), "CreateRun")
+	src.Emit(ev(r.ID, 1, "one"))
+	mustOK(t, src.Checkpoint(ctx, r, nil), "barrier")
+	mustOK(t, src.Close(), "close SQLite")
+
+	dst := openDSN(t, pg.NewDatabase(t))
+	db, err := sql.Open("sqlite", path)
+	mustOK(t, err, "open SQLite for reading")
+	defer db.Close()
+	rtx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	mustOK(t, err, "read tx")
+	defer func() { _ = rtx.Rollback() }()
+	tx, err := dst.pool.Begin(ctx)
+	mustOK(t, err, "begin")
+	defer func() { _ = tx.Rollback(ctx) }()
+	if err := verifyCopy(ctx, rtx, tx, []string{"runs"}); err == nil || !strings.Contains(err.Error(), "1 rows in SQLite, 0 copied") {
+		t.Fatalf("an empty destination passed verification: %v", err)
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO runs (id, kind, status, input, created_at, updated_at) VALUES ('run-v', 'graph', 'running', '', now(), now())`)
+	mustOK(t, err, "insert run")
+	if err := verifyCopy(ctx, rtx, tx, []string{"runs"}); err == nil || !strings.Contains(err.Error(), "1 runs with events in SQLite, 0 copied") {
+		t.Fatalf("missing events passed verification: %v", err)
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO run_events (run_id, seq, node_id, type, content, ts) VALUES ('run-v', 1, 'n', 't', 'one', now())`)
+	mustOK(t, err, "insert event")
+	mustOK(t, verifyCopy(ctx, rtx, tx, []string{"runs", "run_events"}), "a faithful copy")
 }
