@@ -8,11 +8,12 @@ import { applyTheme, useApp } from './store/app';
 import { useInbox } from './store/inbox';
 import { isDirty, useEditor } from './store/editor';
 import { setNavigationGuard, startRouter } from './store/router';
-import { startValidation } from './store/validation';
+import { startValidation, startYamlValidation } from './store/validation';
 
 applyTheme(useApp.getState().theme);
 startRouter();
 startValidation();
+startYamlValidation();
 void useApp.getState().loadConfig();
 
 // Live run statuses for history lists; only once the API answers.
