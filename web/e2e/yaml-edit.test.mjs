@@ -237,3 +237,54 @@ test('a save over a file changed on disk opens the conflict view: yours, disk, b
     }
   }
 });
+
+test('+ New YAML creates a file in the folder; Convert to YAML shows the text and what is left out, then creates the file', { timeout: TEST_TIMEOUT }, async () => {
+  const at = (x, y) => ({ x, y });
+  const drawn = await stack.api.createWorkflow('Drawn review', {
+    nodes: [
+      { id: 'n1', type: 'start', position: at(0, 100), data: { initialInput: '' } },
+      { id: 'n2', type: 'agent', position: at(260, 100), data: { agentName: 'Writer', userPrompt: 'Summarise: {{PREVIOUS_OUTPUT}}', tools: { subagents: true } } },
+      { id: 'n3', type: 'approval', position: at(560, 100), data: { prompt: 'Ship it?' } },
+    ],
+    edges: [
+      { id: 'e1', source: 'n1', target: 'n2', sourceHandle: 'output', targetHandle: 'input' },
+      { id: 'e2', source: 'n2', target: 'n3', sourceHandle: 'output', targetHandle: 'input' },
+    ],
+  });
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'dark' });
+  try {
+    await openEditor(page, '/');
+    await page.locator(tid('new-yaml')).click();
+    await page.locator(tid('yaml-create-path')).fill('made-here');
+    await page.locator(tid('yaml-create-submit')).click();
+    await page.waitForURL(/\/workflows\/yaml\./);
+    await until(async () => (await editorText(page)).includes('name: made-here'), 'the new file in the text view');
+    assert.match(readFileSync(wfFile('made-here.yaml'), 'utf8'), /^name: made-here\n/, 'the file is in the folder');
+    await until(async () => (await nodeIds(page)).includes('hello'), 'its step on the canvas');
+    await screenshot(page, 'yaml-edit-new-dark');
+
+    // Creating it again: the server refuses, the dialog says why.
+    await page.locator(tid('new-yaml')).click();
+    await page.locator(tid('yaml-create-path')).fill('made-here.yaml');
+    await page.locator(tid('yaml-create-submit')).click();
+    await textMatches(page.locator(tid('yaml-create-error')), /exist/i, 'the refusal');
+    await page.keyboard.press('Escape');
+    await until(async () => (await page.locator(tid('yaml-create')).count()) === 0, 'the dialog closes');
+
+    await page.goto(`/workflows/${encodeURIComponent(drawn.id)}`);
+    await page.locator(tid('tab-workflow')).click();
+    await page.locator(tid('convert-to-yaml')).click();
+    await textMatches(page.locator(tid('yaml-create-source')), /nodes:/, 'the YAML text');
+    const source = await page.locator(tid('yaml-create-source')).textContent();
+    const path = await page.locator(tid('yaml-create-path')).inputValue();
+    assert.match(path, /\.ya?ml$/, `a suggested file name: ${path}`);
+    await screenshot(page, 'yaml-edit-convert-dark');
+    await page.locator(tid('yaml-create-submit')).click();
+    await page.waitForURL(/\/workflows\/yaml\./);
+    await until(async () => (await nodeIds(page)).length >= 2, 'the converted steps on the canvas');
+    assert.equal(readFileSync(wfFile(path), 'utf8'), source, 'the file holds the text shown');
+    assertNoPageErrors(errors);
+  } finally {
+    await context.close();
+  }
+});

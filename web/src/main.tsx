@@ -36,7 +36,7 @@ useApp.subscribe((s) => {
 
 setNavigationGuard((to) => {
   const ed = useEditor.getState();
-  if (!isDirty(ed) || ed.kind === 'yaml') return true;
+  if (!isDirty(ed) || (ed.kind === 'yaml' && !ed.editable)) return true;
   // Staying on the same workflow (e.g. new → its saved id) is not leaving.
   if (to.name === 'editor' && to.id !== null && to.id === ed.workflowId) return true;
   return confirm('You have unsaved changes to this workflow. Leave without saving?');
@@ -44,7 +44,7 @@ setNavigationGuard((to) => {
 
 window.addEventListener('beforeunload', (e) => {
   const ed = useEditor.getState();
-  if (isDirty(ed) && ed.kind !== 'yaml') {
+  if (isDirty(ed) && (ed.kind !== 'yaml' || ed.editable)) {
     e.preventDefault();
     e.returnValue = '';
   }

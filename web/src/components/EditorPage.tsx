@@ -15,6 +15,7 @@ import { ProblemsPanel } from './ProblemsPanel';
 import { RunHistory } from './RunHistory';
 import { WorkflowList } from './WorkflowList';
 import { WorkflowPanel } from './WorkflowPanel';
+import { YamlCreateDialog } from './YamlCreate';
 import { PanelToggle } from './PanelToggle';
 import { usePanels } from '../store/panels';
 
@@ -538,6 +539,7 @@ function EditorBody({ id }: { id: string | null }) {
         </div>
       </div>
       <TemplateGallery />
+      <YamlCreateDialog />
     </div>
   );
 }

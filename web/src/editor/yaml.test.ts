@@ -5,6 +5,8 @@ import {
   mainField,
   newYamlNodeId,
   problemsToDiagnostics,
+  starterYaml,
+  yamlFileName,
   yamlCompletions,
   yamlEdits,
   yamlNodeIds,
@@ -129,10 +131,29 @@ describe('canvas gestures as YAML edits', () => {
       { id: 'c', position: { x: 2, y: 2 } },
     ];
     const r = keepPositions(next, [{ id: 'a', position: { x: 10, y: 20 } }], { b: { x: 5, y: 6 } });
-    expect(r.map((n) => n.position)).toEqual([
-      { x: 10, y: 20 },
-      { x: 5, y: 6 },
-      { x: 2, y: 2 },
-    ]);
+    expect(r[0]!.position).toEqual({ x: 10, y: 20 });
+    expect(r[1]!.position).toEqual({ x: 5, y: 6 });
+    // c's projected spot is under a and b: it moves to a free one.
+    const c = r[2]!.position;
+    for (const o of [r[0]!.position, r[1]!.position]) expect(Math.abs(c.x - o.x) >= 200 || Math.abs(c.y - o.y) >= 90).toBe(true);
+  });
+  it('keeps a new node at its projected spot when that is free, and everything as projected on a first load', () => {
+    const r = keepPositions([{ id: 'a', position: { x: 0, y: 0 } }, { id: 'n', position: { x: 900, y: 900 } }], [{ id: 'a', position: { x: 0, y: 0 } }]);
+    expect(r[1]!.position).toEqual({ x: 900, y: 900 });
+    const first = keepPositions([{ id: 'a', position: { x: 3, y: 4 } }], []);
+    expect(first[0]!.position).toEqual({ x: 3, y: 4 });
+  });
+});
+
+describe('new YAML files', () => {
+  it('names the file .yaml unless it ends in .yaml or .yml', () => {
+    expect(yamlFileName(' flow ')).toBe('flow.yaml');
+    expect(yamlFileName('team/flow.yml')).toBe('team/flow.yml');
+    expect(yamlFileName('a.YAML')).toBe('a.YAML');
+  });
+  it('starts the text with the file name as its name and one step', () => {
+    const t = starterYaml('team/my-flow.yaml');
+    expect(t).toMatch(/^name: my-flow\n/);
+    expect(yamlNodeIds(t)).toEqual(['hello']);
   });
 });

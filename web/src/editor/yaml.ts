@@ -2,6 +2,7 @@
 // in depends_on, $id.output references), diagnostics positions, and the
 // canvas side (which YAML edits a canvas gesture becomes).
 import type { YamlEdit, YamlNodeKind, YamlProblem } from '../api/types';
+import { freeSpot } from '../graph/layout';
 
 /** Keys of the YAML loader (yamlflow/fields.go), by where they go. */
 export const NODE_KIND_FIELDS: readonly YamlNodeKind[] = ['command', 'prompt', 'bash', 'script', 'loop', 'approval', 'cancel'];
@@ -247,15 +248,39 @@ export function deletionEdits(
   return out;
 }
 
-/** Keeps the positions nodes already have when a new projection of the same workflow arrives. */
+/**
+ * Keeps the positions nodes already have when a new projection of the same
+ * workflow arrives (then stored ones); a node new to the canvas keeps the
+ * projection's spot, or the nearest free one when that spot is taken.
+ */
 export function keepPositions<N extends { id: string; position: { x: number; y: number } }>(
   next: N[],
   prev: ReadonlyArray<{ id: string; position: { x: number; y: number } }>,
   stored: Record<string, { x: number; y: number }> = {},
 ): N[] {
   const at = new Map(prev.map((n) => [n.id, n.position]));
-  return next.map((n) => {
+  const kept = next.map((n) => {
     const p = at.get(n.id) ?? stored[n.id];
     return p ? { ...n, position: { x: p.x, y: p.y } } : n;
   });
+  if (at.size === 0) return kept;
+  const placed = kept.filter((n) => at.has(n.id) || stored[n.id]);
+  return kept.map((n) => {
+    if (at.has(n.id) || stored[n.id]) return n;
+    const q = { ...n, position: freeSpot(placed, n.position, { width: 200, height: 90 }) };
+    placed.push(q);
+    return q;
+  });
+}
+
+/** The text of a new YAML workflow file. */
+export function starterYaml(path: string): string {
+  const base = path.replace(/^.*\//, '').replace(/\.ya?ml$/i, '') || 'workflow';
+  return `name: ${base}\ndescription: A new workflow.\nnodes:\n  - id: hello\n    bash: echo hello\n`;
+}
+
+/** A file name for the folder: `name.yaml` unless it already ends in .yaml/.yml. */
+export function yamlFileName(name: string): string {
+  const n = name.trim();
+  return /\.ya?ml$/i.test(n) ? n : `${n}.yaml`;
 }

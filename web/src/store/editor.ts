@@ -596,7 +596,13 @@ export const useEditor = create<EditorState>((set, get) => {
       return ok ? id : null;
     },
 
-    setYamlView: (v) => set({ yamlView: v }),
+    setYamlView: (v) => {
+      if (get().yamlView === v) return;
+      set({ yamlView: v });
+      // Refit once the canvas has its new size (after layout and React Flow's resize observer).
+      if (typeof requestAnimationFrame === 'function')
+        requestAnimationFrame(() => requestAnimationFrame(() => set({ fitRequest: get().fitRequest + 1 })));
+    },
 
     resolveYamlConflict: async (choice) => {
       const s = get();
