@@ -23,6 +23,7 @@ import { CanvasModeContext } from '../nodes/mode';
 import { EdgeMarkers } from '../nodes/edges';
 import { edgeTypes, nodeTypes } from '../nodes/types';
 import { useApp } from '../store/app';
+import { errorMessage } from '../api/client';
 import { useEditor } from '../store/editor';
 import { useRun } from '../store/run';
 import type { YamlNodeKind } from '../api/types';
@@ -145,7 +146,10 @@ export function EditorCanvas({
       if (yamlKind) {
         e.preventDefault();
         const p = rf.screenToFlowPosition({ x: e.clientX, y: e.clientY });
-        void useEditor.getState().addYamlNode(yamlKind as YamlNodeKind, { x: p.x - 110, y: p.y - 30 }).catch(() => undefined);
+        void useEditor
+          .getState()
+          .addYamlNode(yamlKind as YamlNodeKind, { x: p.x - 110, y: p.y - 30 })
+          .catch((err) => useApp.getState().toast(`Could not add the step: ${errorMessage(err)}`, 'error'));
         return;
       }
       if (!isEditableType(type)) return;

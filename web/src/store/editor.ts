@@ -1,6 +1,7 @@
 import { applyEdgeChanges, applyNodeChanges, type Connection, type EdgeChange, type NodeChange } from '@xyflow/react';
 import { create } from 'zustand';
 import { api, ApiError, errorMessage } from '../api/client';
+import { useApp } from './app';
 import type { Workflow, WorkflowKind, YamlConflictBody, YamlEdit, YamlNodeKind } from '../api/types';
 import { deletionEdits, keepPositions, newYamlNodeId, yamlEdits } from '../editor/yaml';
 import { toCanvas } from '../graph/canvas';
@@ -307,7 +308,7 @@ export const useEditor = create<EditorState>((set, get) => {
       const s = get();
       if (yamlEditable()) {
         if (c.source && c.target && c.source !== c.target && !s.edges.some((e) => e.source === c.source && e.target === c.target))
-          void get().applyYamlEdits([yamlEdits.connect(c.source, c.target)]).catch(() => undefined);
+          void get().applyYamlEdits([yamlEdits.connect(c.source, c.target)]).catch(reportYamlError('connect the steps'));
         return;
       }
       if (readOnly()) return;
@@ -375,7 +376,7 @@ export const useEditor = create<EditorState>((set, get) => {
       const s = get();
       if (yamlEditable()) {
         const edits = deletionEdits(s.nodes, s.edges);
-        if (edits.length) void get().applyYamlEdits(edits).catch(() => undefined);
+        if (edits.length) void get().applyYamlEdits(edits).catch(reportYamlError('delete'));
         return;
       }
       if (readOnly()) return;
@@ -625,6 +626,14 @@ export const useEditor = create<EditorState>((set, get) => {
     },
   };
 });
+
+/** A canvas edit the server refused (e.g. a dependency cycle): say why; a conflict has its own view. */
+function reportYamlError(what: string) {
+  return (e: unknown) => {
+    if (e instanceof ApiError && e.conflict) return;
+    useApp.getState().toast(`Could not ${what}: ${errorMessage(e)}`, 'error');
+  };
+}
 
 /** Puts a YAML workflow's stored node positions (kept by the server outside the file) on its canvas. */
 async function overlayPositions(id: string): Promise<void> {
