@@ -321,12 +321,13 @@ test('a YAML workflow: no Delete offered, and the step inspector shows the whole
     await page.locator(tid('node-ask')).waitFor();
     await page.locator(tid('tab-workflow')).click();
     await page.locator(tid('workflow-yaml-note')).waitFor();
-    assert.equal(await page.locator(tid('workflow-delete')).count(), 0, 'no Delete on a read-only workflow');
+    assert.equal(await page.locator(tid('workflow-delete')).count(), 0, 'no Delete of a YAML workflow (a file)');
     await page.locator(tid('tab-inspect')).click();
     await page.locator(`${tid('node-ask')} .sy-node__head`).click();
-    const text = page.locator(tid('inspector-yaml-text'));
+    // The folder is editable: the whole prompt is in the step's main field.
+    const text = page.locator(tid('inspector-yaml-main'));
     await text.waitFor();
-    assert.equal((await text.textContent()).trim(), LONG_PROMPT.trim());
+    assert.equal((await text.inputValue()).trim(), LONG_PROMPT.trim());
     await screenshot(page, 'first-minute-yaml-inspector-dark');
     assertNoPageErrors(errors);
   } finally {

@@ -1,6 +1,7 @@
 // A YAML workflow from the server's --workflows folder: listed beside drawn
-// ones, shown read-only with its step kinds, run from the editor, approved
-// from the approvals panel (YAML steps have no on-canvas form).
+// ones, shown read-only (serve --read-only-workflows) with its step kinds,
+// run from the editor, approved from the approvals panel (YAML steps have
+// no on-canvas form). Editing YAML workflows: yaml-edit.test.mjs.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { launchBrowser, newPage, screenshot } from './lib/browser.mjs';
@@ -47,7 +48,7 @@ let stack;
 let browser;
 
 before(async () => {
-  stack = await startStack({ name: 'yaml', latency: '300ms', workflows: { 'review.yaml': REVIEW_YAML, 'claude.yaml': CLAUDE_YAML } });
+  stack = await startStack({ name: 'yaml', latency: '300ms', workflows: { 'review.yaml': REVIEW_YAML, 'claude.yaml': CLAUDE_YAML }, args: ['--read-only-workflows'] });
   browser = await launchBrowser();
 });
 after(async () => {
@@ -69,7 +70,7 @@ test('a YAML workflow is listed, shown read-only with its step kinds, and runs',
     const badges = await page.$$eval('[data-node-type="yaml"] .sy-node__badge', (els) => els.map((e) => e.textContent));
     assert.deepEqual(badges, ['bash', 'prompt', 'approval'], 'each step shows its kind');
     // Read-only: no palette, no save, no undo.
-    for (const id of ['palette-agent', 'save', 'undo', 'import']) assert.equal(await page.locator(tid(id)).count(), 0, `${id} is hidden`);
+    for (const id of ['palette-agent', 'palette-yaml-bash', 'save', 'undo', 'import', 'yaml-path']) assert.equal(await page.locator(tid(id)).count(), 0, `${id} is hidden`);
     assert.equal(await page.locator(tid('workflow-name')).getAttribute('readonly'), '');
     await waitRunnable(page);
     assert.equal(await page.locator(tid('tab-problems')).textContent(), 'Problems', 'no problems left over from the previous graph');

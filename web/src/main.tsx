@@ -8,11 +8,12 @@ import { applyTheme, useApp } from './store/app';
 import { useInbox } from './store/inbox';
 import { isDirty, useEditor } from './store/editor';
 import { setNavigationGuard, startRouter } from './store/router';
-import { startValidation } from './store/validation';
+import { startValidation, startYamlValidation } from './store/validation';
 
 applyTheme(useApp.getState().theme);
 startRouter();
 startValidation();
+startYamlValidation();
 void useApp.getState().loadConfig();
 
 // Live run statuses for history lists; only once the API answers.
@@ -35,7 +36,7 @@ useApp.subscribe((s) => {
 
 setNavigationGuard((to) => {
   const ed = useEditor.getState();
-  if (!isDirty(ed) || ed.kind === 'yaml') return true;
+  if (!isDirty(ed) || (ed.kind === 'yaml' && !ed.editable)) return true;
   // Staying on the same workflow (e.g. new → its saved id) is not leaving.
   if (to.name === 'editor' && to.id !== null && to.id === ed.workflowId) return true;
   return confirm('You have unsaved changes to this workflow. Leave without saving?');
@@ -43,7 +44,7 @@ setNavigationGuard((to) => {
 
 window.addEventListener('beforeunload', (e) => {
   const ed = useEditor.getState();
-  if (isDirty(ed) && ed.kind !== 'yaml') {
+  if (isDirty(ed) && (ed.kind !== 'yaml' || ed.editable)) {
     e.preventDefault();
     e.returnValue = '';
   }

@@ -9,6 +9,10 @@ import type {
   Workflow,
   WorkflowSummary,
   WorkflowVersion,
+  YamlConversion,
+  YamlPositions,
+  YamlSave,
+  YamlValidateResult,
 } from './types';
 
 /**
@@ -22,8 +26,11 @@ export class ApiError extends Error {
   readonly status: number;
   readonly code: string;
   readonly problems: Problem[];
-  constructor(kind: ApiErrorKind, status: number, code: string, message: string, problems: Problem[] = []) {
+  /** The whole answer body (e.g. a YAML save conflict's yours/disk/base). */
+  readonly body: unknown;
+  constructor(kind: ApiErrorKind, status: number, code: string, message: string, problems: Problem[] = [], body: unknown = undefined) {
     super(message);
+    this.body = body;
     this.name = 'ApiError';
     this.kind = kind;
     this.status = status;
@@ -103,6 +110,7 @@ async function request<T>(method: string, path: string, body?: Body, signal?: Ab
       e?.code ?? `http_${res.status}`,
       e?.message ?? `Request failed (HTTP ${res.status})`,
       Array.isArray(e?.problems) ? e!.problems : [],
+      parsed,
     );
     if (err.unauthorized) listener.onUnauthorized?.();
     throw err;
@@ -121,6 +129,14 @@ export const api = {
     request<Workflow>('POST', '/api/workflows', w),
   updateWorkflow: (id: string, w: { name: string; description: string; graph: Graph; version: number }) =>
     request<Workflow>('PUT', `/api/workflows/${enc(id)}`, w),
+  saveYaml: (id: string, body: YamlSave) => request<Workflow>('PUT', `/api/workflows/${enc(id)}`, body as Body),
+  createYaml: (path: string, source: string) => request<Workflow>('POST', '/api/workflows/yaml', { path, source }),
+  validateYaml: (source: string, path?: string, signal?: AbortSignal) =>
+    request<YamlValidateResult>('POST', '/api/yaml/validate', path ? { source, path } : { source }, signal),
+  convertToYaml: (id: string) => request<YamlConversion>('POST', `/api/workflows/${enc(id)}/yaml`, {}),
+  getYamlPositions: (id: string) => request<YamlPositions>('GET', `/api/workflows/${enc(id)}/positions`),
+  putYamlPositions: (id: string, positions: YamlPositions['positions']) =>
+    request<YamlPositions>('PUT', `/api/workflows/${enc(id)}/positions`, { positions }),
   deleteWorkflow: (id: string) => request<unknown>('DELETE', `/api/workflows/${enc(id)}`),
   listVersions: (id: string) => request<WorkflowVersion[]>('GET', `/api/workflows/${enc(id)}/versions`),
   getVersion: (id: string, v: number) => request<WorkflowVersion>('GET', `/api/workflows/${enc(id)}/versions/${v}`),

@@ -22,7 +22,23 @@ export type Workflow = WorkflowSummary & {
   graph: Graph | null;
   /** YAML workflows: why the workflow cannot run here; absent if it can. */
   runBlocker?: string;
+  /** YAML workflows: the file's text, its hash (the next save's baseHash) and whether the server saves it. */
+  source?: string;
+  sourceHash?: string;
+  editable?: boolean;
+  path?: string;
+  problems?: Problem[];
 };
+
+export type YamlEdit = Schemas['YAMLEdit'];
+export type YamlSave = Schemas['YAMLSave'];
+export type YamlConflictBody = Schemas['YAMLConflict'];
+export type YamlConversion = Schemas['YAMLConversion'];
+export type YamlPositions = Schemas['YAMLPositions'];
+export type YamlProblem = Schemas['YAMLValidateResult']['problems'][number];
+export type YamlValidateResult = Omit<Schemas['YAMLValidateResult'], 'graph'> & { graph: unknown };
+export type YamlNodeKind = NonNullable<YamlEdit['kind']>;
+export const YAML_KINDS: readonly YamlNodeKind[] = ['command', 'prompt', 'bash', 'script', 'loop', 'approval', 'cancel'];
 
 export type WorkflowVersion = {
   version: number;

@@ -23,10 +23,15 @@ import { CanvasModeContext } from '../nodes/mode';
 import { EdgeMarkers } from '../nodes/edges';
 import { edgeTypes, nodeTypes } from '../nodes/types';
 import { useApp } from '../store/app';
+import { errorMessage } from '../api/client';
 import { useEditor } from '../store/editor';
 import { useRun } from '../store/run';
+import type { YamlNodeKind } from '../api/types';
 
 export const DND_MIME = 'application/x-switchyard-node';
+/** Drag data of the YAML palette: a step kind. */
+export const YAML_DND_MIME = 'application/x-switchyard-yaml-kind';
+const isValidYamlConnection = (c: { source: string | null; target: string | null }) => !!c.source && !!c.target && c.source !== c.target;
 const SNAP: [number, number] = [16, 16];
 const PRO = { hideAttribution: true };
 /** Above this many nodes, render only what is on screen. */
@@ -120,7 +125,8 @@ export function EditorCanvas({
   const onNodesChange = useEditor((s) => s.onNodesChange);
   const onEdgesChange = useEditor((s) => s.onEdgesChange);
   const connect = useEditor((s) => s.connect);
-  const readOnly = useEditor((s) => s.kind === 'yaml');
+  const readOnly = useEditor((s) => s.kind === 'yaml' && !s.editable);
+  const yamlMode = useEditor((s) => s.kind === 'yaml');
   const fitRequest = useEditor((s) => s.fitRequest);
   const colorMode = useColorMode();
   const rf = useReactFlow();
@@ -128,7 +134,7 @@ export function EditorCanvas({
   useFitOnRequest(fitRequest);
 
   const onDragOver = useCallback((e: DragEvent) => {
-    if (e.dataTransfer.types.includes(DND_MIME)) {
+    if (e.dataTransfer.types.includes(DND_MIME) || e.dataTransfer.types.includes(YAML_DND_MIME)) {
       e.preventDefault();
       e.dataTransfer.dropEffect = 'copy';
     }
@@ -136,6 +142,16 @@ export function EditorCanvas({
   const onDrop = useCallback(
     (e: DragEvent) => {
       const type = e.dataTransfer.getData(DND_MIME);
+      const yamlKind = e.dataTransfer.getData(YAML_DND_MIME);
+      if (yamlKind) {
+        e.preventDefault();
+        const p = rf.screenToFlowPosition({ x: e.clientX, y: e.clientY });
+        void useEditor
+          .getState()
+          .addYamlNode(yamlKind as YamlNodeKind, { x: p.x - 110, y: p.y - 30 })
+          .catch((err) => useApp.getState().toast(`Could not add the step: ${errorMessage(err)}`, 'error'));
+        return;
+      }
       if (!isEditableType(type)) return;
       e.preventDefault();
       const p = rf.screenToFlowPosition({ x: e.clientX, y: e.clientY });
@@ -157,7 +173,7 @@ export function EditorCanvas({
           onNodesChange={onNodesChange}
           onEdgesChange={onEdgesChange}
           onConnect={connect}
-          isValidConnection={isValidConnection}
+          isValidConnection={yamlMode ? isValidYamlConnection : isValidConnection}
           onNodeClick={onNodeClick}
           nodesDraggable={!readOnly}
           nodesConnectable={!readOnly}

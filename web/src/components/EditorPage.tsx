@@ -1,9 +1,9 @@
 import { ReactFlowProvider } from '@xyflow/react';
-import { useCallback, useEffect, useRef, useState } from 'react';
+import { lazy, Suspense, useCallback, useEffect, useRef, useState } from 'react';
 import { api, ApiError, errorMessage } from '../api/client';
 import { toGraph } from '../graph/serialize';
 import { useApp } from '../store/app';
-import { isDirty, useEditor } from '../store/editor';
+import { isDirty, useEditor, type YamlView } from '../store/editor';
 import { navigate, runPath, workflowPath } from '../store/router';
 import { indexProblems, runBlocker, useValidation } from '../store/validation';
 import { EditorCanvas, useReadableFit } from './Canvas';
@@ -15,10 +15,93 @@ import { ProblemsPanel } from './ProblemsPanel';
 import { RunHistory } from './RunHistory';
 import { WorkflowList } from './WorkflowList';
 import { WorkflowPanel } from './WorkflowPanel';
+import { YamlCreateDialog } from './YamlCreate';
 import { PanelToggle } from './PanelToggle';
 import { usePanels } from '../store/panels';
 
 type Tab = 'inspect' | 'problems' | 'runs' | 'workflow';
+
+const YamlTextEditor = lazy(() => import('./YamlTextEditor').then((m) => ({ default: m.YamlTextEditor })));
+
+/** Canvas / Split / Text for a YAML workflow. */
+function YamlViewToggle() {
+  const view = useEditor((s) => s.yamlView);
+  const setView = useEditor((s) => s.setYamlView);
+  const views: Array<[YamlView, string]> = [
+    ['canvas', 'Canvas'],
+    ['split', 'Split'],
+    ['text', 'Text'],
+  ];
+  return (
+    <div className="segmented" role="group" aria-label="YAML view">
+      {views.map(([v, label]) => (
+        <button
+          key={v}
+          className={`segmented__btn${view === v ? ' is-active' : ''}`}
+          aria-pressed={view === v}
+          onClick={() => setView(v)}
+          data-testid={`yaml-view-${v}`}
+        >
+          {label}
+        </button>
+      ))}
+    </div>
+  );
+}
+
+/** A save refused because the file changed on disk: yours, disk and base side by side. */
+function YamlConflictView() {
+  const c = useEditor((s) => s.yamlConflict);
+  const toast = useApp((s) => s.toast);
+  const [busy, setBusy] = useState(false);
+  if (!c) return null;
+  const choose = async (choice: 'disk' | 'mine') => {
+    setBusy(true);
+    try {
+      await useEditor.getState().resolveYamlConflict(choice);
+      toast(choice === 'disk' ? 'Loaded the file as it is on disk' : 'Saved your text over the file', 'success');
+      void useApp.getState().loadWorkflows();
+    } catch (e) {
+      if (!(e instanceof ApiError && e.conflict)) toast(`Failed: ${errorMessage(e)}`, 'error');
+    } finally {
+      setBusy(false);
+    }
+  };
+  const panes: Array<[string, string, string | undefined]> = [
+    ['yours', 'Yours', c.yours ?? useEditor.getState().source],
+    ['disk', 'On disk now', c.disk],
+    ['base', 'Base (what you started from)', c.base],
+  ];
+  return (
+    <div className="modal-backdrop" role="presentation">
+      <div className="modal yaml-conflict" role="dialog" aria-modal="true" aria-labelledby="yaml-conflict-title" data-testid="yaml-conflict">
+        <h2 id="yaml-conflict-title">The file changed on disk</h2>
+        <p className="sy-muted">{c.error.message}</p>
+        <div className="yaml-conflict__panes">
+          {panes.map(([id, label, text]) => (
+            <section key={id} className="yaml-conflict__pane" aria-label={label}>
+              <h3>{label}</h3>
+              <pre className="code-block" data-testid={`yaml-conflict-${id}`}>
+                {text ?? '(no longer known to the server)'}
+              </pre>
+            </section>
+          ))}
+        </div>
+        <div className="modal__actions">
+          <button className="btn" disabled={busy} onClick={() => void choose('disk')} data-testid="yaml-conflict-take-disk">
+            Take disk
+          </button>
+          <button className="btn btn--danger" disabled={busy} onClick={() => void choose('mine')} data-testid="yaml-conflict-keep-mine">
+            Keep mine (overwrite)
+          </button>
+          <button className="btn" disabled={busy} onClick={() => useEditor.setState({ yamlConflict: null })} data-testid="yaml-conflict-close">
+            Keep editing
+          </button>
+        </div>
+      </div>
+    </div>
+  );
+}
 
 function isTypingTarget(t: EventTarget | null): boolean {
   const el = t as HTMLElement | null;
@@ -136,9 +219,12 @@ function Toolbar({
   const [input, setInput] = useState('');
   const [starting, setStarting] = useState(false);
   const fileRef = useRef<HTMLInputElement>(null);
-  const readOnly = kind === 'yaml';
+  const editable = useEditor((s) => s.editable);
+  const yamlPath = useEditor((s) => s.yamlPath);
+  const yamlMode = kind === 'yaml';
+  const readOnly = yamlMode && !editable;
   const sourceBlocker = useEditor((s) => s.runBlocker);
-  const blocker = readOnly
+  const blocker = yamlMode
     ? server === 'unreachable'
       ? 'Server unreachable'
       : sourceBlocker
@@ -245,13 +331,20 @@ function Toolbar({
         <span className="sr-only">Workflow name</span>
         <input
           value={name}
-          readOnly={readOnly}
+          readOnly={yamlMode}
+          title={yamlMode ? 'The name is the file\'s name: field (edit it in the Text view)' : undefined}
           onChange={(e) => setMeta({ name: e.target.value })}
           aria-label="Workflow name"
           data-testid="workflow-name"
         />
       </label>
       {readOnly && <span className="kind kind--yaml">YAML · read-only</span>}
+      {yamlMode && editable && (
+        <span className="kind kind--yaml" title={yamlPath} data-testid="yaml-path">
+          YAML · {yamlPath}
+        </span>
+      )}
+      {yamlMode && <YamlViewToggle />}
       {dirty && !readOnly && (
         <span className="dirty" data-testid="dirty-indicator" title="Unsaved changes">
           ● unsaved
@@ -259,7 +352,7 @@ function Toolbar({
       )}
       <div className="toolbar__group">
         <PanelToggle side="left" label="palette and workflow list" />
-        {!readOnly && (
+        {!yamlMode && (
           <>
             <button className="btn" onClick={() => useEditor.getState().undo()} disabled={!canUndo} aria-label="Undo" title="Undo (Ctrl+Z)" data-testid="undo">
               ↶
@@ -281,7 +374,7 @@ function Toolbar({
         </label>
       </div>
       <div className="toolbar__group">
-        {!readOnly && (
+        {!yamlMode && (
           <>
             <button className="btn" onClick={() => fileRef.current?.click()} data-testid="import" title="Import graph JSON (legacy files are converted)">
               Import
@@ -384,6 +477,9 @@ function EditorBody({ id }: { id: string | null }) {
   const loadError = useEditor((s) => s.loadError);
   const panels = usePanels((s) => s.open);
   const workflowId = useEditor((s) => s.workflowId);
+  const yamlView = useEditor((s) => s.yamlView);
+  const editable = useEditor((s) => s.editable);
+  const showText = useEditor((s) => s.kind === 'yaml' && !s.loading && s.workflowId !== null) && yamlView !== 'canvas' && !loadError;
   // The report is about the graph it was made for.
   useEffect(() => setImportReport(null), [workflowId, id]);
 
@@ -402,6 +498,7 @@ function EditorBody({ id }: { id: string | null }) {
     <div className="editor">
       <Toolbar snap={snap} setSnap={setSnap} onImported={setImportReport} />
       <ConflictBanner />
+      <YamlConflictView />
       <ImportReportBanner report={importReport} onClose={() => setImportReport(null)} />
       <div className="editor__main">
         {panels.left && (
@@ -410,7 +507,14 @@ function EditorBody({ id }: { id: string | null }) {
             <WorkflowList />
           </aside>
         )}
-        <main className="editor__canvas" aria-busy={loading}>
+        <main className={`editor__canvas${showText ? ` editor__canvas--${yamlView}` : ''}`} aria-busy={loading}>
+          {showText && (
+            <div className="yaml-pane" data-testid="yaml-pane">
+              <Suspense fallback={<div className="loading-veil">Loading the text editor…</div>}>
+                <YamlTextEditor key={`${workflowId}:${editable}`} />
+              </Suspense>
+            </div>
+          )}
           {loadError ? (
             <div className="center-msg" role="alert" data-testid="load-error">
               <h2>Could not open this workflow</h2>
@@ -420,7 +524,11 @@ function EditorBody({ id }: { id: string | null }) {
               </button>
             </div>
           ) : (
-            <EditorCanvas snap={snap} onNodeActivate={activate} />
+            (!showText || yamlView === 'split') && (
+              <div className="canvas-pane">
+                <EditorCanvas snap={snap} onNodeActivate={activate} />
+              </div>
+            )
           )}
           <StarterHint />
           {loading && <div className="loading-veil">Loading…</div>}
@@ -431,6 +539,7 @@ function EditorBody({ id }: { id: string | null }) {
         </div>
       </div>
       <TemplateGallery />
+      <YamlCreateDialog />
     </div>
   );
 }

@@ -1,4 +1,7 @@
-import { Suspense, lazy, useEffect, useId, useMemo, type ReactNode } from 'react';
+import { Suspense, lazy, useEffect, useId, useMemo, useState, type ReactNode } from 'react';
+import { errorMessage } from '../api/client';
+import { YAML_KINDS } from '../api/types';
+import { mainField, yamlEdits } from '../editor/yaml';
 import type { VariableContext } from '../editor/prompt';
 import type { CompletionNode } from '../editor/variables';
 import { conditionLabel } from '../graph/handles';
@@ -326,17 +329,81 @@ function ApprovalFields({ node, readOnly }: { node: FlowNode; readOnly: boolean 
   );
 }
 
+/** The step's main text as the file has it (the projection prefixes command and script texts). */
+function mainText(node: FlowNode): string {
+  const kind = String(node.data.kind ?? '');
+  const raw = typeof node.data.text === 'string' && node.data.text ? node.data.text : String(node.data.detail ?? '');
+  if (kind === 'command') return raw.replace(/^command: /, '');
+  if (kind === 'script') return raw.replace(/^(bun|uv|script): /, '');
+  return raw;
+}
+
+/** An editable YAML step's main field (prompt, bash, …): Apply sends one `set` edit. */
+function YamlMainField({ node }: { node: FlowNode }) {
+  const kind = String(node.data.kind ?? '');
+  const initial = mainText(node);
+  const [value, setValue] = useState(initial);
+  const [busy, setBusy] = useState(false);
+  useEffect(() => setValue(initial), [initial]);
+  const field = mainField(kind);
+  const apply = async () => {
+    setBusy(true);
+    try {
+      await useEditor.getState().applyYamlEdits([yamlEdits.setMain(node.id, kind, value)]);
+    } catch (e) {
+      useApp.getState().toast(`Could not change ${field}: ${errorMessage(e)}`, 'error');
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div className="field">
+      <label className="field__label" htmlFor={`yaml-main-${node.id}`}>
+        <code>{field}</code>
+      </label>
+      <textarea
+        id={`yaml-main-${node.id}`}
+        className="yaml-main"
+        rows={5}
+        value={value}
+        onChange={(e) => setValue(e.target.value)}
+        onKeyDown={(e) => {
+          if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+            e.preventDefault();
+            void apply();
+          }
+        }}
+        data-testid="inspector-yaml-main"
+      />
+      <div className="field__row">
+        <button className="btn btn--small btn--primary" disabled={busy || value === initial} onClick={() => void apply()} data-testid="inspector-yaml-apply">
+          {busy ? 'Applying…' : 'Apply to file'}
+        </button>
+        <span className="field__hint">Changes only this field's lines in the file.</span>
+      </div>
+    </div>
+  );
+}
+
 function GenericFields({ node }: { node: FlowNode }) {
   // The whole prompt/script (data.text); data.detail is the canvas' 80-character cut.
   const text = typeof node.data.text === 'string' && node.data.text ? node.data.text : node.data.detail;
   const rest = Object.fromEntries(Object.entries(node.data).filter(([k]) => k !== 'text' && k !== 'detail'));
+  const editable = useEditor((s) => s.kind === 'yaml' && s.editable);
+  const kind = String(node.data.kind ?? '');
   return (
     <div className="field">
-      <div className="field__hint">Read-only step of a YAML workflow.</div>
-      {typeof text === 'string' && text && (
-        <pre className="code-block" aria-label="Step text" data-testid="inspector-yaml-text">
-          {text}
-        </pre>
+      {editable && (YAML_KINDS as readonly string[]).includes(kind) ? (
+        <YamlMainField key={node.id} node={node} />
+      ) : (
+        <>
+          <div className="field__hint">Read-only step of a YAML workflow.</div>
+          {typeof text === 'string' && text && (
+            <pre className="code-block" aria-label="Step text" data-testid="inspector-yaml-text">
+              {text}
+            </pre>
+          )}
+        </>
       )}
       <pre className="code-block">{JSON.stringify(rest, null, 2)}</pre>
     </div>
@@ -363,12 +430,15 @@ export function Inspector() {
     void loadPromptEditor();
   }, []);
   const readOnly = useEditor((s) => s.kind === 'yaml');
+  const canDelete = useEditor((s) => s.kind !== 'yaml' || s.editable);
   const deleteSelected = useEditor((s) => s.deleteSelected);
   if (sel === null)
     return (
       <div className="panel-empty" data-testid="inspector-empty">
         {readOnly
-          ? 'YAML workflows are read-only here. Select a step to see its settings.'
+          ? canDelete
+            ? 'Select a step to edit its main field, or edit the file in the Text view.'
+            : 'YAML workflows are read-only here. Select a step to see its settings.'
           : 'Select a node to edit it. Add nodes from the palette (click or drag).'}
       </div>
     );
@@ -376,7 +446,7 @@ export function Inspector() {
     return (
       <div className="panel-empty">
         Several nodes are selected.{' '}
-        {!readOnly && (
+        {canDelete && (
           <button className="btn btn--danger" onClick={deleteSelected}>
             Delete selected
           </button>
@@ -391,7 +461,7 @@ export function Inspector() {
         <span className="inspector__id">
           id <code>{n.id}</code>
         </span>
-        {!readOnly && (
+        {canDelete && (
           <button className="btn btn--small btn--danger" onClick={deleteSelected} data-testid="inspector-delete" aria-label="Delete node">
             Delete
           </button>

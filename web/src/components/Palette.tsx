@@ -4,12 +4,58 @@ import { PALETTE } from '../graph/factory';
 import { freeSpot } from '../graph/layout';
 import type { EditableNodeType } from '../graph/types';
 import { useEditor } from '../store/editor';
-import { DND_MIME } from './Canvas';
+import { DND_MIME, YAML_DND_MIME } from './Canvas';
+import { YAML_KINDS, type YamlNodeKind } from '../api/types';
+import { errorMessage } from '../api/client';
+import { useApp } from '../store/app';
+
+/** The seven YAML step kinds: a click adds one to the file (addNode edit). */
+function YamlPalette() {
+  const rf = useReactFlow();
+  const add = (kind: YamlNodeKind) => {
+    const el = document.querySelector('[data-testid="canvas"]');
+    const r = el?.getBoundingClientRect() ?? new DOMRect(0, 0, innerWidth, innerHeight);
+    const p = rf.screenToFlowPosition({ x: r.left + r.width / 2, y: r.top + r.height / 2 });
+    const ed = useEditor.getState();
+    const size = { width: 240, height: 110 };
+    ed.addYamlNode(kind, freeSpot(ed.nodes, { x: p.x - size.width / 2, y: p.y - size.height / 2 }, size, 24)).catch((e) => {
+      useApp.getState().toast(`Could not add the step: ${errorMessage(e)}`, 'error');
+    });
+  };
+  return (
+    <section className="palette" aria-labelledby="palette-title">
+      <h2 id="palette-title" className="side-title">
+        Add step
+      </h2>
+      <div className="palette__items">
+        {YAML_KINDS.map((k) => (
+          <button
+            key={k}
+            className="palette__item palette__item--yaml"
+            draggable
+            onDragStart={(e) => {
+              e.dataTransfer.setData(YAML_DND_MIME, k);
+              e.dataTransfer.effectAllowed = 'copy';
+            }}
+            onClick={() => add(k)}
+            title={`Add a ${k} step to the file. Click to add, or drag onto the canvas.`}
+            aria-label={`Add ${k} step`}
+            data-testid={`palette-yaml-${k}`}
+          >
+            <span className="palette__dot" aria-hidden="true" />
+            {k}
+          </button>
+        ))}
+      </div>
+    </section>
+  );
+}
 
 export function Palette() {
   const rf = useReactFlow();
-  const readOnly = useEditor((s) => s.kind === 'yaml');
-  if (readOnly) return null;
+  const yamlMode = useEditor((s) => s.kind === 'yaml');
+  const editable = useEditor((s) => s.editable);
+  if (yamlMode) return editable ? <YamlPalette /> : null;
   // Click-to-add: at the centre of the visible canvas, or the nearest free
   // spot that is still wholly visible (never off-screen or under a panel).
   const add = (type: EditableNodeType) => {

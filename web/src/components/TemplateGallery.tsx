@@ -12,7 +12,7 @@ const closeGallery = () => useGallery.setState({ open: false });
 /** True when the open graph may be replaced: nothing unsaved, or the user agreed to lose it. */
 export function mayDiscardDraft(action: string): boolean {
   const ed = useEditor.getState();
-  if (!isDirty(ed) || ed.kind === 'yaml') return true;
+  if (!isDirty(ed) || (ed.kind === 'yaml' && !ed.editable)) return true;
   return confirm(`“${ed.name}” has unsaved changes. Discard them and ${action}?`);
 }
 

@@ -3,6 +3,7 @@ import { useApp } from '../store/app';
 import { useEditor } from '../store/editor';
 import { navigate, useRouter, workflowPath } from '../store/router';
 import { openGallery, startNewWorkflow } from './TemplateGallery';
+import { openNewYaml } from './YamlCreate';
 
 export function WorkflowList() {
   const workflows = useApp((s) => s.workflows);
@@ -26,6 +27,9 @@ export function WorkflowList() {
           </button>
           <button className="btn btn--small" onClick={startNewWorkflow} title="A new workflow with a start and an agent node" data-testid="new-workflow">
             + New
+          </button>
+          <button className="btn btn--small" onClick={openNewYaml} title="A new YAML workflow file in the server's workflows folder" data-testid="new-yaml">
+            + New YAML
           </button>
         </span>
       </div>

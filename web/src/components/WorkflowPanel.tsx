@@ -2,6 +2,7 @@ import { useEffect, useState } from 'react';
 import { api, errorMessage } from '../api/client';
 import type { WorkflowVersion } from '../api/types';
 import { useApp } from '../store/app';
+import { openConvertToYaml } from './YamlCreate';
 import { useEditor } from '../store/editor';
 import { navigate } from '../store/router';
 import { fmtTime } from './format';
@@ -103,6 +104,18 @@ export function WorkflowPanel() {
       {id && kind === 'yaml' && (
         <p className="sy-muted small" data-testid="workflow-yaml-note">
           A YAML workflow is a file in the server’s workflows folder: to remove it, delete the file.
+        </p>
+      )}
+      {id && kind === 'graph' && (
+        <p>
+          <button
+            className="btn btn--small"
+            onClick={() => void openConvertToYaml(id)}
+            title="Show this workflow (as saved) as YAML, then create the file in the server's workflows folder"
+            data-testid="convert-to-yaml"
+          >
+            Convert to YAML…
+          </button>
         </p>
       )}
       {id && kind === 'graph' && (

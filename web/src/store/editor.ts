@@ -1,7 +1,9 @@
 import { applyEdgeChanges, applyNodeChanges, type Connection, type EdgeChange, type NodeChange } from '@xyflow/react';
 import { create } from 'zustand';
 import { api, ApiError, errorMessage } from '../api/client';
-import type { Workflow, WorkflowKind } from '../api/types';
+import { useApp } from './app';
+import type { Workflow, WorkflowKind, YamlConflictBody, YamlEdit, YamlNodeKind } from '../api/types';
+import { deletionEdits, keepPositions, newYamlNodeId, yamlEdits } from '../editor/yaml';
 import { toCanvas } from '../graph/canvas';
 import { copySelection, pasteGraph, pasteOffset } from '../graph/clipboard';
 import { applyConditionEdit, type ConditionEdit } from '../graph/conditions';
@@ -24,6 +26,12 @@ import {
 type GraphSnap = { nodes: FlowNode[]; edges: FlowEdge[] };
 
 export type Conflict = { message: string };
+
+/** How a YAML workflow is shown: its canvas, its text, or both side by side. */
+export type YamlView = 'canvas' | 'text' | 'split';
+
+/** Milliseconds after the last node drag before YAML node positions are stored. */
+export const POSITIONS_DEBOUNCE_MS = 400;
 
 export type NewWorkflowOptions = { graph?: Graph; name?: string; description?: string; unsaved?: boolean };
 
@@ -49,6 +57,15 @@ export type EditorState = {
   conflict: Conflict | null;
   /** Set when the graph was replaced wholesale and the view should refit. */
   fitRequest: number;
+  /** YAML workflows: the server saves the file (else it is read-only here). */
+  editable: boolean;
+  /** YAML workflows: the text being edited, and the hash of the file's text it started from. */
+  source: string;
+  sourceHash: string | null;
+  yamlPath: string;
+  yamlView: YamlView;
+  /** YAML workflows: a save refused because the file changed on disk. */
+  yamlConflict: YamlConflictBody | null;
 
   /**
    * Opens a new unsaved workflow: the starter graph, or `o.graph` (a
@@ -75,11 +92,22 @@ export type EditorState = {
   save: (opts?: { overwrite?: boolean }) => Promise<boolean>;
   reloadFromServer: () => Promise<void>;
   dismissConflict: () => void;
+  /** YAML: the text as typed (marks the workflow unsaved). */
+  setSource: (text: string) => void;
+  /** YAML: a new canvas projection of the text (from live validation). */
+  applyProjection: (graph: unknown) => void;
+  /** YAML: applies structured edits to the file on the server (saving typed text first). */
+  applyYamlEdits: (edits: YamlEdit[], place?: { id: string; position: { x: number; y: number } }) => Promise<boolean>;
+  addYamlNode: (kind: YamlNodeKind, position: { x: number; y: number }) => Promise<string | null>;
+  setYamlView: (v: YamlView) => void;
+  /** YAML conflict: load the file as it is on disk, or save mine over it. */
+  resolveYamlConflict: (choice: 'disk' | 'mine') => Promise<boolean>;
 };
 
 let revCounter = 1;
 const newRev = () => ++revCounter;
 let clipboard: Graph | null = null;
+let positionsTimer: ReturnType<typeof setTimeout> | null = null;
 /** A drag is one undo step: the checkpoint is taken when it starts. */
 let dragging = false;
 
@@ -93,6 +121,11 @@ function fromWorkflow(w: Workflow): Partial<EditorState> {
   const { nodes, edges } = toCanvas(w.graph ?? { nodes: [], edges: [] });
   const rev = newRev();
   return {
+    editable: w.kind === 'yaml' && w.editable === true,
+    source: w.source ?? '',
+    sourceHash: w.sourceHash ?? null,
+    yamlPath: w.path ?? '',
+    yamlConflict: null,
     workflowId: w.id,
     kind: w.kind === 'yaml' ? 'yaml' : 'graph',
     runBlocker: w.runBlocker || null,
@@ -119,6 +152,48 @@ export const useEditor = create<EditorState>((set, get) => {
     set({ history: checkpoint(s.history, present, key, Date.now()) });
   };
   const readOnly = () => get().kind === 'yaml';
+  const yamlEditable = () => get().kind === 'yaml' && get().editable && get().workflowId !== null;
+  const schedulePositions = () => {
+    if (positionsTimer) clearTimeout(positionsTimer);
+    positionsTimer = setTimeout(() => {
+      positionsTimer = null;
+      const s = get();
+      if (!yamlEditable()) return;
+      const positions = Object.fromEntries(s.nodes.map((n) => [n.id, { x: Math.round(n.position.x), y: Math.round(n.position.y) }]));
+      api.putYamlPositions(s.workflowId!, positions).catch(() => {
+        /* positions are a convenience: the next drag tries again */
+      });
+    }, POSITIONS_DEBOUNCE_MS);
+  };
+  /** Takes a YAML workflow the server answered a save with; keeps node positions and typed text. */
+  const takeYamlAnswer = (w: Workflow, revAtSave: number) => {
+    const s = get();
+    const { nodes, edges } = toCanvas(w.graph ?? { nodes: [], edges: [] });
+    const typedSince = s.rev !== revAtSave;
+    const rev = typedSince ? s.rev : newRev();
+    set({
+      source: typedSince ? s.source : (w.source ?? s.source),
+      sourceHash: w.sourceHash ?? s.sourceHash,
+      editable: w.editable === true,
+      runBlocker: w.runBlocker || null,
+      name: w.name ?? s.name,
+      description: w.description ?? s.description,
+      nodes: typedSince ? s.nodes : keepPositions(nodes, s.nodes),
+      edges: typedSince ? s.edges : edges,
+      rev,
+      savedRev: typedSince ? revAtSave : rev,
+      yamlConflict: null,
+      conflict: null,
+    });
+  };
+  const onYamlError = (e: unknown) => {
+    if (e instanceof ApiError && e.conflict && e.body && typeof e.body === 'object' && 'disk' in e.body) {
+      set({ saving: false, yamlConflict: e.body as YamlConflictBody });
+    } else {
+      set({ saving: false });
+    }
+    throw e;
+  };
 
   return {
     workflowId: null,
@@ -137,6 +212,12 @@ export const useEditor = create<EditorState>((set, get) => {
     saving: false,
     conflict: null,
     fitRequest: 0,
+    editable: false,
+    source: '',
+    sourceHash: null,
+    yamlPath: '',
+    yamlView: 'canvas',
+    yamlConflict: null,
 
     newWorkflow: (o = {}) => {
       const rev = newRev();
@@ -147,6 +228,11 @@ export const useEditor = create<EditorState>((set, get) => {
         name: o.name ?? 'Untitled workflow',
         description: o.description ?? '',
         version: null,
+        editable: false,
+        source: '',
+        sourceHash: null,
+        yamlPath: '',
+        yamlConflict: null,
         ...starter(o.graph),
         rev,
         savedRev: rev,
@@ -165,6 +251,7 @@ export const useEditor = create<EditorState>((set, get) => {
         const w = await api.getWorkflow(id);
         if (get().workflowId !== id) return; // user moved on
         set({ ...fromWorkflow(w), fitRequest: get().fitRequest + 1 });
+        if (w.kind === 'yaml') void overlayPositions(id);
       } catch (e) {
         if (get().workflowId !== id) return;
         set({ loading: false, loadError: errorMessage(e), nodes: [], edges: [], history: emptyHistory() });
@@ -184,6 +271,12 @@ export const useEditor = create<EditorState>((set, get) => {
       if (dragMove && !dragging) {
         dragging = true;
         mark(null);
+      }
+      if (moveEnd && s.kind === 'yaml') {
+        dragging = false;
+        if (yamlEditable()) schedulePositions();
+        set({ nodes: applyNodeChanges(changes, s.nodes) });
+        return;
       }
       if (moveEnd) {
         // Drag end, or a keyboard (arrow key) move that had no drag.
@@ -213,6 +306,11 @@ export const useEditor = create<EditorState>((set, get) => {
 
     connect: (c) => {
       const s = get();
+      if (yamlEditable()) {
+        if (c.source && c.target && c.source !== c.target && !s.edges.some((e) => e.source === c.source && e.target === c.target))
+          void get().applyYamlEdits([yamlEdits.connect(c.source, c.target)]).catch(reportYamlError('connect the steps'));
+        return;
+      }
       if (readOnly()) return;
       const byId = new Map(s.nodes.map((n) => [n.id, n]));
       if (connectionProblem(c, byId, s.edges) !== null) return;
@@ -276,6 +374,11 @@ export const useEditor = create<EditorState>((set, get) => {
 
     deleteSelected: () => {
       const s = get();
+      if (yamlEditable()) {
+        const edits = deletionEdits(s.nodes, s.edges);
+        if (edits.length) void get().applyYamlEdits(edits).catch(reportYamlError('delete'));
+        return;
+      }
       if (readOnly()) return;
       const gone = new Set(s.nodes.filter((n) => n.selected).map((n) => n.id));
       const edges = s.edges.filter((e) => !e.selected && !gone.has(e.source) && !gone.has(e.target));
@@ -351,6 +454,12 @@ export const useEditor = create<EditorState>((set, get) => {
       // The graph changed while ELK worked: its positions are for another graph.
       if (get().rev !== rev) return;
       const cur = get();
+      if (cur.kind === 'yaml') {
+        // Positions of a YAML workflow are not part of its text: stored aside.
+        set({ nodes: cur.nodes.map((n) => ({ ...n, position: pos.get(n.id) ?? n.position })), fitRequest: cur.fitRequest + 1 });
+        if (yamlEditable()) schedulePositions();
+        return;
+      }
       mark(null);
       set({
         nodes: cur.nodes.map((n) => {
@@ -371,6 +480,19 @@ export const useEditor = create<EditorState>((set, get) => {
 
     save: async (opts = {}) => {
       const s = get();
+      if (yamlEditable()) {
+        if (s.saving) return false;
+        set({ saving: true });
+        const revAtSave = s.rev;
+        try {
+          const w = await api.saveYaml(s.workflowId!, { source: s.source, baseHash: s.sourceHash ?? '' });
+          set({ saving: false });
+          takeYamlAnswer(w, revAtSave);
+          return true;
+        } catch (e) {
+          return onYamlError(e);
+        }
+      }
       if (s.saving || readOnly()) return false;
       set({ saving: true });
       const graph = toGraph(s.nodes, s.edges);
@@ -419,15 +541,116 @@ export const useEditor = create<EditorState>((set, get) => {
       const id = get().workflowId;
       if (!id) return;
       const w = await api.getWorkflow(id);
-      set({ ...fromWorkflow(w), fitRequest: get().fitRequest + 1 });
+      const prev = get().nodes;
+      const view = get().yamlView;
+      const next = fromWorkflow(w);
+      set({ ...next, nodes: keepPositions(next.nodes ?? [], prev), yamlView: view, fitRequest: get().fitRequest + 1 });
     },
 
     dismissConflict: () => set({ conflict: null }),
+
+    setSource: (text) => {
+      if (get().source === text) return;
+      set({ source: text, rev: newRev() });
+    },
+
+    applyProjection: (graph) => {
+      const s = get();
+      if (s.kind !== 'yaml') return;
+      const { nodes, edges } = toCanvas(graph ?? { nodes: [], edges: [] });
+      const selected = new Set(s.nodes.filter((n) => n.selected).map((n) => n.id));
+      set({
+        nodes: keepPositions(nodes, s.nodes).map((n) => (selected.has(n.id) ? { ...n, selected: true } : n)),
+        edges,
+      });
+    },
+
+    applyYamlEdits: async (edits, place) => {
+      if (!yamlEditable()) return false;
+      if (isDirty(get())) {
+        // Typed text first: the edits apply to the file as saved.
+        const ok = await get().save();
+        if (!ok) return false;
+      }
+      const s = get();
+      if (s.saving) return false;
+      set({ saving: true });
+      const revAtSave = s.rev;
+      try {
+        const w = await api.saveYaml(s.workflowId!, { edits, baseHash: s.sourceHash ?? '' });
+        set({ saving: false });
+        takeYamlAnswer(w, revAtSave);
+        if (place) {
+          set({ nodes: get().nodes.map((n) => (n.id === place.id ? { ...n, position: place.position } : n)) });
+          schedulePositions();
+        }
+        return true;
+      } catch (e) {
+        return onYamlError(e);
+      }
+    },
+
+    addYamlNode: async (kind, position) => {
+      if (!yamlEditable()) return null;
+      const id = newYamlNodeId(kind, get().nodes.map((n) => n.id));
+      const ok = await get().applyYamlEdits([yamlEdits.addNode(id, kind)], { id, position: { x: Math.round(position.x), y: Math.round(position.y) } });
+      return ok ? id : null;
+    },
+
+    setYamlView: (v) => {
+      if (get().yamlView === v) return;
+      set({ yamlView: v });
+      // Refit once the canvas has its new size (after layout and React Flow's resize observer).
+      if (typeof requestAnimationFrame === 'function')
+        requestAnimationFrame(() => requestAnimationFrame(() => set({ fitRequest: get().fitRequest + 1 })));
+    },
+
+    resolveYamlConflict: async (choice) => {
+      const s = get();
+      const c = s.yamlConflict;
+      if (!c || !s.workflowId) return false;
+      if (choice === 'disk') {
+        await get().reloadFromServer();
+        return true;
+      }
+      set({ saving: true });
+      const revAtSave = s.rev;
+      try {
+        const w = await api.saveYaml(s.workflowId, { source: c.yours ?? s.source, baseHash: c.diskHash });
+        set({ saving: false, source: c.yours ?? s.source });
+        takeYamlAnswer(w, revAtSave);
+        return true;
+      } catch (e) {
+        return onYamlError(e);
+      }
+    },
   };
 });
+
+/** A canvas edit the server refused (e.g. a dependency cycle): say why; a conflict has its own view. */
+function reportYamlError(what: string) {
+  return (e: unknown) => {
+    if (e instanceof ApiError && e.conflict) return;
+    useApp.getState().toast(`Could not ${what}: ${errorMessage(e)}`, 'error');
+  };
+}
+
+/** Puts a YAML workflow's stored node positions (kept by the server outside the file) on its canvas. */
+async function overlayPositions(id: string): Promise<void> {
+  try {
+    const p = await api.getYamlPositions(id);
+    const s = useEditor.getState();
+    if (s.workflowId !== id || !p.positions || Object.keys(p.positions).length === 0) return;
+    useEditor.setState({ nodes: keepPositions(s.nodes, [], p.positions), fitRequest: s.fitRequest + 1 });
+  } catch {
+    // No stored positions: the projection's layout stays.
+  }
+}
 
 /** For tests: reset module-level state. */
 export function resetEditorModuleState(): void {
   clipboard = null;
   dragging = false;
+  if (positionsTimer) clearTimeout(positionsTimer);
+  positionsTimer = null;
 }

@@ -16,6 +16,8 @@ type ValidationState = {
   byEdge: Record<string, Problem[]>;
   errors: number;
   warnings: number;
+  /** YAML: the text the problems were found in (they carry its lines). */
+  yamlSource?: string;
 };
 
 export const useValidation = create<ValidationState>(() => ({
@@ -82,12 +84,15 @@ export function startValidation(): () => void {
     lastRev = rev;
     const ed = useEditor.getState();
     if (ed.kind === 'yaml') {
-      // Nothing to validate here: clear at once, not after the debounce.
+      // The YAML text editor validates its text itself (setYamlProblems);
+      // here only a change of workflow clears the old problems.
       if (timer) clearTimeout(timer);
       timer = null;
       ctrl?.abort();
-      lastWorkflow = ed.workflowId;
-      useValidation.setState({ status: 'idle', rev, problems: [], ...indexProblems([]) });
+      if (ed.workflowId !== lastWorkflow || useValidation.getState().status !== 'done') {
+        lastWorkflow = ed.workflowId;
+        useValidation.setState({ status: 'idle', rev, problems: [], ...indexProblems([]) });
+      }
       return;
     }
     if (ed.workflowId !== lastWorkflow) {
@@ -113,6 +118,63 @@ export function startValidation(): () => void {
   return () => {
     unsub();
     unsubApp();
+    if (timer) clearTimeout(timer);
+    ctrl?.abort();
+  };
+}
+
+/** Problems of a YAML workflow's text (live validation or a save's answer). */
+export function setYamlProblems(problems: Problem[], source: string): void {
+  useValidation.setState({ status: 'done', rev: useEditor.getState().rev, problems, yamlSource: source, ...indexProblems(problems) });
+}
+
+/** Idle time after the last key before YAML text is validated. */
+export const YAML_VALIDATE_DEBOUNCE_MS = 300;
+
+/**
+ * Validates the open YAML workflow's text on the server as it changes
+ * (debounced): its problems go to the Problems panel and inline into the
+ * text, its graph becomes the canvas. Returns a stopper.
+ */
+export function startYamlValidation(): () => void {
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  let ctrl: AbortController | null = null;
+  let last: string | null = null;
+  const run = async (source: string) => {
+    ctrl?.abort();
+    const c = new AbortController();
+    ctrl = c;
+    const ed = useEditor.getState();
+    try {
+      const r = await api.validateYaml(source, ed.yamlPath || undefined, c.signal);
+      const now = useEditor.getState();
+      if (c.signal.aborted || now.kind !== 'yaml' || now.source !== source) return;
+      now.applyProjection(r.graph);
+      setYamlProblems(Array.isArray(r.problems) ? r.problems : [], source);
+    } catch {
+      // Unreachable server: the app shows it; the next change tries again.
+    }
+  };
+  const check = (force = false) => {
+    const ed = useEditor.getState();
+    if (ed.kind !== 'yaml' || ed.workflowId === null) {
+      last = null;
+      return;
+    }
+    const key = `${ed.workflowId}\n${ed.source}`;
+    if (key === last && !force) return;
+    last = key;
+    if (timer) clearTimeout(timer);
+    const source = ed.source;
+    timer = setTimeout(() => {
+      timer = null;
+      void run(source);
+    }, YAML_VALIDATE_DEBOUNCE_MS);
+  };
+  check();
+  const unsub = useEditor.subscribe(() => check());
+  return () => {
+    unsub();
     if (timer) clearTimeout(timer);
     ctrl?.abort();
   };
