@@ -58,6 +58,41 @@ type CanvasNodeData struct {
 	// loops).
 	Gate      bool `json:"gate,omitempty"`
 	AlwaysRun bool `json:"alwaysRun,omitempty"`
+	// Settings are the step's other editable fields the file sets, by
+	// dotted YAML name (timeout, retry.max_attempts, retry.delay_ms,
+	// loop.until, loop.max_iterations, approval.on_reject.prompt,
+	// approval.on_reject.max_attempts), for the step inspector.
+	Settings map[string]any `json:"settings,omitempty"`
+}
+
+// canvasSettings lists the fields of n the inspector edits beside its
+// main text, as the file has them.
+func canvasSettings(n *Node) map[string]any {
+	m := map[string]any{}
+	// Only what the file sets: defaults filled in by the loader are not
+	// shown as if written (emptying one must not try to remove it).
+	put := func(name string, v any) {
+		if n.lines[name] > 0 {
+			m[name] = v
+		}
+	}
+	put("timeout", n.TimeoutMS)
+	if n.Retry != nil {
+		put("retry.max_attempts", n.Retry.MaxAttempts)
+		put("retry.delay_ms", n.Retry.DelayMS)
+	}
+	if n.Loop != nil {
+		put("loop.until", n.Loop.Until)
+		put("loop.max_iterations", n.Loop.MaxIterations)
+	}
+	if n.Approval != nil && n.Approval.OnReject != nil {
+		put("approval.on_reject.prompt", n.Approval.OnReject.Prompt)
+		put("approval.on_reject.max_attempts", n.Approval.OnReject.MaxAttempts)
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
 
 // CanvasEdge is one depends_on entry of a Canvas.
@@ -148,10 +183,13 @@ func CanvasOf(wf *Workflow) *Canvas {
 		if data.Kind == "" {
 			data.Kind = "node"
 		}
-		if len(n.DependsOn) > 0 && n.TriggerRule != "" && n.TriggerRule != TriggerAllSuccess {
+		// A rule the file sets is shown (and editable) even where it changes
+		// nothing; the default is shown only on a join that differs.
+		if n.TriggerRule != "" && (n.lines["trigger_rule"] > 0 || len(n.DependsOn) > 0 && n.TriggerRule != TriggerAllSuccess) {
 			data.TriggerRule = n.TriggerRule
 		}
 		data.Gate = n.Kind == KindApproval || n.Kind == KindLoop && n.Loop != nil && n.Loop.Interactive
+		data.Settings = canvasSettings(n)
 		g.Nodes = append(g.Nodes, CanvasNode{ID: n.ID, Type: CanvasNodeType, Position: pos[i], Data: data})
 	}
 	return g

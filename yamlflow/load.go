@@ -527,7 +527,7 @@ func (p *parser) parseCommon(n *Node, f field, v *yaml.Node) {
 		}
 		p.errorf(f.line, f.node, f.name, CodeInvalidTriggerRule, "unknown trigger rule %q; use one of: %s", s, strings.Join(TriggerRules, ", "))
 	case "retry":
-		n.Retry = p.parseRetry(f, v)
+		n.Retry = p.parseRetry(n, f, v)
 	case "timeout":
 		if ms, present, ok := p.integer(f, v); present && ok {
 			if ms <= 0 {
@@ -820,7 +820,7 @@ func (p *parser) parseOnReject(n *Node, f field, v *yaml.Node) *OnReject {
 	return r
 }
 
-func (p *parser) parseRetry(f field, v *yaml.Node) *Retry {
+func (p *parser) parseRetry(n *Node, f field, v *yaml.Node) *Retry {
 	m := deref(v)
 	if isNull(v) {
 		return nil
@@ -833,6 +833,7 @@ func (p *parser) parseRetry(f field, v *yaml.Node) *Retry {
 	attemptsSeen := false
 	for _, e := range p.pairs(m, f.node, "retry") {
 		sf := field{line: e.line, node: f.node, name: "retry." + e.key}
+		n.setLine(sf.name, e.line)
 		switch e.key {
 		case "max_attempts":
 			attemptsSeen = true

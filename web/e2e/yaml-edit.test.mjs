@@ -288,3 +288,41 @@ test('+ New YAML creates a file in the folder; Convert to YAML shows the text an
     await context.close();
   }
 });
+
+test('the step inspector edits when, trigger_rule, retry and timeout as minimal file edits', { timeout: TEST_TIMEOUT }, async () => {
+  writeFileSync(wfFile('edit.yaml'), EDIT_YAML);
+  for (const theme of ['light', 'dark']) {
+    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme });
+    try {
+      await openYaml(page, 'Edit me');
+      await until(async () => (await nodeIds(page)).length === 2, 'two steps');
+      await page.locator(tid('node-second')).click();
+      await page.locator(tid('inspector-yaml-settings')).waitFor();
+      await page.locator(tid('inspector-yaml-when')).fill("$first.output == 'first-out'");
+      await page.locator(tid('inspector-yaml-retry.max_attempts')).fill('2');
+      await page.locator(tid('inspector-yaml-timeout')).fill('5000');
+      await page.locator(tid('inspector-yaml-trigger_rule')).selectOption('all_done');
+      await screenshot(page, `yaml-edit-settings-${theme}`);
+      await page.locator(tid('inspector-yaml-settings-apply')).click();
+      const text = await until(() => {
+        const t = readFileSync(wfFile('edit.yaml'), 'utf8');
+        return /timeout: 5000/.test(t) && /max_attempts: 2/.test(t) && /when:/.test(t) && /trigger_rule: all_done/.test(t) ? t : null;
+      }, 'the settings in the file');
+      assert.ok(text.startsWith(EDIT_YAML.split('  - id: second')[0]), 'the lines before the step are untouched, comment included');
+      // The inspector shows what the file now says; emptying a field removes it.
+      // The step stays selected; its inspector shows what the file now says.
+      await until(async () => (await page.locator(tid('inspector-yaml-timeout')).inputValue()) === '5000', 'the timeout read back');
+      await page.locator(tid('inspector-yaml-timeout')).fill('');
+      await page.locator(tid('inspector-yaml-when')).fill('');
+      await page.locator(tid('inspector-yaml-retry.max_attempts')).fill('');
+      await page.locator(tid('inspector-yaml-trigger_rule')).selectOption('');
+      await page.locator(tid('inspector-yaml-settings-apply')).click();
+      await until(() => !/timeout|when:|max_attempts|retry|trigger_rule/.test(readFileSync(wfFile('edit.yaml'), 'utf8')), 'the settings removed');
+      assert.equal(readFileSync(wfFile('edit.yaml'), 'utf8'), EDIT_YAML, 'set then cleared gives back the file byte for byte');
+      assertNoPageErrors(errors);
+    } finally {
+      await context.close();
+    }
+    writeFileSync(wfFile('edit.yaml'), EDIT_YAML);
+  }
+});

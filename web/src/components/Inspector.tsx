@@ -1,7 +1,7 @@
 import { Suspense, lazy, useEffect, useId, useMemo, useState, type ReactNode } from 'react';
 import { errorMessage } from '../api/client';
 import { YAML_KINDS } from '../api/types';
-import { mainField, yamlEdits } from '../editor/yaml';
+import { mainField, settingsEdits, settingsFor, settingsText, TRIGGER_RULES, yamlEdits } from '../editor/yaml';
 import type { VariableContext } from '../editor/prompt';
 import type { CompletionNode } from '../editor/variables';
 import { conditionLabel } from '../graph/handles';
@@ -385,6 +385,73 @@ function YamlMainField({ node }: { node: FlowNode }) {
   );
 }
 
+/** The step's other settings (when, trigger_rule, retry, timeout, loop, on_reject): Apply sends one `set` per changed field. */
+function YamlSettings({ node }: { node: FlowNode }) {
+  const kind = String(node.data.kind ?? '');
+  const data = node.data as Record<string, unknown>;
+  const initial = settingsText(data);
+  const key = JSON.stringify(initial);
+  const [values, setValues] = useState(initial);
+  const [busy, setBusy] = useState(false);
+  useEffect(() => setValues(settingsText(data)), [key]);
+  const fields = settingsFor(kind);
+  const changed = fields.some((f) => (values[f.field] ?? '').trim() !== (initial[f.field] ?? '').trim());
+  const apply = async () => {
+    setBusy(true);
+    try {
+      const edits = settingsEdits(node.id, kind, initial, values);
+      if (edits.length) await useEditor.getState().applyYamlEdits(edits);
+    } catch (e) {
+      useApp.getState().toast(`Could not change the settings: ${errorMessage(e)}`, 'error');
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <fieldset className="yaml-settings" data-testid="inspector-yaml-settings">
+      <legend>Settings</legend>
+      {fields.map((f) => {
+        const id = `yaml-set-${node.id}-${f.field}`;
+        const value = values[f.field] ?? '';
+        const set = (v: string) => setValues({ ...values, [f.field]: v });
+        return (
+          <div className="field field--compact" key={f.field}>
+            <label className="field__label" htmlFor={id}>
+              <code>{f.label}</code>
+            </label>
+            {f.type === 'rule' ? (
+              <select id={id} value={value} onChange={(e) => set(e.target.value)} data-testid={`inspector-yaml-${f.field}`}>
+                <option value="">all_success (default)</option>
+                {TRIGGER_RULES.filter((r) => r !== 'all_success').map((r) => (
+                  <option key={r} value={r}>
+                    {r}
+                  </option>
+                ))}
+              </select>
+            ) : (
+              <input
+                id={id}
+                type="text"
+                inputMode={f.type === 'number' ? 'numeric' : undefined}
+                value={value}
+                onChange={(e) => set(e.target.value)}
+                title={f.hint}
+                data-testid={`inspector-yaml-${f.field}`}
+              />
+            )}
+          </div>
+        );
+      })}
+      <div className="field__row">
+        <button className="btn btn--small btn--primary" disabled={busy || !changed} onClick={() => void apply()} data-testid="inspector-yaml-settings-apply">
+          {busy ? 'Applying…' : 'Apply settings'}
+        </button>
+        <span className="field__hint">An emptied field is removed from the file.</span>
+      </div>
+    </fieldset>
+  );
+}
+
 function GenericFields({ node }: { node: FlowNode }) {
   // The whole prompt/script (data.text); data.detail is the canvas' 80-character cut.
   const text = typeof node.data.text === 'string' && node.data.text ? node.data.text : node.data.detail;
@@ -394,7 +461,10 @@ function GenericFields({ node }: { node: FlowNode }) {
   return (
     <div className="field">
       {editable && (YAML_KINDS as readonly string[]).includes(kind) ? (
-        <YamlMainField key={node.id} node={node} />
+        <>
+          <YamlMainField key={node.id} node={node} />
+          <YamlSettings key={`${node.id}-settings`} node={node} />
+        </>
       ) : (
         <>
           <div className="field__hint">Read-only step of a YAML workflow.</div>

@@ -5,6 +5,9 @@ import {
   mainField,
   newYamlNodeId,
   problemsToDiagnostics,
+  settingsEdits,
+  settingsFor,
+  settingsText,
   starterYaml,
   yamlFileName,
   yamlCompletions,
@@ -155,5 +158,36 @@ describe('new YAML files', () => {
     const t = starterYaml('team/my-flow.yaml');
     expect(t).toMatch(/^name: my-flow\n/);
     expect(yamlNodeIds(t)).toEqual(['hello']);
+  });
+});
+
+describe('step settings', () => {
+  it('reads the settings the canvas data carries', () => {
+    expect(
+      settingsText({ when: '$a.output.n > 5', triggerRule: 'one_success', settings: { 'retry.max_attempts': 3, timeout: 60000 } }),
+    ).toMatchObject({ when: '$a.output.n > 5', trigger_rule: 'one_success', 'retry.max_attempts': '3', timeout: '60000', 'retry.delay_ms': '' });
+  });
+  it('edits only what changed; an emptied field is removed; numbers are numbers', () => {
+    const before = settingsText({ when: 'x', settings: { timeout: 1000 } });
+    const after = { ...before, when: '', timeout: '2000', 'retry.max_attempts': '2' };
+    expect(settingsEdits('b', 'bash', before, after)).toEqual([
+      { op: 'set', node: 'b', field: 'when', value: null },
+      { op: 'set', node: 'b', field: 'timeout', value: 2000 },
+      { op: 'set', node: 'b', field: 'retry.max_attempts', value: 2 },
+    ]);
+  });
+  it('offers loop and approval settings only on those kinds', () => {
+    expect(settingsFor('bash').map((s) => s.field)).not.toContain('loop.until');
+    expect(settingsFor('loop').map((s) => s.field)).toContain('loop.max_iterations');
+    expect(settingsFor('approval').map((s) => s.field)).toContain('approval.on_reject.prompt');
+  });
+  it('removes a block whose every field is emptied as a whole', () => {
+    const before = settingsText({ settings: { 'retry.max_attempts': 2, timeout: 5 } });
+    expect(settingsEdits('b', 'bash', before, { ...before, 'retry.max_attempts': '' })).toEqual([
+      { op: 'set', node: 'b', field: 'retry', value: null },
+    ]);
+  });
+  it('refuses a number that is not whole', () => {
+    expect(() => settingsEdits('b', 'bash', settingsText({}), { ...settingsText({}), timeout: '1.5' })).toThrow(/whole number/);
   });
 });

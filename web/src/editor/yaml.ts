@@ -284,3 +284,78 @@ export function yamlFileName(name: string): string {
   const n = name.trim();
   return /\.ya?ml$/i.test(n) ? n : `${n}.yaml`;
 }
+
+/** A step setting the inspector edits beside the main text. */
+export type YamlSetting = {
+  field: string;
+  label: string;
+  type: 'text' | 'number' | 'rule';
+  /** Only for these kinds (all when absent). */
+  kinds?: readonly string[];
+  hint?: string;
+};
+
+/** The loader's trigger rules ("" keeps the default, all_success). */
+export const TRIGGER_RULES = ['all_success', 'one_success', 'none_failed_min_one_success', 'all_done'] as const;
+
+export const YAML_SETTINGS: readonly YamlSetting[] = [
+  { field: 'when', label: 'when', type: 'text', hint: "Run only if this holds, e.g. $a.output.n > 5 (empty: always)." },
+  { field: 'trigger_rule', label: 'trigger_rule', type: 'rule', hint: 'How the step joins its dependencies.' },
+  { field: 'timeout', label: 'timeout (ms)', type: 'number' },
+  { field: 'retry.max_attempts', label: 'retry.max_attempts', type: 'number', hint: '1 to 5.' },
+  { field: 'retry.delay_ms', label: 'retry.delay_ms', type: 'number', hint: '1000 to 60000.' },
+  { field: 'loop.until', label: 'loop.until', type: 'text', kinds: ['loop'] },
+  { field: 'loop.max_iterations', label: 'loop.max_iterations', type: 'number', kinds: ['loop'] },
+  { field: 'approval.on_reject.prompt', label: 'on_reject.prompt', type: 'text', kinds: ['approval'] },
+  { field: 'approval.on_reject.max_attempts', label: 'on_reject.max_attempts', type: 'number', kinds: ['approval'] },
+];
+
+/** The settings a step of this kind offers. */
+export function settingsFor(kind: string): YamlSetting[] {
+  return YAML_SETTINGS.filter((s) => !s.kinds || s.kinds.includes(kind));
+}
+
+/** A step's current settings as form text, from its canvas data. */
+export function settingsText(data: Record<string, unknown>): Record<string, string> {
+  const out: Record<string, string> = {};
+  const st = (data.settings ?? {}) as Record<string, unknown>;
+  for (const s of YAML_SETTINGS) {
+    const v = s.field === 'when' ? data.when : s.field === 'trigger_rule' ? data.triggerRule : st[s.field];
+    out[s.field] = v === undefined || v === null ? '' : String(v);
+  }
+  return out;
+}
+
+/**
+ * The `set` edits that turn the settings `before` into `after` (form text):
+ * an emptied field is removed from the file (value null); numbers must be
+ * whole; only changed fields are edited, so the file changes only there.
+ */
+export function settingsEdits(node: string, kind: string, before: Record<string, string>, after: Record<string, string>): YamlEdit[] {
+  const edits: YamlEdit[] = [];
+  const fields = settingsFor(kind);
+  // A block whose every field is emptied goes as a whole: the file may not
+  // keep an empty `retry:` (nor remove a mapping's only key).
+  const dropped = new Set<string>();
+  for (const block of ['retry', 'approval.on_reject']) {
+    const inBlock = fields.filter((f) => f.field.startsWith(block + '.'));
+    const had = inBlock.some((f) => (before[f.field] ?? '').trim() !== '');
+    const empty = inBlock.every((f) => (after[f.field] ?? '').trim() === '');
+    if (inBlock.length > 0 && had && empty) {
+      edits.push({ op: 'set', node, field: block, value: null } as YamlEdit);
+      for (const f of inBlock) dropped.add(f.field);
+    }
+  }
+  for (const s of fields) {
+    if (dropped.has(s.field)) continue;
+    const a = (after[s.field] ?? '').trim();
+    if (a === (before[s.field] ?? '').trim()) continue;
+    let value: unknown = a === '' ? null : a;
+    if (s.type === 'number' && a !== '') {
+      if (!/^\d+$/.test(a)) throw new Error(`${s.label} must be a whole number, not "${a}"`);
+      value = Number(a);
+    }
+    edits.push({ op: 'set', node, field: s.field, value } as YamlEdit);
+  }
+  return edits;
+}

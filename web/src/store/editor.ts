@@ -171,6 +171,8 @@ export const useEditor = create<EditorState>((set, get) => {
     const { nodes, edges } = toCanvas(w.graph ?? { nodes: [], edges: [] });
     const typedSince = s.rev !== revAtSave;
     const rev = typedSince ? s.rev : newRev();
+    // The step being edited stays selected (its inspector stays open).
+    const selected = new Set(s.nodes.filter((n) => n.selected).map((n) => n.id));
     set({
       source: typedSince ? s.source : (w.source ?? s.source),
       sourceHash: w.sourceHash ?? s.sourceHash,
@@ -178,7 +180,7 @@ export const useEditor = create<EditorState>((set, get) => {
       runBlocker: w.runBlocker || null,
       name: w.name ?? s.name,
       description: w.description ?? s.description,
-      nodes: typedSince ? s.nodes : keepPositions(nodes, s.nodes),
+      nodes: typedSince ? s.nodes : keepPositions(nodes, s.nodes).map((n) => (selected.has(n.id) ? { ...n, selected: true } : n)),
       edges: typedSince ? s.edges : edges,
       rev,
       savedRev: typedSince ? revAtSave : rev,
