@@ -8,6 +8,7 @@ import {
   addNodeByClick,
   addNodeByDrag,
   assertNoPageErrors,
+  clickNode,
   clickRun,
   connect,
   logLines,
@@ -178,7 +179,7 @@ describe('editor and runs', () => {
       assert.equal(nodes[fallback], 'skipped');
 
       // The node details show the output of a clicked node.
-      await page.locator(`${tid(`node-${publisher}`)} .sy-node__head`).click();
+      await clickNode(page, publisher);
       await textMatches(page.locator(tid('node-details-output')), /echo: Publish/, 'node details output');
       assertNoPageErrors(errors);
     } finally {

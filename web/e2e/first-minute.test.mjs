@@ -10,6 +10,7 @@ import { startStack } from './lib/stack.mjs';
 import {
   addNodeByClick,
   assertNoPageErrors,
+  clickNode,
   clickRun,
   nodeIds,
   openEditor,
@@ -323,7 +324,7 @@ test('a YAML workflow: no Delete offered, and the step inspector shows the whole
     await page.locator(tid('workflow-yaml-note')).waitFor();
     assert.equal(await page.locator(tid('workflow-delete')).count(), 0, 'no Delete of a YAML workflow (a file)');
     await page.locator(tid('tab-inspect')).click();
-    await page.locator(`${tid('node-ask')} .sy-node__head`).click();
+    await clickNode(page, 'ask');
     // The folder is editable: the whole prompt is in the step's main field.
     const text = page.locator(tid('inspector-yaml-main'));
     await text.waitFor();

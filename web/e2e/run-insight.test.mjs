@@ -5,7 +5,16 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { launchBrowser, newPage, screenshot } from './lib/browser.mjs';
 import { startStack } from './lib/stack.mjs';
-import { assertNoPageErrors, TEST_TIMEOUT, textMatches, tid, until, waitNodeStatus, waitRunStatus } from './lib/ui.mjs';
+import {
+  assertNoPageErrors,
+  clickNode,
+  TEST_TIMEOUT,
+  textMatches,
+  tid,
+  until,
+  waitNodeStatus,
+  waitRunStatus,
+} from './lib/ui.mjs';
 
 let stack;
 let browser;
@@ -69,7 +78,7 @@ test('a reject loop: path, visit counts, durations, re-run and replay', { timeou
       // Visit counts only where a node ran twice; durations everywhere.
       assert.match((await page.locator(tid('node-meta-review')).textContent()) ?? '', /^×2 · \d/);
       assert.match((await page.locator(tid('node-meta-writer')).textContent()) ?? '', /^\d+(\.\d)? (ms|s) · \d+ tok$/);
-      await page.locator(tid('node-review')).click();
+      await clickNode(page, 'review');
       await textMatches(page.locator(tid('node-details-facts')), /Visits\s*2/, 'node details show the visits');
       // The loop's back edge is drawn under the nodes, not hidden behind them.
       assert.equal(await page.locator(tid('edge-e5')).getAttribute('data-back'), 'true');

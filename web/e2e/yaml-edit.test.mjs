@@ -11,6 +11,7 @@ import { launchBrowser, newPage, screenshot } from './lib/browser.mjs';
 import { startStack } from './lib/stack.mjs';
 import {
   assertNoPageErrors,
+  clickNode,
   clickRun,
   connect,
   logLines,
@@ -296,7 +297,7 @@ test('the step inspector edits when, trigger_rule, retry and timeout as minimal 
     try {
       await openYaml(page, 'Edit me');
       await until(async () => (await nodeIds(page)).length === 2, 'two steps');
-      await page.locator(tid('node-second')).click();
+      await clickNode(page, 'second');
       await page.locator(tid('inspector-yaml-settings')).waitFor();
       await page.locator(tid('inspector-yaml-when')).fill("$first.output == 'first-out'");
       await page.locator(tid('inspector-yaml-retry.max_attempts')).fill('2');

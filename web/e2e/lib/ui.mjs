@@ -121,7 +121,7 @@ async function edgeCount(page) {
  * is inside the canvas: fit keeps text readable, so a wider graph runs past
  * the view.
  */
-async function bringIntoView(page, locators) {
+export async function bringIntoView(page, locators) {
   for (let i = 0; i < 10; i++) {
     const pane = await page.locator('.react-flow').first().boundingBox();
     let inside = true;
@@ -150,6 +150,13 @@ export async function connect(page, source, sourceHandle, target) {
   await page.mouse.move(to.x, to.y, { steps: 5 });
   await page.mouse.up();
   await until(async () => (await edgeCount(page)) === before + 1, `edge ${source}.${sourceHandle} → ${target}`);
+}
+
+/** Clicks a node's header, zooming out first if it is outside the canvas (run pages too). */
+export async function clickNode(page, id) {
+  const head = page.locator(`${tid(`node-${id}`)} .sy-node__head`);
+  await bringIntoView(page, [head]);
+  await head.click();
 }
 
 /** Clicks a node (its header) so the inspector shows it. */
