@@ -113,6 +113,9 @@ func trickle(addr, head, more string, tick time.Duration) (answer string, took t
 // the descriptors bounded while they last; afterwards descriptors,
 // goroutines and memory are back to the baseline.
 func TestSlowloris(t *testing.T) {
+	if testing.Short() {
+		t.Skip("120 slow connections against the real binary: the full suite runs it")
+	}
 	t.Parallel()
 	h := newHarness(t)
 	tokenFile := withToken(t, h, "slow-tok")
@@ -229,6 +232,9 @@ func dialSmallWindow(addr string) (net.Conn, error) {
 // read it are cut off after --write-timeout; the memory their answers
 // held and their descriptors go back.
 func TestNonReadingClients(t *testing.T) {
+	if testing.Short() {
+		t.Skip("clients that never read 9 MiB answers: the full suite runs it")
+	}
 	t.Parallel()
 	h := newHarness(t)
 	p := h.start("--write-timeout", "5s")

@@ -22,6 +22,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -57,10 +58,19 @@ type Cluster struct {
 	dbs      atomic.Int64
 }
 
+// errShort: -short runs no PostgreSQL tests (the full suite does).
+var errShort = errors.New("pgtest: PostgreSQL tests run in the full suite, not with -short")
+
 // Main starts a cluster into *c, runs the package's tests and stops it.
 // It never fails by itself: a cluster that could not start is recorded,
 // and NewDatabase skips (or fails under CI=true) each test that needs it.
 func Main(m *testing.M, c **Cluster) int {
+	flag.Parse() // for testing.Short
+	if testing.Short() {
+		// The inner loop (-short) leaves PostgreSQL to the full suite.
+		*c = &Cluster{startErr: errShort}
+		return m.Run()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	cl, err := Start(ctx)
 	cancel()
@@ -84,6 +94,9 @@ func Main(m *testing.M, c **Cluster) int {
 // server can be started, or fails under CI=true.
 func StartT(t testing.TB) *Cluster {
 	t.Helper()
+	if testing.Short() {
+		t.Skip(errShort.Error())
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c, err := Start(ctx)
@@ -289,6 +302,9 @@ func (c *Cluster) Require(t testing.TB) {
 	}
 	if c.startErr == nil {
 		return
+	}
+	if errors.Is(c.startErr, errShort) {
+		t.Skip(errShort.Error())
 	}
 	if os.Getenv("CI") == "true" {
 		t.Fatalf("PostgreSQL is required under CI=true: %v", c.startErr)
