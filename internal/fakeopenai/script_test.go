@@ -29,7 +29,8 @@ rules:
     system: "coding agent"
     final: "gave up: {{last_result}}"
     turns:
-      - tool_calls:
+      - text: "Let me look at the code and run the tests."
+        tool_calls:
           - name: Read
             arguments: {file_path: calc.sh}
           - name: Bash
@@ -363,6 +364,9 @@ func TestScriptAgentLoop(t *testing.T) {
 				turns, _ := runAgent(t, client, m, dir, fixPrompt)
 				if got := shape(turns); got != tc.shape {
 					t.Errorf("%s: turns %s, want %s", tc.name, got, tc.shape)
+				}
+				if got := turns[0].text; got != "Let me look at the code and run the tests." {
+					t.Errorf("%s: first turn's text %q", tc.name, got)
 				}
 				if got := turns[len(turns)-1].text; got != tc.final {
 					t.Errorf("%s: final %q, want %q", tc.name, got, tc.final)
