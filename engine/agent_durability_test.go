@@ -167,3 +167,160 @@ func (d deadTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return http.DefaultTransport.RoundTrip(req)
 }
+
+func approveLeadGraph() *graph.Graph {
+	g := leadGraph()
+	for i := range g.Nodes {
+		if g.Nodes[i].ID == "lead" {
+			g.Nodes[i].Data.Tools.Approve = []string{"subagent_*"}
+		}
+	}
+	return g
+}
+
+// pendingTool waits until the run is paused on a tool call and returns it.
+func pendingTool(t *testing.T, st engine.Store, runID string) *engine.ToolApproval {
+	t.Helper()
+	var ta *engine.ToolApproval
+	eventually(t, "a tool call waiting", func() bool {
+		r, err := st.GetRun(context.Background(), runID)
+		if err != nil || r.Status != engine.StatusPaused || len(r.PendingApprovals) != 1 {
+			return false
+		}
+		ta = r.PendingApprovals[0].Tool
+		return ta != nil
+	})
+	return ta
+}
+
+// TestToolApprovalSurvivesRestart: the lead's call of its subagent waits
+// for a reviewer before it runs; the wait survives a restart, is answered
+// in another process, and the approved call runs exactly once; a rejected
+// call reaches the model as its result, with the reviewer's note, and the
+// loop goes on.
+func TestToolApprovalSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	script := &jobsScript{n: 2, kid: map[string]int{}}
+	fake := fakeopenai.StartT(t, fakeopenai.WithHandler(script.handle))
+	h := &durHarness{t: t, path: t.TempDir() + "/switchyard.db", fake: fake}
+	stA := h.openStore()
+	a := processWithLLM(t, h, "A", stA, nil)
+	run, err := a.StartGraph(ctx, approveLeadGraph(), engine.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta := pendingTool(t, stA, run.ID)
+	if ta.Tool != "subagent_kid_kid" || ta.CallID != "call_1" || string(ta.Arguments) != `{"input":"job-1"}` {
+		t.Fatalf("waiting call %+v", ta)
+	}
+	if n := len(script.kidCalls()); n != 0 {
+		t.Fatalf("the kid ran before the approval: %v", script.kidCalls())
+	}
+	a.Close()
+
+	stB := h.openStore()
+	b := processWithLLM(t, h, "B", stB, nil)
+	if _, err := b.Resume(ctx, run.ID, "lead", engine.Decision{Decision: "approve"}); err != nil {
+		t.Fatal(err)
+	}
+	ta = pendingTool(t, stB, run.ID)
+	if ta.CallID != "call_2" {
+		t.Fatalf("second wait %+v", ta)
+	}
+	if _, err := b.Resume(ctx, run.ID, "lead", engine.Decision{Decision: "reject", Note: "not job 2"}); err != nil {
+		t.Fatal(err)
+	}
+	r := waitDone(t, b, run.ID)
+	if r.Status != engine.StatusCompleted {
+		t.Fatalf("%s %s", r.Status, r.Error)
+	}
+	if got := script.kidCalls(); got["job-1"] != 1 || got["job-2"] != 0 {
+		t.Errorf("kid calls %v: want job-1 once (approved), job-2 never (rejected)", got)
+	}
+	s := loadStored(t, stB, run.ID)
+	if want := "all done: did job-1, denied by the reviewer: not job 2"; s.nodes["lead"].Output != want {
+		t.Errorf("lead output %q, want %q", s.nodes["lead"].Output, want)
+	}
+	s.checkLog(t)
+}
+
+// TestToolApprovalClaimedThenCrash: the process that claimed the approval
+// dies before the call runs; the one that takes over runs it, once.
+func TestToolApprovalClaimedThenCrash(t *testing.T) {
+	ctx := context.Background()
+	script := &jobsScript{n: 1, kid: map[string]int{}}
+	fake := fakeopenai.StartT(t, fakeopenai.WithHandler(script.handle))
+	h := &durHarness{t: t, path: t.TempDir() + "/switchyard.db", fake: fake}
+	stA := &crashStore{Store: h.openStore()}
+	a := processWithLLM(t, h, "A", stA, &stA.dead)
+	run, err := a.StartGraph(ctx, approveLeadGraph(), engine.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pendingTool(t, stA, run.ID)
+	stA.dieAfterOp = func(op string) bool { return op == "claim" }
+	_, _ = a.Resume(ctx, run.ID, "lead", engine.Decision{Decision: "approve"})
+	eventually(t, "A to die", stA.dead.Load)
+	a.Close()
+
+	stB := h.openStore()
+	b := processWithLLM(t, h, "B", stB, nil)
+	eventually(t, "the run taken over", func() bool {
+		took, _ := b.Recover(ctx, true)
+		return len(took) == 1
+	})
+	r := waitDone(t, b, run.ID)
+	if r.Status != engine.StatusCompleted {
+		t.Fatalf("%s %s", r.Status, r.Error)
+	}
+	if got := script.kidCalls(); got["job-1"] != 1 {
+		t.Errorf("kid calls %v: the approved call must run exactly once", got)
+	}
+	s := loadStored(t, stB, run.ID)
+	if s.nodes["lead"].Output != "all done: did job-1" {
+		t.Errorf("lead output %q", s.nodes["lead"].Output)
+	}
+}
+
+// TestToolApprovalRace: ten answers to one waiting tool call, one winner.
+func TestToolApprovalRace(t *testing.T) {
+	ctx := context.Background()
+	script := &jobsScript{n: 1, kid: map[string]int{}}
+	fake := fakeopenai.StartT(t, fakeopenai.WithHandler(script.handle))
+	h := &durHarness{t: t, path: t.TempDir() + "/switchyard.db", fake: fake}
+	stA, stB := h.openStore(), h.openStore()
+	a := processWithLLM(t, h, "A", stA, nil)
+	b := processWithLLM(t, h, "B", stB, nil)
+	run, err := a.StartGraph(ctx, approveLeadGraph(), engine.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pendingTool(t, stA, run.ID)
+	waitDone(t, a, run.ID)
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := a
+			if i%2 == 1 {
+				e = b
+			}
+			if _, err := e.Resume(ctx, run.ID, "lead", engine.Decision{Decision: "approve"}); err == nil {
+				wins.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Errorf("%d answers won, want exactly 1", wins.Load())
+	}
+	eventually(t, "run completed", func() bool {
+		r, _ := stA.GetRun(ctx, run.ID)
+		return r != nil && r.Status == engine.StatusCompleted
+	})
+	if got := script.kidCalls(); got["job-1"] != 1 {
+		t.Errorf("kid calls %v", got)
+	}
+}

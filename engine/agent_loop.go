@@ -30,9 +30,6 @@ type agentTool struct {
 	// run performs the call. It never panics (see safeTool) and reports a
 	// bad call as an error outcome the model sees.
 	run func(ctx context.Context, tc llm.ToolCall) toolOutcome
-	// needsApproval reports whether this call waits for a reviewer first
-	// (approve_tools); nil means never.
-	needsApproval func(args json.RawMessage) bool
 	// diff describes what the call would change, for the reviewer.
 	diff func(args json.RawMessage) string
 }
@@ -57,6 +54,9 @@ type toolLoop struct {
 	deltas   *coalescer
 	callID   string      // the subagent call this loop serves ("" at the top)
 	frame    *usageFrame // usage frame of this loop's model calls (nil: the invocation's)
+	// approve reports whether a call waits for a reviewer first
+	// (approve_tools); nil means never.
+	approve func(name string, args json.RawMessage) bool
 	// nested loops (subagents) cannot pause for a reviewer: a call that
 	// needs approval there is refused with an error result.
 	nested bool
@@ -168,7 +168,7 @@ func (l *toolLoop) approvalWait(p *pendingTurn) *Wait {
 			continue
 		}
 		t := l.byName[tc.Name]
-		if t == nil || t.needsApproval == nil || !t.needsApproval(json.RawMessage(tc.Arguments)) {
+		if t == nil || l.approve == nil || !l.approve(tc.Name, json.RawMessage(tc.Arguments)) {
 			continue
 		}
 		if l.nested {

@@ -67,9 +67,6 @@ func (a *agentCall) builtinTools(p toolPolicy) ([]*agentTool, error) {
 				return toolOutcome{text: r.Output, isError: r.IsError, cut: r.Cut, full: r.FullSize}
 			},
 		}
-		if p.approve != nil {
-			at.needsApproval = func(args json.RawMessage) bool { return p.approve(name, args) }
-		}
 		switch name {
 		case "Write", "Edit":
 			at.diff = func(args json.RawMessage) string { return a.previewDiff(name, args) }

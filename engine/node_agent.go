@@ -237,7 +237,8 @@ func (a *agentCall) run(ctx context.Context, n graph.Node, system, user string, 
 			},
 		})
 	}
-	bt, err := a.builtinTools(graphToolPolicy(n))
+	pol := graphToolPolicy(n)
+	bt, err := a.builtinTools(pol)
 	if err != nil {
 		return "", nil, err
 	}
@@ -245,6 +246,7 @@ func (a *agentCall) run(ctx context.Context, n graph.Node, system, user string, 
 	l := newToolLoop(a, session, llm.Request{Model: n.Data.Model, Effort: n.Data.ReasoningEffort, WebSearch: n.WebSearchEnabled()},
 		tools, DefaultMaxTurns)
 	l.frame = f
+	l.approve = pol.approve
 	l.label = fmt.Sprintf("agent %q", n.ID)
 	if depth == 0 {
 		l.deltas = newCoalescer(a.x)

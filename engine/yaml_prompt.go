@@ -195,6 +195,7 @@ func llmTurn(ctx context.Context, x *Exec, spec *yamlSpec, vars *yamlVars, histo
 	l := newToolLoop(a, o.session, llm.Request{Model: model, Effort: n.Effort, Schema: n.OutputFormat,
 		IdleTimeout: time.Duration(n.IdleTimeoutMS) * time.Millisecond}, tools, pol.maxTurns)
 	l.deltas = newCoalescer(x)
+	l.approve = pol.approve
 	text, msgs, wait, err := l.run(ctx, msgs, tr)
 	if err != nil || wait != nil {
 		return "", wait, err
