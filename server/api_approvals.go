@@ -23,6 +23,8 @@ type approvalItem struct {
 	Input        string    `json:"input"`
 	RunInput     string    `json:"runInput"`
 	Since        time.Time `json:"since"`
+	// Tool is set when an agent's tool call waits (approve_tools).
+	Tool *engine.ToolApproval `json:"tool,omitempty"`
 }
 
 // maxInboxRuns bounds the runs the inbox reads per status.
@@ -56,7 +58,7 @@ func (s *Server) listApprovals(c echo.Context) error {
 		}
 		for _, p := range r.PendingApprovals {
 			out = append(out, approvalItem{RunID: r.ID, NodeID: p.NodeID, WorkflowID: wid, WorkflowName: name,
-				Kind: r.Kind, Prompt: p.Prompt, Input: p.Input, RunInput: r.Input, Since: p.Since})
+				Kind: r.Kind, Prompt: p.Prompt, Input: p.Input, RunInput: r.Input, Since: p.Since, Tool: p.Tool})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {

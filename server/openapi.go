@@ -132,8 +132,14 @@ func schemas() obj {
 		"line":  obj{"type": "integer", "description": "YAML workflows: the 1-based line"},
 	})
 	status := obj{"enum": []string{"pending", "running", "paused", "completed", "failed", "cancelled", "interrupted"}}
+	toolApproval := object([]string{"callId", "tool", "arguments"}, obj{
+		"callId": str(), "tool": obj{"type": "string", "description": "The tool the agent called: Read, Write, Edit, Glob, Grep, Bash, LS, mcp__<server>__<tool>, or a subagent."},
+		"arguments": obj{"description": "The call's arguments as the model sent them (a JSON object; long strings cut)."},
+		"diff":      obj{"type": "string", "description": "Write and Edit: what the call would change, as a unified diff."},
+	})
 	pending := object([]string{"nodeId", "prompt", "input", "since"}, obj{
 		"nodeId": str(), "prompt": str(), "input": str(), "since": dateTime(),
+		"tool": ref("ToolApproval"),
 	})
 	summaryProps := obj{
 		"runId": str(), "workflowId": str(), "kind": str(), "status": ref("RunStatus"), "input": str(),
@@ -207,12 +213,14 @@ func schemas() obj {
 			"graph": ref("GraphInput"), "version": obj{"type": "integer", "description": "PUT: the version you edited (required)."},
 		}),
 		"PendingApproval": pending,
+		"ToolApproval":    toolApproval,
 		"Approval": object([]string{"runId", "nodeId", "workflowName", "kind", "prompt", "input", "runInput", "since"}, obj{
 			"runId": str(), "nodeId": str(), "workflowId": str(),
 			"workflowName": obj{"type": "string", "description": "The workflow's name; for a run of an unsaved graph, \"Unsaved workflow\"."},
 			"kind":         obj{"enum": []string{"graph", "yaml"}},
 			"prompt":       str(), "input": obj{"type": "string", "description": "The output waiting for approval."},
 			"runInput": obj{"type": "string", "description": "The run's input."}, "since": dateTime(),
+			"tool": ref("ToolApproval"),
 		}),
 		"Usage": usage,
 		"LLMResponseData": obj{"type": "object", "required": []string{"model"},

@@ -642,6 +642,7 @@ export interface components {
             runInput: string;
             /** Format: date-time */
             since: string;
+            tool?: components["schemas"]["ToolApproval"];
             workflowId?: string;
             /** @description The workflow's name; for a run of an unsaved graph, "Unsaved workflow". */
             workflowName: string;
@@ -795,6 +796,7 @@ export interface components {
             prompt: string;
             /** Format: date-time */
             since: string;
+            tool?: components["schemas"]["ToolApproval"];
         };
         Problem: {
             code: string;
@@ -885,6 +887,15 @@ export interface components {
         /** @description The data of subagent_call_end and subagent_call_error events (the call itself is the event's content, JSON). usage covers that subagent call's model calls, its own subagents' included (already counted in the calling node's llm_response); absent when none was reported. */
         SubagentCallData: {
             usage?: components["schemas"]["Usage"];
+        };
+        ToolApproval: {
+            /** @description The call's arguments as the model sent them (a JSON object; long strings cut). */
+            arguments: unknown;
+            callId: string;
+            /** @description Write and Edit: what the call would change, as a unified diff. */
+            diff?: string;
+            /** @description The tool the agent called: Read, Write, Edit, Glob, Grep, Bash, LS, mcp__<server>__<tool>, or a subagent. */
+            tool: string;
         };
         /** @description Model tokens as the provider reported them. On a run: every model call it made (tool-call rounds, subagents, and calls of nodes that failed later included), kept up to date while it runs. */
         Usage: {
