@@ -43,6 +43,9 @@ type Config struct {
 	// working directory of its own (default: temp dir): the folder its
 	// agents' file tools and Bash work in.
 	WorkspaceRoot string
+	// WorktreeRoot holds the git worktrees of YAML runs that ask for
+	// isolation (default: temp dir).
+	WorktreeRoot string
 	// Owner names this process in run leases (default: random).
 	Owner string
 	// LeaseTTL is how long a run lease lasts without renewal (default 30s).
@@ -110,6 +113,8 @@ type StartOptions struct {
 	Input      string
 	WorkflowID string
 	WorkDir    string
+	// workspace gives the run a fresh folder under WorkspaceRoot as WorkDir.
+	workspace bool
 }
 
 // New builds an engine.
@@ -135,6 +140,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.WorkspaceRoot == "" {
 		cfg.WorkspaceRoot = filepath.Join(os.TempDir(), "switchyard-workspaces")
+	}
+	if cfg.WorktreeRoot == "" {
+		cfg.WorktreeRoot = filepath.Join(os.TempDir(), "switchyard-worktrees")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -314,7 +322,22 @@ func (e *Engine) StartGraph(ctx context.Context, g *graph.Graph, opt StartOption
 		return nil, fmt.Errorf("snapshot graph: %w", err)
 	}
 	p := compileGraph(g, e.cfg.MaxVisits)
+	if opt.WorkDir == "" && usesBuiltinTools(g) {
+		// The agents' file tools and Bash work in a fresh folder of the run
+		// (made on first use): WorkspaceRoot/<run id>.
+		opt.workspace = true
+	}
 	return e.start(ctx, p, KindGraph, def, opt, func(r *runner, i int) { r.enqueue(i, opt.Input, "") })
+}
+
+// usesBuiltinTools reports whether an agent of g may call a built-in tool.
+func usesBuiltinTools(g *graph.Graph) bool {
+	for _, n := range g.Nodes {
+		if n.Type == graph.TypeAgent && n.Data.Tools != nil && len(n.Data.Tools.Builtin) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // newRunID returns a time-ordered UUID (version 7): runs started together
@@ -337,6 +360,9 @@ func (e *Engine) start(ctx context.Context, p *plan, kind string, def json.RawMe
 		ID: newRunID(), WorkflowID: opt.WorkflowID, Kind: kind, Definition: def,
 		Status: StatusPending, Input: opt.Input, WorkDir: opt.WorkDir,
 		PendingApprovals: []PendingApproval{}, CreatedAt: now, UpdatedAt: now,
+	}
+	if opt.workspace {
+		run.WorkDir = filepath.Join(e.cfg.WorkspaceRoot, run.ID)
 	}
 	// $ARTIFACTS_DIR exists before the first node runs (YAML promises it;
 	// drawn graphs create it on first use otherwise).
