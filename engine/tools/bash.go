@@ -117,7 +117,7 @@ func (t bashTool) Call(ctx context.Context, env *Env, raw json.RawMessage) Resul
 	case errors.As(err, &pe) && pe.Timeout > 0:
 		note = fmt.Sprintf("Command timed out after %s; its process group was killed.", pe.Timeout)
 	case errors.As(err, &pe) && pe.Signal != "":
-		note = "Command killed by signal " + pe.Signal + "."
+		note = "Command ended by signal: " + pe.Signal + "."
 	case errors.As(err, &pe):
 		note = fmt.Sprintf("Exit code %d", pe.ExitCode)
 	default:

@@ -535,7 +535,10 @@ func (g *grepper) result() Result {
 	}
 	t := ""
 	if len(trailer) > 0 {
-		t = "\n\n" + strings.Join(trailer, "\n")
+		t = strings.Join(trailer, "\n")
+		if g.out.total > 0 {
+			t = "\n\n" + t
+		}
 	}
 	return g.out.result(t, false)
 }
