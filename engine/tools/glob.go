@@ -65,9 +65,9 @@ func (t globTool) Call(ctx context.Context, env *Env, raw json.RawMessage) Resul
 	if a.err != nil {
 		return errResult("Glob", "%v", a.err)
 	}
-	if dir == "" && filepath.IsAbs(pattern) {
-		// An absolute pattern: its leading folders without glob syntax
-		// are the folder to search.
+	if filepath.IsAbs(pattern) {
+		// An absolute pattern names its folder: its leading folders
+		// without glob syntax are the folder to search.
 		dir, pattern = splitGlobBase(pattern)
 	}
 	g, err := compileGlob(pattern)

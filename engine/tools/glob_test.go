@@ -94,6 +94,7 @@ func TestGlob(t *testing.T) {
 		{map[string]any{"pattern": "**/*_test.go", "path": filepath.Join(te.ws, "pkg")}, abs("pkg/deep/b_test.go")},
 		{map[string]any{"pattern": "web/*.{ts,tsx}"}, abs("web/app.tsx", "web/app.ts")},
 		{map[string]any{"pattern": filepath.Join(te.ws, "pkg", "**", "b*.go")}, abs("pkg/deep/b_test.go", "pkg/deep/b.go")},
+		{map[string]any{"pattern": filepath.Join(te.ws, "web", "*.ts"), "path": "pkg"}, abs("web/app.ts")},
 		{map[string]any{"pattern": "**/*.rs"}, "No files found"},
 		{map[string]any{"pattern": "pkg"}, "No files found"}, // folders are not listed
 	}

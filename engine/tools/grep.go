@@ -349,8 +349,12 @@ func (g *grepper) file(rel string, size int64) bool {
 		g.large++
 		return true
 	}
-	f, err := g.pl.root.Open(rel)
+	f, err := openRead(g.pl.root, rel)
 	if err != nil {
+		return true
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		_ = f.Close()
 		return true
 	}
 	data, err := io.ReadAll(io.LimitReader(f, GrepMaxFileSize+1))

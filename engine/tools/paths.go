@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // place is a path beneath one of the Env's roots, with that root open as an
@@ -165,6 +166,13 @@ func evalPrefix(abs string) string {
 		rest = filepath.Join(filepath.Base(p), rest)
 		p = parent
 	}
+}
+
+// openRead opens rel for reading without blocking: opening a FIFO (or a
+// device) for reading would otherwise wait for a writer, beyond ctx's
+// reach. Callers then check that it is a regular file.
+func openRead(r *os.Root, rel string) (*os.File, error) {
+	return r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 }
 
 // maxLinks bounds the symlinks locate follows.

@@ -71,7 +71,7 @@ func (t readTool) Call(ctx context.Context, env *Env, raw json.RawMessage) Resul
 		return errResult("Read", "%v", err)
 	}
 	defer pl.close()
-	f, err := pl.root.Open(pl.rel)
+	f, err := openRead(pl.root, pl.rel)
 	if err != nil {
 		return errResult("Read", "%v", pathErr(fp, err))
 	}

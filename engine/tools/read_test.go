@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -132,4 +133,25 @@ func TestReadCancelled(t *testing.T) {
 	ctx2, cancel := context.WithCancel(context.Background())
 	cancel()
 	mustErr(t, callTool(t, ctx2, te.Env, "Read", map[string]any{"file_path": "f.txt"}), "cancelled")
+}
+
+// TestSpecialFiles: a FIFO in the workspace is refused or skipped, never
+// waited on (opening one for reading blocks until a writer comes).
+func TestSpecialFiles(t *testing.T) {
+	t.Parallel()
+	te := newEnv(t)
+	fifo := filepath.Join(te.ws, "pipe")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	put(t, filepath.Join(te.ws, "f.txt"), "pipe dream\n")
+	mustErr(t, call(t, te.Env, "Read", map[string]any{"file_path": "pipe"}), "Read: pipe is not a regular file")
+	mustErr(t, call(t, te.Env, "Edit", map[string]any{"file_path": "pipe", "old_string": "a", "new_string": "b"}), "Edit: pipe: is not a regular file")
+	mustErr(t, call(t, te.Env, "Write", map[string]any{"file_path": "pipe", "content": "x"}), "Write: pipe: is not a regular file")
+	if out := mustOK(t, call(t, te.Env, "Grep", map[string]any{"pattern": "pipe", "path": "pipe"})); out != "No files found" {
+		t.Fatalf("Grep on the FIFO: %q", out)
+	}
+	if out := mustOK(t, call(t, te.Env, "Grep", map[string]any{"pattern": "pipe"})); out != "Found 1 file\n"+filepath.Join(te.ws, "f.txt") {
+		t.Fatalf("Grep beside the FIFO: %q", out)
+	}
 }

@@ -150,7 +150,7 @@ var errTooLarge = errors.New("file too large")
 
 // readWhole reads the place's regular file, at most limit bytes.
 func readWhole(pl *place, limit int64) ([]byte, error) {
-	f, err := pl.root.Open(pl.rel)
+	f, err := openRead(pl.root, pl.rel)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +163,7 @@ func readWhole(pl *place, limit int64) ([]byte, error) {
 		return nil, errors.New("is a directory")
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("is not a regular file (%s)", fi.Mode().Type())
+		return nil, errors.New("is not a regular file")
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
