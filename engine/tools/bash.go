@@ -25,7 +25,7 @@ func (bashTool) Name() string { return "Bash" }
 func (bashTool) Description() string {
 	return "Runs a bash command in the workspace folder and returns its output (stdout, then stderr). " +
 		"Each call starts a fresh shell: cd and variables do not carry over. " +
-		"timeout is in milliseconds (default 2 minutes, at most 10); the command and everything it started are killed when it passes. " +
+		"timeout is in milliseconds (default 2 minutes, at most 10, or less where the workflow says so); the command and everything it started are killed when it passes. " +
 		"Prefer Read, Edit, Write, Glob, Grep and LS over cat, sed, echo >, find, grep and ls."
 }
 

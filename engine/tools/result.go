@@ -8,7 +8,7 @@ import (
 
 // Fit makes output a Result the model may see: invalid UTF-8 replaced,
 // and cut to MaxResult bytes on a UTF-8 boundary with a note saying how
-// much was shown (Cut and FullSize set). Tools that wrap other tools (MCP
+// much was shown (Cut and FullSize set; an uncut Result has FullSize 0). Tools that wrap other tools (MCP
 // servers, subagents) use it so every result obeys the same bound.
 func Fit(output string, isError bool) Result {
 	output = strings.ToValidUTF8(output, "\uFFFD")
