@@ -29,7 +29,7 @@ func TestAgentTurnCap(t *testing.T) {
 	})
 	run, _ := e.StartGraph(context.Background(), subGraph(), StartOptions{})
 	r := waitRun(t, e, run.ID)
-	if r.Status != StatusFailed || !strings.Contains(r.Error, "20 model turns") {
+	if r.Status != StatusFailed || !strings.Contains(r.Error, "turn limit") {
 		t.Fatalf("%s %q", r.Status, r.Error)
 	}
 	leadCalls := 0
@@ -38,8 +38,8 @@ func TestAgentTurnCap(t *testing.T) {
 			leadCalls++
 		}
 	}
-	if leadCalls != maxAgentTurns {
-		t.Errorf("lead made %d model calls, want %d", leadCalls, maxAgentTurns)
+	if leadCalls != DefaultMaxTurns {
+		t.Errorf("lead made %d model calls, want %d", leadCalls, DefaultMaxTurns)
 	}
 }
 

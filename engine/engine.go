@@ -39,6 +39,10 @@ type Config struct {
 	MaxVisits int
 	// ArtifactsRoot holds each run's $ARTIFACTS_DIR (default: temp dir).
 	ArtifactsRoot string
+	// WorkspaceRoot holds the workspace of each drawn run that has no
+	// working directory of its own (default: temp dir): the folder its
+	// agents' file tools and Bash work in.
+	WorkspaceRoot string
 	// Owner names this process in run leases (default: random).
 	Owner string
 	// LeaseTTL is how long a run lease lasts without renewal (default 30s).
@@ -128,6 +132,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.ArtifactsRoot == "" {
 		cfg.ArtifactsRoot = filepath.Join(os.TempDir(), "switchyard-artifacts")
+	}
+	if cfg.WorkspaceRoot == "" {
+		cfg.WorkspaceRoot = filepath.Join(os.TempDir(), "switchyard-workspaces")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

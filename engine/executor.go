@@ -48,12 +48,28 @@ type Result struct {
 type Wait struct {
 	Prompt string
 	State  json.RawMessage
+	// Tool is set when the wait is a tool call that needs a reviewer
+	// (approve_tools): the inbox and the canvas show the call.
+	Tool *ToolApproval
+}
+
+// ToolApproval is a tool call an agent made that waits for a reviewer.
+type ToolApproval struct {
+	CallID    string          `json:"callId"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	// Diff shows what a Write or Edit would change, as a unified diff.
+	Diff string `json:"diff,omitempty"`
 }
 
 // Decision answers a waiting node.
 type Decision struct {
 	Decision string `json:"decision"` // approve | reject (any case)
 	Note     string `json:"note"`
+	// CallID names the tool call a decision answers; the engine fills it
+	// in from the wait before the decision is claimed, so a decision
+	// re-applied after a crash still finds its call.
+	CallID string `json:"callId,omitempty"`
 }
 
 // normalize checks and lowercases the decision; anything else fails closed.

@@ -15,12 +15,20 @@ import (
 // DefaultSystemPrompt is an agent's system prompt when it sets none.
 const DefaultSystemPrompt = "You are a helpful assistant."
 
-// maxAgentTurns bounds model turns in one agent invocation.
-const maxAgentTurns = 20
-
 type agentExec struct{}
 
 func (agentExec) Execute(ctx context.Context, x *Exec) (Result, error) {
+	return runAgentNode(ctx, x, nil)
+}
+
+// Resume answers a tool call of the agent that waited for a reviewer.
+func (agentExec) Resume(ctx context.Context, x *Exec, d Decision) (Result, error) {
+	return runAgentNode(ctx, x, &d)
+}
+
+// runAgentNode runs a drawn agent: its tool loop from the start, or, after
+// a crash or a reviewer's decision, from what the log holds.
+func runAgentNode(ctx context.Context, x *Exec, d *Decision) (Result, error) {
 	n := x.Spec().(graph.Node)
 	client, err := x.Engine().LLM()
 	if err != nil {
@@ -39,11 +47,23 @@ func (agentExec) Execute(ctx context.Context, x *Exec) (Result, error) {
 	} else if system, err = x.substitute(system, vars); err != nil {
 		return Result{}, err
 	}
-	x.Emit(EvStartPrompt, user, startPromptData{Model: client.Model(n.Data.Model), SystemPrompt: system})
-	a := &agentCall{x: x, llm: client, subagents: x.r.plan.subagents}
-	text, err := a.run(ctx, n, system, user, 0, "", nil)
+	a := &agentCall{x: x, llm: client, subagents: x.r.plan.subagents, continuing: d != nil || x.Attempt > 1}
+	session := fmt.Sprintf("v%d", x.Visit)
+	tr, err := a.resumeTranscript(ctx, session, d)
 	if err != nil {
 		return Result{}, err
+	}
+	if tr == nil || (tr.turns == 0 && tr.pending == nil) {
+		x.Emit(EvStartPrompt, user, startPromptData{Model: client.Model(n.Data.Model), SystemPrompt: system})
+	} else {
+		a.restoreUsage(tr)
+	}
+	text, wait, err := a.run(ctx, n, system, user, 0, session, nil, tr)
+	if err != nil {
+		return Result{}, err
+	}
+	if wait != nil {
+		return Result{Wait: wait}, nil
 	}
 	x.Emit(EvLLMResponse, text, a.responseData(client.Model(n.Data.Model)))
 	return Result{Output: text}, nil
@@ -58,14 +78,24 @@ func (x *Exec) substitute(s string, src VarSource) (string, error) {
 	return out, err
 }
 
-// agentCall runs one agent invocation with its subagent tools.
+// agentCall runs one agent invocation (a drawn agent with its subagents,
+// or a YAML AI node) with its tools.
 type agentCall struct {
 	x         *Exec
 	llm       *llm.Client
 	subagents map[string][]graph.Node
-	callSeq   int64
 	usage     usageFrame // every model call of this invocation, subagents' included
-	mu        sync.Mutex // guards callSeq and the usage frames
+	mu        sync.Mutex // guards the usage frames
+	// continuing is set when the node may have logged turns already (a
+	// reviewer's decision, or a run continued after a crash): its loops
+	// rebuild themselves from the log (agent_transcript.go).
+	continuing bool
+	logMu      sync.Mutex
+	logLoaded  bool
+	logged     []Event
+	// env is what built-in tools may touch (made on first use).
+	envOnce sync.Once
+	env     *toolsEnv
 }
 
 // usageFrame counts the model calls of one agent run and, through
@@ -132,13 +162,6 @@ func (a *agentCall) record(f *usageFrame, model string, lu llm.Usage) {
 	a.x.r.addUsage(u)
 }
 
-func (a *agentCall) nextCallID() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.callSeq++
-	return fmt.Sprintf("%s-call-%d", a.x.NodeID(), a.callSeq)
-}
-
 // SubagentToolName is the function name under which a subagent is offered.
 func SubagentToolName(n graph.Node) string {
 	slug := make([]byte, 0, len(n.Data.AgentName))
@@ -188,64 +211,51 @@ func (e subagentEvent) String() string {
 	return string(b)
 }
 
-// run drives the model/tool loop for node n at the given depth (0 = the
-// node itself) and returns the final text. Its model calls count in f
-// (nil: the invocation's own frame).
-func (a *agentCall) run(ctx context.Context, n graph.Node, system, user string, depth int, callID string, f *usageFrame) (string, error) {
+// run drives the tool loop of node n at the given depth (0 = the node
+// itself) in session and returns the final text, or the wait for a
+// reviewer. Its model calls count in f (nil: the invocation's own frame).
+// tr is what the log already holds of the session (nil: nothing).
+func (a *agentCall) run(ctx context.Context, n graph.Node, system, user string, depth int, session string, f *usageFrame, tr *transcript) (string, *Wait, error) {
 	children := a.subagents[n.ID]
 	if !n.SubagentsEnabled() {
 		children = nil
 	}
-	byName := make(map[string]graph.Node, len(children))
-	var tools []llm.ToolSpec
+	var tools []*agentTool
 	for _, c := range children {
-		name := SubagentToolName(c)
-		byName[name] = c
 		desc := c.Data.SystemPrompt
 		if desc == "" {
 			desc = "Ask the " + c.Data.AgentName + " agent."
 		}
-		tools = append(tools, llm.ToolSpec{Name: name, Description: desc, Parameters: map[string]any{
-			"type":       "object",
-			"properties": map[string]any{"input": map[string]any{"type": "string", "description": "What to ask the agent."}},
-			"required":   []string{"input"},
-		}})
+		tools = append(tools, &agentTool{
+			spec: llm.ToolSpec{Name: SubagentToolName(c), Description: desc, Parameters: map[string]any{
+				"type":       "object",
+				"properties": map[string]any{"input": map[string]any{"type": "string", "description": "What to ask the agent."}},
+				"required":   []string{"input"},
+			}},
+			run: func(ctx context.Context, tc llm.ToolCall) toolOutcome {
+				return a.callSubagent(ctx, n, c, tc, depth, session, f)
+			},
+		})
 	}
-	msgs := []llm.Message{{Role: "system", Content: system}, {Role: "user", Content: user}}
-	var deltas *coalescer
+	pol := graphToolPolicy(n)
+	bt, err := a.builtinTools(pol)
+	if err != nil {
+		return "", nil, err
+	}
+	tools = append(tools, bt...)
+	l := newToolLoop(a, session, llm.Request{Model: n.Data.Model, Effort: n.Data.ReasoningEffort, WebSearch: n.WebSearchEnabled()},
+		tools, DefaultMaxTurns)
+	l.frame = f
+	l.approve = pol.approve
+	l.label = fmt.Sprintf("agent %q", n.ID)
 	if depth == 0 {
-		deltas = newCoalescer(a.x)
+		l.deltas = newCoalescer(a.x)
+	} else {
+		l.nested = true
+		l.callID = session
 	}
-	for turn := 0; turn < maxAgentTurns; turn++ {
-		resp, err := a.complete(ctx, llm.Request{
-			Model: n.Data.Model, Effort: n.Data.ReasoningEffort, Messages: msgs,
-			Tools: tools, WebSearch: n.WebSearchEnabled(),
-		}, deltas, callID, f)
-		if err != nil {
-			return "", err
-		}
-		if len(resp.ToolCalls) == 0 {
-			return resp.Text, nil
-		}
-		msgs = append(msgs, llm.Message{Role: "assistant", Content: resp.Text, ToolCalls: resp.ToolCalls})
-		results := make([]string, len(resp.ToolCalls))
-		var wg sync.WaitGroup
-		for k, tc := range resp.ToolCalls {
-			wg.Add(1)
-			go func() { // tool calls of one response run concurrently
-				defer wg.Done()
-				results[k] = a.callTool(ctx, n, byName, tc, depth, callID, f)
-			}()
-		}
-		wg.Wait()
-		if err := ctx.Err(); err != nil {
-			return "", err
-		}
-		for k, tc := range resp.ToolCalls {
-			msgs = append(msgs, llm.Message{Role: "tool", ToolCallID: tc.ID, Content: results[k]})
-		}
-	}
-	return "", fmt.Errorf("agent %q made %d model turns without a final answer", n.ID, maxAgentTurns)
+	text, _, wait, err := l.run(ctx, []llm.Message{{Role: "system", Content: system}, {Role: "user", Content: user}}, tr)
+	return text, wait, err
 }
 
 // complete makes one model call under the process-wide LLM cap.
@@ -277,20 +287,23 @@ func (a *agentCall) complete(ctx context.Context, req llm.Request, deltas *coale
 	return resp, err
 }
 
-// callTool runs one subagent tool call and returns the tool result text.
-func (a *agentCall) callTool(ctx context.Context, parent graph.Node, byName map[string]graph.Node, tc llm.ToolCall, depth int, parentCallID string, f *usageFrame) string {
-	child, ok := byName[tc.Name]
-	if !ok {
-		return fmt.Sprintf("error: no tool named %q", tc.Name)
-	}
+// callSubagent runs one subagent call: the child's own tool loop, in a
+// session named after the call, so that it too continues from the log
+// after a crash.
+func (a *agentCall) callSubagent(ctx context.Context, parent, child graph.Node, tc llm.ToolCall, depth int, parentSession string, f *usageFrame) toolOutcome {
 	var args struct {
 		Input string `json:"input"`
 	}
 	if err := json.Unmarshal([]byte(tc.Arguments), &args); err != nil {
 		args.Input = tc.Arguments // models sometimes send bare text
 	}
+	session := parentSession + "/" + tc.ID
+	parentCall := ""
+	if depth > 0 {
+		parentCall = parentSession
+	}
 	ev := subagentEvent{ParentNodeID: parent.ID, SubagentNodeID: child.ID, SubagentName: child.Data.AgentName,
-		CallID: a.nextCallID(), ParentCallID: parentCallID, Depth: depth + 1, Message: args.Input}
+		CallID: session, ParentCallID: parentCall, Depth: depth + 1, Message: args.Input}
 	a.x.Emit(EvSubagentCallStart, ev.String(), nil)
 	system := child.Data.SystemPrompt
 	if strings.TrimSpace(system) == "" {
@@ -300,15 +313,19 @@ func (a *agentCall) callTool(ctx context.Context, parent graph.Node, byName map[
 		f = &a.usage
 	}
 	frame := &usageFrame{parent: f}
-	text, err := a.run(ctx, child, system, args.Input, depth+1, ev.CallID, frame)
+	tr, err := a.transcriptFor(ctx, session)
+	var text string
+	if err == nil {
+		text, _, err = a.run(ctx, child, system, args.Input, depth+1, session, frame, tr)
+	}
 	if err != nil {
 		ev.Message = err.Error()
 		a.x.Emit(EvSubagentCallError, ev.String(), a.frameData(frame))
-		return "error: " + err.Error()
+		return toolOutcome{isError: true, text: "error: " + err.Error()}
 	}
 	ev.Message = text
 	a.x.Emit(EvSubagentCallEnd, ev.String(), a.frameData(frame))
-	return text
+	return toolOutcome{text: text}
 }
 
 // startPromptData is a start_prompt event's data.

@@ -31,6 +31,12 @@ func (r *runner) decide(nodeID string, d Decision) (*Run, error) {
 	if _, ok := r.e.execs[r.plan.nodes[i].typ].(Resumer); !ok {
 		return nil, fmt.Errorf("node %q cannot be resumed", nodeID)
 	}
+	if d.CallID == "" {
+		var w waitRecord
+		if json.Unmarshal(r.nodes[i].Wait, &w) == nil && w.Tool != nil {
+			d.CallID = w.Tool.CallID // stored with the claim: see Decision.CallID
+		}
+	}
 	dec, _ := json.Marshal(d)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -53,11 +59,10 @@ func (r *runner) applyDecision(i int) {
 	ns := r.nodes[i]
 	var d Decision
 	_ = json.Unmarshal(ns.Decision, &d)
+	// The wait record stays until the node settles: a crash while the
+	// resumed node runs re-applies the decision with the same state.
 	var w waitRecord
 	_ = json.Unmarshal(ns.Wait, &w)
-	r.stateMu.Lock()
-	ns.Wait = nil
-	r.stateMu.Unlock()
 	r.markDirty(i)
 	if len(r.waiting) == 0 && r.ending == "" {
 		r.setStatus(StatusRunning)

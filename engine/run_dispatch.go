@@ -150,6 +150,7 @@ func (r *runner) complete(d nodeDone) {
 		ns.Status = NodeFailed
 		ns.Error = string(r.ending)
 		ns.FinishedAt = &now
+		ns.Wait = nil
 		r.stateMu.Unlock()
 		r.markDirty(i)
 		r.emit(pn.id, EvStepEnd, string(r.ending), map[string]any{"status": NodeFailed, "error": string(r.ending)})
@@ -161,6 +162,7 @@ func (r *runner) complete(d nodeDone) {
 		ns.Status = NodeFailed
 		ns.Error = msg
 		ns.FinishedAt = &now
+		ns.Wait = nil
 		r.stateMu.Unlock()
 		r.markDirty(i)
 		r.emit(pn.id, EvError, msg, nil)
@@ -181,14 +183,18 @@ func (r *runner) complete(d nodeDone) {
 	}
 	if res.Wait != nil {
 		prompt := res.Wait.Prompt
-		rec, _ := json.Marshal(waitRecord{Prompt: prompt, Since: now, State: res.Wait.State})
+		rec, _ := json.Marshal(waitRecord{Prompt: prompt, Since: now, State: res.Wait.State, Tool: res.Wait.Tool})
 		r.stateMu.Lock()
 		ns.Status = NodeWaiting
 		ns.Wait = rec
 		r.stateMu.Unlock()
 		r.waiting = append(r.waiting, i)
 		r.markDirty(i)
-		r.emit(pn.id, EvWaitInput, prompt, map[string]any{"input": ns.Input})
+		wd := map[string]any{"input": ns.Input}
+		if res.Wait.Tool != nil {
+			wd["tool"] = res.Wait.Tool
+		}
+		r.emit(pn.id, EvWaitInput, prompt, wd)
 		if r.status() != StatusPaused {
 			r.setStatus(StatusPaused)
 		}
@@ -201,6 +207,7 @@ func (r *runner) complete(d nodeDone) {
 	ns.Output = res.Output
 	ns.Handle = res.Handle
 	ns.FinishedAt = &now
+	ns.Wait = nil
 	r.stateMu.Unlock()
 	r.markDirty(i)
 	data := &stepEndData{Status: NodeCompleted, Output: res.Output, Visit: ns.Visits,

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -13,6 +14,7 @@ const (
 	reqCancel
 	reqShutdown
 	reqRecover // take over an orphaned run, whatever its status
+	reqSync    // make every event emitted so far durable (Exec.Sync)
 )
 
 // request is something asked of a run's loop from outside it.
@@ -94,5 +96,40 @@ func (r *runner) handle(req request) {
 	case reqDecision:
 		run, err := r.decide(req.nodeID, req.decision)
 		req.reply <- reply{run: run, err: err}
+	case reqSync:
+		req.reply <- reply{err: r.sync()}
+	}
+}
+
+// sync commits a checkpoint now, even with nothing dirty: the store writes
+// it strictly after every event already emitted, so when it returns those
+// events are durable (and the lease was still ours).
+func (r *runner) sync() error {
+	if r.lost {
+		return ErrLeaseLost
+	}
+	r.headerChanged = true
+	if err := r.persist(); err != nil {
+		r.failStore(err)
+		return err
+	}
+	return nil
+}
+
+// Sync returns once every event the node emitted so far is durable: an
+// agent loop calls it after a turn's tool results, so a crash never runs a
+// finished tool call again. It fails when the run's state cannot be
+// written, the lease was lost or the engine is stopping; the node then
+// stops where it is.
+func (x *Exec) Sync(ctx context.Context) error {
+	rep := make(chan reply, 1)
+	if !x.r.post(request{kind: reqSync, reply: rep}) {
+		return errors.New("run loop has exited")
+	}
+	select {
+	case rp := <-rep:
+		return rp.err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

@@ -126,7 +126,7 @@ func (r *runner) syncHeader() {
 		if !w.Since.IsZero() {
 			since = w.Since
 		}
-		pas = append(pas, PendingApproval{NodeID: ns.NodeID, Prompt: w.Prompt, Input: ns.Input, Since: since})
+		pas = append(pas, PendingApproval{NodeID: ns.NodeID, Prompt: w.Prompt, Input: ns.Input, Since: since, Tool: w.Tool})
 	}
 	r.run.PendingApprovals = pas
 	if len(r.waiting) > 0 {
@@ -139,6 +139,7 @@ type waitRecord struct {
 	Prompt string          `json:"prompt"`
 	Since  time.Time       `json:"since"`
 	State  json.RawMessage `json:"state,omitempty"`
+	Tool   *ToolApproval   `json:"tool,omitempty"`
 }
 
 // takeDirty copies the nodes changed since the last checkpoint (with their

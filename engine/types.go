@@ -81,7 +81,14 @@ const (
 	EvSubagentCallStart = "subagent_call_start"
 	EvSubagentCallEnd   = "subagent_call_end"
 	EvSubagentCallError = "subagent_call_error"
-	EvToolCall          = "tool_call"
+	// An agent's tool loop: llm_turn is a model turn's text when it also
+	// called tools (data: session, turn, toolCalls); tool_call one call
+	// (data: session, turn, callId, tool, arguments with long strings cut);
+	// tool_result its result as the model saw it (data: callId, tool, ok,
+	// denied, bytes before cutting, cut, durationMs). See agent_loop.go.
+	EvToolCall   = "tool_call"
+	EvToolResult = "tool_result"
+	EvLLMTurn    = "llm_turn"
 	// EvProcessStart records the process group of a bash or script node's
 	// subprocess (data: pgid, start, host): the process that takes the run
 	// over after a crash kills what is left of it before rerunning the node.
@@ -145,6 +152,8 @@ type PendingApproval struct {
 	Prompt string    `json:"prompt"`
 	Input  string    `json:"input"` // the output being approved
 	Since  time.Time `json:"since"`
+	// Tool is set when an agent's tool call waits (approve_tools).
+	Tool *ToolApproval `json:"tool,omitempty"`
 }
 
 // Run is a run's header: everything but per-node state.

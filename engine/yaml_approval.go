@@ -68,7 +68,10 @@ func approvalResume(ctx context.Context, x *Exec, spec *yamlSpec, d Decision) (R
 		if err != nil {
 			return Result{}, permanent(err)
 		}
-		out, err := llmTurn(ctx, x, spec, vars, nil, user, map[string]any{"onReject": st.Rejections})
+		// The rework runs with the node's tools; its calls never wait for
+		// a reviewer (the approval itself is the review).
+		out, _, err := llmTurn(ctx, x, spec, vars, nil, user, map[string]any{"onReject": st.Rejections},
+			turnOpts{session: fmt.Sprintf("v%d/r%d", x.Visit, st.Rejections), continuing: true, noApprovals: true})
 		return Result{Output: out}, err
 	})
 	if err != nil {

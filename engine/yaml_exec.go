@@ -30,7 +30,11 @@ func (y yamlExecutor) Execute(ctx context.Context, x *Exec) (Result, error) {
 	)
 	switch y.kind {
 	case yamlflow.KindPrompt, yamlflow.KindCommand:
-		res, err = withRetry(ctx, x, spec.n, func(ctx context.Context) (Result, error) { return runPromptNode(ctx, x, spec) })
+		tries := 0
+		res, err = withRetry(ctx, x, spec.n, func(ctx context.Context) (Result, error) {
+			tries++
+			return runPromptNode(ctx, x, spec, nil, tries > 1)
+		})
 	case yamlflow.KindBash:
 		res, err = withRetry(ctx, x, spec.n, func(ctx context.Context) (Result, error) { return runBashNode(ctx, x, spec) })
 	case yamlflow.KindScript:
@@ -58,6 +62,8 @@ func (y yamlExecutor) Resume(ctx context.Context, x *Exec, d Decision) (Result, 
 		err error
 	)
 	switch y.kind {
+	case yamlflow.KindPrompt, yamlflow.KindCommand: // a tool call answered by a reviewer
+		res, err = withRetry(ctx, x, spec.n, func(ctx context.Context) (Result, error) { return runPromptNode(ctx, x, spec, &d, true) })
 	case yamlflow.KindApproval:
 		res, err = approvalResume(ctx, x, spec, d)
 	case yamlflow.KindLoop:
@@ -69,13 +75,14 @@ func (y yamlExecutor) Resume(ctx context.Context, x *Exec, d Decision) (Result, 
 }
 
 // holdIfMutating takes the working directory (mutates_checkout) before a
-// node that runs processes in it. LLM nodes have no tools here, so they
-// cannot change it and do not wait for it.
+// node that runs processes in it or may change it: bash, script,
+// until_bash, and AI nodes offered a tool that writes or runs code.
 func holdIfMutating(ctx context.Context, x *Exec, spec *yamlSpec) error {
 	n := spec.n
 	switch {
 	case n.Kind == yamlflow.KindBash, n.Kind == yamlflow.KindScript,
-		n.Kind == yamlflow.KindLoop && n.Loop != nil && n.Loop.UntilBash != "":
+		n.Kind == yamlflow.KindLoop && n.Loop != nil && n.Loop.UntilBash != "",
+		n.IsAI() && yamlToolPolicy(spec).mutates():
 		return spec.rs.holdCheckout(ctx, x)
 	}
 	return nil

@@ -20,13 +20,18 @@ type loopState struct {
 	Iteration int           `json:"iteration"` // iterations done
 	Prev      string        `json:"prev"`      // cleaned output of the last one
 	History   []llm.Message `json:"history,omitempty"`
+	// ToolWait is set while a tool call of the next iteration waits for a
+	// reviewer (approve_tools); UserInput is that iteration's
+	// $LOOP_USER_INPUT.
+	ToolWait  *loopWait `json:"toolWait,omitempty"`
+	UserInput string    `json:"userInput,omitempty"`
 }
 
 // runLoop runs iterations after st until the completion signal (or
 // until_bash exiting 0), max_iterations, or, for an interactive loop, the
 // gate after an iteration that did not complete.
 func runLoop(ctx context.Context, x *Exec, spec *yamlSpec, st loopState) (Result, error) {
-	return loopFrom(ctx, x, spec, st, "")
+	return loopFrom(ctx, x, spec, st, "", nil)
 }
 
 // loopResume continues an interactive loop: approve runs the next
@@ -39,6 +44,11 @@ func loopResume(ctx context.Context, x *Exec, spec *yamlSpec, d Decision) (Resul
 			return Result{}, fmt.Errorf("loop state: %w", err)
 		}
 	}
+	if st.ToolWait != nil || d.CallID != "" {
+		// A tool call of the iteration in progress was answered: the
+		// iteration goes on from the log with the decision.
+		return loopFrom(ctx, x, spec, loopState{Iteration: st.Iteration, Prev: st.Prev, History: st.History}, st.UserInput, &d)
+	}
 	if d.Decision != "approve" {
 		x.Emit(EvInputReceived, "User stopped the loop. Feedback: "+d.Note, d)
 		reason := strings.TrimSpace(d.Note)
@@ -49,10 +59,12 @@ func loopResume(ctx context.Context, x *Exec, spec *yamlSpec, d Decision) (Resul
 			CancelRun: fmt.Sprintf("loop %q stopped by the reviewer after iteration %d: %s", spec.n.ID, st.Iteration, reason)}, nil
 	}
 	x.Emit(EvInputReceived, "User continued the loop. Input: "+d.Note, d)
-	return loopFrom(ctx, x, spec, st, d.Note)
+	return loopFrom(ctx, x, spec, st, d.Note, nil)
 }
 
-func loopFrom(ctx context.Context, x *Exec, spec *yamlSpec, st loopState, userInput string) (Result, error) {
+// loopFrom runs the iterations after st; d answers a tool call of the first
+// of them that waited for a reviewer.
+func loopFrom(ctx context.Context, x *Exec, spec *yamlSpec, st loopState, userInput string, d *Decision) (Result, error) {
 	n := spec.n
 	lp := n.Loop
 	history := st.History
@@ -74,12 +86,28 @@ func loopFrom(ctx context.Context, x *Exec, spec *yamlSpec, st loopState, userIn
 			hist = history
 		}
 		data := map[string]any{"iteration": i, "maxIterations": lp.MaxIterations}
+		o := turnOpts{session: fmt.Sprintf("v%d/i%d", x.Visit, i)}
+		if i == first {
+			o.decision = d
+		}
 		res, err := withRetry(ctx, x, n, func(ctx context.Context) (Result, error) {
-			out, err := llmTurn(ctx, x, spec, vars, hist, prompt, data)
-			return Result{Output: out}, err
+			out, wait, err := llmTurn(ctx, x, spec, vars, hist, prompt, data, o)
+			o.continuing = true // a retry continues what the log holds
+			return Result{Output: out, Wait: wait}, err
 		})
 		if err != nil {
 			return Result{}, fmt.Errorf("iteration %d: %w", i, err)
+		}
+		if res.Wait != nil {
+			// A tool call waits for a reviewer: keep where the loop stands.
+			var lw loopWait
+			_ = json.Unmarshal(res.Wait.State, &lw)
+			ws := loopState{Iteration: i - 1, Prev: st.Prev, History: st.History, ToolWait: &lw}
+			if i == first {
+				ws.UserInput = userInput
+			}
+			res.Wait.State, _ = json.Marshal(ws)
+			return res, nil
 		}
 		raw := res.Output
 		clean := stripSignal(raw, lp.Until)

@@ -19,7 +19,7 @@ import (
 var ErrProviderUnsupported = errors.New("provider is not supported")
 
 // ---- prompt and command nodes ----
-func runPromptNode(ctx context.Context, x *Exec, spec *yamlSpec) (Result, error) {
+func runPromptNode(ctx context.Context, x *Exec, spec *yamlSpec, d *Decision, retry bool) (Result, error) {
 	n := spec.n
 	text := n.Prompt
 	if n.Kind == yamlflow.KindCommand {
@@ -33,9 +33,12 @@ func runPromptNode(ctx context.Context, x *Exec, spec *yamlSpec) (Result, error)
 	if err != nil {
 		return Result{}, permanent(err)
 	}
-	out, err := llmTurn(ctx, x, spec, vars, contextFor(x, spec), user, nil)
+	out, wait, err := llmTurn(ctx, x, spec, vars, contextFor(x, spec), user, nil, turnOpts{session: fmt.Sprintf("v%d", x.Visit), decision: d, continuing: retry})
 	if err != nil {
 		return Result{}, err
+	}
+	if wait != nil {
+		return Result{Wait: wait}, nil
 	}
 	return Result{Output: out}, nil
 }
@@ -126,44 +129,77 @@ func (e *providerError) Error() string {
 
 func (e *providerError) Is(target error) bool { return target == ErrProviderUnsupported }
 
-// llmTurn sends one user message (after history, if any) and returns the
-// answer, validated against output_format when the node has one. The
-// conversation is kept for nodes that continue it (context: shared).
-func llmTurn(ctx context.Context, x *Exec, spec *yamlSpec, vars *yamlVars, history []llm.Message, user string, data map[string]any) (string, error) {
+// turnOpts says which tool loop an llmTurn is: its session in the log
+// (one per visit, or per loop iteration), and the reviewer's decision it
+// resumes with, if any.
+type turnOpts struct {
+	session  string
+	decision *Decision
+	// continuing is set when the node may have logged this session before
+	// (a retry, a restart, a decision).
+	continuing bool
+	// noApprovals runs every call without asking (approve_tools do not
+	// apply: an approval node's rework).
+	noApprovals bool
+}
+
+// llmTurn sends one user message (after history, if any) and runs the tool
+// loop until the model answers; the answer is validated against
+// output_format when the node has one. The conversation is kept for nodes
+// that continue it (context: shared). A tool call that needs a reviewer
+// returns a Wait instead.
+func llmTurn(ctx context.Context, x *Exec, spec *yamlSpec, vars *yamlVars, history []llm.Message, user string, data map[string]any, o turnOpts) (string, *Wait, error) {
 	n := spec.n
 	client, model, err := resolveProvider(x, spec)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	msgs := history
 	if len(msgs) == 0 {
 		system := DefaultSystemPrompt
 		if strings.TrimSpace(n.SystemPrompt) != "" {
 			if system, err = vars.substitute(n.SystemPrompt, nil); err != nil {
-				return "", permanent(err)
+				return "", nil, permanent(err)
 			}
 		}
 		msgs = []llm.Message{{Role: "system", Content: system}}
 	}
 	msgs = append(msgs, llm.Message{Role: "user", Content: user})
-	ev := map[string]any{"systemPrompt": msgs[0].Content, "model": client.Model(model)}
-	for k, v := range data {
-		ev[k] = v
+	a := &agentCall{x: x, llm: client, continuing: o.continuing || o.decision != nil || x.Attempt > 1}
+	tr, err := a.resumeTranscript(ctx, o.session, o.decision)
+	if err != nil {
+		return "", nil, err
 	}
-	x.Emit(EvStartPrompt, user, ev)
+	if tr == nil || (tr.turns == 0 && tr.pending == nil) {
+		ev := map[string]any{"systemPrompt": msgs[0].Content, "model": client.Model(model)}
+		for k, v := range data {
+			ev[k] = v
+		}
+		x.Emit(EvStartPrompt, user, ev)
+	} else {
+		a.restoreUsage(tr)
+	}
 	if n.TimeoutMS > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(n.TimeoutMS)*time.Millisecond)
 		defer cancel()
 	}
-	a := &agentCall{x: x, llm: client}
-	resp, err := a.complete(ctx, llm.Request{Model: model, Effort: n.Effort, Messages: msgs, Schema: n.OutputFormat,
-		IdleTimeout: time.Duration(n.IdleTimeoutMS) * time.Millisecond},
-		newCoalescer(x), "", nil)
-	if err != nil {
-		return "", err
+	pol := yamlToolPolicy(spec)
+	if o.noApprovals {
+		pol.approve = nil
 	}
-	text := resp.Text
+	tools, err := a.builtinTools(pol)
+	if err != nil {
+		return "", nil, err
+	}
+	l := newToolLoop(a, o.session, llm.Request{Model: model, Effort: n.Effort, Schema: n.OutputFormat,
+		IdleTimeout: time.Duration(n.IdleTimeoutMS) * time.Millisecond}, tools, pol.maxTurns)
+	l.deltas = newCoalescer(x)
+	l.approve = pol.approve
+	text, msgs, wait, err := l.run(ctx, msgs, tr)
+	if err != nil || wait != nil {
+		return "", wait, err
+	}
 	// data also went to start_prompt: the response's own keys go in a copy.
 	rd := make(map[string]any, len(data)+2)
 	for k, v := range data {
@@ -177,14 +213,13 @@ func llmTurn(ctx context.Context, x *Exec, spec *yamlSpec, vars *yamlVars, histo
 	x.Emit(EvLLMResponse, text, rd)
 	if n.OutputFormat != nil {
 		if text, err = validateOutput(n, text); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
-	msgs = append(msgs, llm.Message{Role: "assistant", Content: text})
 	spec.rs.mu.Lock()
 	spec.rs.histories[n.ID] = msgs
 	spec.rs.mu.Unlock()
-	return text, nil
+	return text, nil, nil
 }
 
 // ErrOutputFormat is wrapped by structured outputs that do not match the

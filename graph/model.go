@@ -59,6 +59,14 @@ type Node struct {
 type Tools struct {
 	WebSearch bool `json:"web_search"`
 	Subagents bool `json:"subagents"`
+	// Builtin names the built-in tools the agent may call (Read, Write,
+	// Edit, Glob, Grep, Bash, LS); none unless listed.
+	Builtin []string `json:"builtin,omitempty"`
+	// Approve lists tool patterns whose calls wait for a reviewer
+	// (Bash, Write, mcp__github__create_*, Bash(git push:*)).
+	Approve []string `json:"approve,omitempty"`
+	// MCP names servers of serve --mcp-config the agent may use.
+	MCP []string `json:"mcp,omitempty"`
 }
 
 // Condition is one test of an if node.

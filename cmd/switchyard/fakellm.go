@@ -29,10 +29,36 @@ Each call's arguments fill the tool's string parameters with the message.
 After the results come back it answers "echo: <message>" followed by one
 line "<toolname>: <result>" per call.
 
+With --script FILE (YAML or JSON), conversations that match one of the
+file's rules (a regexp on the first user message, optionally one on the
+system prompt) get scripted turns instead: tool calls such as Read, Edit
+and Bash, branches on the tool results, and a final text. The turn is
+worked out from the transcript alone, so a resumed agent loop gets the
+right next turn. Other conversations get the answers above. Example:
+
+  rules:
+    - match: "fix the failing test"
+      turns:
+        - label: test
+          tool_calls:
+            - name: Bash
+              arguments: {command: "sh test.sh"}
+        - unless_result_contains: FAILED
+          text: "Done: {{last_result}}"
+        - max_times: 3
+          tool_calls:
+            - name: Edit
+              arguments: {file_path: calc.sh, old_string: "a - b", new_string: "a + b"}
+          goto: test
+
+The format (conditions, goto, max_times, delay, placeholders) is described
+in internal/fakeopenai/SCRIPT.md.
+
 flags:
 `
 
-// cmdFakeLLM serves the built-in fake OpenAI-compatible endpoint with
+// cmdFakeLLM serves the built-in fake OpenAI-compatible endpoint: the
+// --script file's turns for conversations it matches, else
 // fakeopenai.DemoReply.
 func cmdFakeLLM(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fake-llm", flag.ContinueOnError)
@@ -43,6 +69,7 @@ func cmdFakeLLM(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	addr := fs.String("addr", "127.0.0.1:0", "loopback address to listen on")
 	latency := fs.Duration("latency", 0, "delay before each reply")
+	scriptPath := fs.String("script", "", "YAML or JSON `file` of scripted agent turns (see above)")
 	chunkDelay := fs.Duration("chunk-delay", 0, "delay between streamed chunks (when not given: latency/8, at most 100ms)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -55,9 +82,18 @@ func cmdFakeLLM(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if !given {
 		*chunkDelay = fakeChunkDelay(*latency)
 	}
-	srv, err := fakeopenai.Start(fakeopenai.WithAddr(*addr), fakeopenai.WithLatency(*latency),
+	opts := []fakeopenai.Option{fakeopenai.WithAddr(*addr), fakeopenai.WithLatency(*latency),
 		fakeopenai.WithChunkDelay(*chunkDelay), fakeopenai.WithRequestLogLimit(0),
-		fakeopenai.WithHandler(fakeopenai.DemoReply))
+		fakeopenai.WithHandler(fakeopenai.DemoReply)}
+	if *scriptPath != "" {
+		sc, err := fakeopenai.LoadScript(*scriptPath)
+		if err != nil {
+			fmt.Fprintln(stderr, "switchyard fake-llm:", err)
+			return exitFailed
+		}
+		opts = append(opts, fakeopenai.WithScript(sc))
+	}
+	srv, err := fakeopenai.Start(opts...)
 	if err != nil {
 		fmt.Fprintln(stderr, "switchyard fake-llm:", err)
 		return exitUsage

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os/exec"
 	"regexp"
@@ -10,7 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+
 	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/internal/fakeopenai"
 )
 
 const delegateGraphJSON = `{"nodes":[
@@ -148,9 +155,133 @@ func TestFakeLLMHelpNamesTriggers(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, w := range []string{"use <toolname>", "delegate", "call subagents", "-latency", "-chunk-delay"} {
+	for _, w := range []string{"use <toolname>", "delegate", "call subagents", "-latency", "-chunk-delay", "-script", "SCRIPT.md"} {
 		if !strings.Contains(string(out), w) {
 			t.Errorf("help lacks %q:\n%s", w, out)
 		}
+	}
+}
+
+const fakeLLMScript = `rules:
+  - match: "fix the failing test"
+    system: "coding agent"
+    final: "gave up: {{last_result}}"
+    turns:
+      - label: test
+        tool_calls:
+          - name: Bash
+            arguments: {command: "sh test.sh"}
+      - unless_result_contains: FAILED
+        text: "Done: {{last_result}}"
+      - max_times: 3
+        tool_calls:
+          - name: Edit
+            arguments: {file_path: calc.sh, old_string: "a - b", new_string: "a + b"}
+        goto: test
+`
+
+// fake-llm --script drives the scripted loop over real HTTP: each reply is
+// chosen from the tool results sent back; other prompts still get the
+// built-in answers.
+func TestFakeLLMScriptDrivesToolLoop(t *testing.T) {
+	t.Parallel()
+	path := writeFile(t, t.TempDir(), "fix.yaml", fakeLLMScript)
+	url := startFakeLLM(t, "--script", path)
+	client := openai.NewClient(option.WithBaseURL(url), option.WithAPIKey("test"))
+	ctx := context.Background()
+	msgs := []openai.ChatCompletionMessageParamUnion{
+		openai.SystemMessage("You are a coding agent."),
+		openai.UserMessage("Please fix the failing test."),
+	}
+	tools := []openai.ChatCompletionToolUnionParam{
+		openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "Bash"}),
+		openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "Edit"}),
+	}
+	// The results a shell would give: the tests fail, the edit lands, they pass.
+	results := []string{"FAILED: add 2 3 = -1", "edited calc.sh", "1 passed"}
+	var got []string
+	for i := 0; ; i++ {
+		comp, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "gpt-5-mini", Messages: msgs, Tools: tools})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := comp.Choices[0].Message
+		if comp.Usage.TotalTokens <= 0 {
+			t.Errorf("turn %d: no usage", i+1)
+		}
+		if len(msg.ToolCalls) == 0 {
+			got = append(got, "text: "+msg.Content)
+			break
+		}
+		if len(msg.ToolCalls) != 1 || i >= len(results) {
+			t.Fatalf("turn %d: %s", i+1, comp.RawJSON())
+		}
+		call := msg.ToolCalls[0]
+		got = append(got, call.Function.Name+" "+call.Function.Arguments)
+		msgs = append(msgs, msg.ToParam(), openai.ToolMessage(results[i], call.ID))
+	}
+	want := []string{
+		`Bash {"command":"sh test.sh"}`,
+		`Edit {"file_path":"calc.sh","old_string":"a - b","new_string":"a + b"}`,
+		`Bash {"command":"sh test.sh"}`,
+		"text: Done: 1 passed",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("turns:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	comp, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+		Model:    "gpt-5-mini",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := comp.Choices[0].Message.Content; c != "echo: hello" {
+		t.Errorf("unscripted prompt got %q", c)
+	}
+}
+
+func TestFakeLLMScriptBadFile(t *testing.T) {
+	t.Parallel()
+	path := writeFile(t, t.TempDir(), "bad.yaml", "rules:\n  - match: x\n    turns:\n      - tool_calls:\n          - arguments: {}\n")
+	cmd := exec.Command(binary, "fake-llm", "--script", path)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitFailed {
+		t.Fatalf("exit %v, want %d\n%s", err, exitFailed, stderr.String())
+	}
+	for _, w := range []string{path + ":5", "rules[0].turns[0].tool_calls[0].name", "is required"} {
+		if !strings.Contains(stderr.String(), w) {
+			t.Errorf("stderr lacks %q: %s", w, stderr.String())
+		}
+	}
+	if strings.Contains(stdout.String(), "listening") {
+		t.Errorf("listened despite the bad script: %s", stdout.String())
+	}
+}
+
+// The script example in `fake-llm -h` is a valid script.
+func TestFakeLLMHelpScriptExampleParses(t *testing.T) {
+	t.Parallel()
+	start := strings.Index(fakeLLMHelp, "  rules:\n")
+	if start < 0 {
+		t.Fatal("help has no script example")
+	}
+	example := fakeLLMHelp[start:]
+	example = example[:strings.Index(example, "\n\n")+1]
+	var lines []string
+	for _, l := range strings.Split(example, "\n") {
+		lines = append(lines, strings.TrimPrefix(l, "  "))
+	}
+	sc, err := fakeopenai.ParseScript("help", []byte(strings.Join(lines, "\n")))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, example)
+	}
+	rep, ok := sc.Reply(&fakeopenai.Request{Messages: []fakeopenai.Message{{Role: "user", Content: "fix the failing test"}}})
+	if !ok || len(rep.ToolCalls) != 1 || rep.ToolCalls[0].Name != "Bash" {
+		t.Errorf("first turn %+v (matched %v)", rep, ok)
 	}
 }

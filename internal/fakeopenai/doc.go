@@ -13,8 +13,9 @@
 //	client := openai.NewClient(option.WithBaseURL(srv.URL()), option.WithAPIKey("test"))
 //
 // Replies are chosen per completion request: first from the FIFO filled by
-// Enqueue, then by the HandlerFunc (WithHandler/SetHandler), else
-// DefaultReply ("echo: <last user message>"):
+// Enqueue, then from a Script rule matching the conversation
+// (WithScript/SetScript, loaded by LoadScript), then by the HandlerFunc
+// (WithHandler/SetHandler), else DefaultReply ("echo: <last user message>"):
 //
 //	srv.Enqueue(
 //		fakeopenai.Reply{ToolCalls: []fakeopenai.ToolCall{{Name: "lookup", Arguments: `{"q":"x"}`}}},
@@ -26,6 +27,10 @@
 //		}
 //		return fakeopenai.DefaultReply(req)
 //	})
+//
+// A Script (YAML or JSON, see SCRIPT.md) drives whole agent tool loops
+// deterministically and statelessly: read a file, run the tests through
+// Bash, edit, rerun until they pass, answer.
 //
 // A Reply can also inject faults: Status (e.g. 429 with Retry-After, 500,
 // 401), Malformed JSON, Hang until the client or server gives up, Reset of the

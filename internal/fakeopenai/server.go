@@ -36,6 +36,7 @@ type config struct {
 	chunkDelay time.Duration
 	apiKey     string
 	handler    HandlerFunc
+	script     *Script
 	models     []string
 	logLimit   int
 	addr       string
@@ -55,6 +56,10 @@ func WithAPIKey(key string) Option { return func(c *config) { c.apiKey = key } }
 
 // WithHandler sets the reply function used when no queued reply is pending.
 func WithHandler(h HandlerFunc) Option { return func(c *config) { c.handler = h } }
+
+// WithScript answers requests that match one of the script's rules from
+// the script (see Script), before the handler is asked; see LoadScript.
+func WithScript(sc *Script) Option { return func(c *config) { c.script = sc } }
 
 // WithModels sets the model IDs listed by GET /v1/models.
 func WithModels(ids ...string) Option {
@@ -77,6 +82,7 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 type Server struct {
 	cfg     config
 	handler atomic.Pointer[HandlerFunc]
+	script  atomic.Pointer[Script]
 
 	mu       sync.Mutex // guards queue and the request log; never held while waiting
 	queue    []Reply
@@ -118,6 +124,7 @@ func New(opts ...Option) *Server {
 	if cfg.handler != nil {
 		s.SetHandler(cfg.handler)
 	}
+	s.script.Store(cfg.script)
 	return s
 }
 
@@ -195,6 +202,9 @@ func (s *Server) SetHandler(h HandlerFunc) {
 	}
 	s.handler.Store(&h)
 }
+
+// SetScript replaces the script; nil removes it.
+func (s *Server) SetScript(sc *Script) { s.script.Store(sc) }
 
 // Enqueue appends replies to the FIFO that is consumed before the handler,
 // one reply per completion request (chat or responses).
@@ -381,6 +391,10 @@ func (s *Server) nextReply(req *Request) Reply {
 		return r
 	}
 	s.mu.Unlock()
+	if r, ok := s.script.Load().Reply(req); ok {
+		s.cfg.logger.Debug("fakeopenai: scripted reply", "seq", req.Seq, "tool_calls", len(r.ToolCalls))
+		return r
+	}
 	if h := s.handler.Load(); h != nil {
 		return (*h)(req)
 	}
