@@ -174,3 +174,20 @@ func readWhole(pl *place, limit int64) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// ReadFile reads a file under the same confinement as the Read tool: path
+// is absolute or relative to Roots[0], and must resolve (through symlinks)
+// beneath a root; at most EditMaxSize bytes. For callers that show what a
+// Write or Edit would change.
+func ReadFile(env *Env, path string) ([]byte, error) {
+	pl, err := env.locate(path)
+	if err != nil {
+		return nil, err
+	}
+	defer pl.close()
+	data, err := readWhole(pl, EditMaxSize)
+	if err != nil {
+		return nil, pathErr(path, err)
+	}
+	return data, nil
+}

@@ -154,3 +154,19 @@ func TestEdit(t *testing.T) {
 		mustErr(t, call(t, te.Env, "Edit", map[string]any{"file_path": ".", "old_string": "a", "new_string": "b"}), "is a directory")
 	})
 }
+
+func TestReadFile(t *testing.T) {
+	t.Parallel()
+	te := newEnv(t)
+	put(t, filepath.Join(te.ws, "a.txt"), "A\n")
+	put(t, filepath.Join(te.out, "s.txt"), "S\n")
+	symlink(t, filepath.Join(te.out, "s.txt"), filepath.Join(te.ws, "out"))
+	if b, err := ReadFile(te.Env, "a.txt"); err != nil || string(b) != "A\n" {
+		t.Fatalf("%q %v", b, err)
+	}
+	for p, want := range map[string]string{"out": "outside the workspace", "../outside/s.txt": "outside the workspace", "none": "none does not exist", ".": "is a directory"} {
+		if _, err := ReadFile(te.Env, p); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("ReadFile(%q) = %v, want %q", p, err, want)
+		}
+	}
+}
