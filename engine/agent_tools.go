@@ -133,8 +133,8 @@ func (a *agentCall) previewDiff(tool string, args json.RawMessage) string {
 		return ""
 	}
 	var before string
-	if r := (readFileTool(env, in.FilePath)); r != nil {
-		before = *r
+	if b, err := tools.ReadFile(env, in.FilePath); err == nil {
+		before = string(b)
 	}
 	after := in.Content
 	if tool == "Edit" {
@@ -148,37 +148,6 @@ func (a *agentCall) previewDiff(tool string, args json.RawMessage) string {
 		}
 	}
 	return unifiedDiff(in.FilePath, before, after)
-}
-
-// readFileTool reads a file through the Read tool's confinement rules;
-// nil when it cannot be read (a new file, or outside the workspace).
-func readFileTool(env *tools.Env, path string) *string {
-	if len(env.Roots) == 0 {
-		return nil
-	}
-	p := path
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(env.Roots[0], p)
-	}
-	p = filepath.Clean(p)
-	for _, root := range env.Roots {
-		rel, err := filepath.Rel(root, p)
-		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			continue
-		}
-		r, err := os.OpenRoot(root)
-		if err != nil {
-			continue
-		}
-		b, err := r.ReadFile(rel)
-		_ = r.Close()
-		if err != nil {
-			return nil
-		}
-		s := string(b)
-		return &s
-	}
-	return nil
 }
 
 // toolPattern is one entry of an approval list: a tool name or glob
