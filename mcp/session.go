@@ -148,31 +148,41 @@ func Connect(ctx context.Context, name string, sc ServerConfig, opts Options) (*
 		}
 	}
 	prefix := fmt.Sprintf("mcp server %q", name)
-	var transport sdk.Transport
-	var p *stdioProc
 	switch typ {
 	case TypeStdio:
 		if sc.Command == "" {
 			return nil, fmt.Errorf("%s: no command", prefix)
 		}
-		if p, err = startStdio(name, sc, opts); err != nil {
-			return nil, fmt.Errorf("%s: %w", prefix, err)
-		}
-		transport = &sdk.IOTransport{Reader: p.stdout, Writer: p.stdin}
 	case TypeHTTP, TypeSSE:
 		if msg := checkURL(sc.URL); msg != "" {
 			return nil, fmt.Errorf("%s: url: %s", prefix, msg)
 		}
+	default:
+		return nil, fmt.Errorf("%s: unknown transport type %q", prefix, typ)
+	}
+	// life is the session's: Close cancels it, which ends calls in flight
+	// (and the SSE transport's stream).
+	life, endLife := context.WithCancel(context.Background())
+	var transport sdk.Transport
+	var p *stdioProc
+	switch typ {
+	case TypeStdio:
+		if p, err = startStdio(name, sc, opts); err != nil {
+			endLife()
+			return nil, fmt.Errorf("%s: %w", prefix, err)
+		}
+		transport = &sdk.IOTransport{Reader: p.stdout, Writer: p.stdin}
+	default:
 		client := &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: sc.Headers}}
 		if typ == TypeSSE {
-			transport = &sdk.SSEClientTransport{Endpoint: sc.URL, HTTPClient: client}
+			// Its event stream lives on the context Connect is given:
+			// the session's, not the start's.
+			transport = &detachedTransport{t: &sdk.SSEClientTransport{Endpoint: sc.URL, HTTPClient: client}, life: life}
 		} else {
 			// Switchyard needs no server-initiated messages between calls,
 			// so no standing GET stream.
 			transport = &sdk.StreamableClientTransport{Endpoint: sc.URL, HTTPClient: client, DisableStandaloneSSE: true}
 		}
-	default:
-		return nil, fmt.Errorf("%s: unknown transport type %q", prefix, typ)
 	}
 
 	client := sdk.NewClient(&sdk.Implementation{Name: ClientName, Version: ClientVersion},
@@ -186,13 +196,15 @@ func Connect(ctx context.Context, name string, sc ServerConfig, opts Options) (*
 		switch {
 		case ctx.Err() != nil:
 			err = fmt.Errorf("%s: start: %w", prefix, ctx.Err())
-		case p != nil && p.hasExited(2*time.Second):
+		case p != nil && p.hasExited(0):
 			err = fmt.Errorf("%s: exited before it initialized (%s)%s: %w", prefix, p.exitText(), p.stderrNote(), ErrServerExited)
 		case startCtx.Err() != nil:
 			if p != nil {
 				msg = p.stderrNoteNow()
 			}
 			err = fmt.Errorf("%s: did not initialize within %s%s: %w", prefix, opts.StartTimeout, msg, ErrTimeout)
+		case p != nil && p.hasExited(2*time.Second): // its stdout ended first
+			err = fmt.Errorf("%s: exited before it initialized (%s)%s: %w", prefix, p.exitText(), p.stderrNote(), ErrServerExited)
 		default:
 			if p != nil {
 				msg = p.stderrNoteNow()
@@ -200,12 +212,12 @@ func Connect(ctx context.Context, name string, sc ServerConfig, opts Options) (*
 			err = fmt.Errorf("%s: initialize: %w%s", prefix, err, msg)
 		}
 		if p != nil {
-			p.stop()
+			p.kill() // a server that failed to start gets no grace
 		}
+		endLife()
 		return nil, err
 	}
-	s := &Session{name: name, opts: opts, cs: cs, proc: p, done: make(chan struct{})}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s := &Session{name: name, opts: opts, cs: cs, proc: p, ctx: life, cancel: endLife, done: make(chan struct{})}
 	go func() {
 		_ = cs.Wait()
 		close(s.done)
@@ -421,6 +433,36 @@ func (s *Session) Close() error {
 		}
 	})
 	return s.err
+}
+
+// detachedTransport connects t on the session's context (life), giving up
+// when the start's context ends.
+type detachedTransport struct {
+	t    sdk.Transport
+	life context.Context
+}
+
+func (d *detachedTransport) Connect(ctx context.Context) (sdk.Connection, error) {
+	type result struct {
+		c   sdk.Connection
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		c, err := d.t.Connect(d.life)
+		ch <- result{c, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.c, r.err
+	case <-ctx.Done():
+		go func() { // reap the late connection
+			if r := <-ch; r.c != nil {
+				r.c.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
 }
 
 // headerTransport adds an entry's headers to every request.

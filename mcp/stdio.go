@@ -167,10 +167,18 @@ func (p *stdioProc) stderrNote() string {
 }
 
 // stop ends the server: stdin closed, then SIGTERM and SIGKILL to its
-// process group if it does not exit. Idempotent.
-func (p *stdioProc) stop() {
+// process group if it does not exit. Idempotent (with kill).
+func (p *stdioProc) stop() { p.end(true) }
+
+// kill SIGKILLs the server's process group at once.
+func (p *stdioProc) kill() { p.end(false) }
+
+func (p *stdioProc) end(graceful bool) {
 	p.once.Do(func() {
 		p.stdin.Close()
+		if !graceful {
+			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		}
 		if !p.hasExited(closeGrace) {
 			_ = syscall.Kill(-p.pid, syscall.SIGTERM)
 			if !p.hasExited(termGrace) {
