@@ -8,17 +8,7 @@ import (
 	"strings"
 )
 
-// A config's strings (command, args, env values, url, header values) may
-// refer to the environment of the Switchyard process as ${NAME}, or
-// ${NAME:-default} (the default when NAME is unset or empty), as in Claude
-// Code's .mcp.json. A $ not followed by { is kept as it is.
-//
-// Switchyard's own secrets never expand: OPENAI_API_KEY,
-// ANTHROPIC_API_KEY, every SWITCHYARD_* variable and the names in
-// Options.Secrets. A reference to one expands to nothing and is an error
-// naming the variable, so a shared or downloaded config cannot hand the
-// server's LLM keys to a third-party MCP server. A variable that is not set
-// and has no default is an error too (Claude Code refuses such a config).
+// Variables in configs: see the package documentation.
 
 // ref is one ${NAME} or ${NAME:-default} reference: s[start:end].
 type ref struct {
