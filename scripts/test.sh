@@ -87,6 +87,18 @@ if ! command -v bun >/dev/null 2>&1; then
   npm install -g bun >/dev/null 2>&1 || echo "bun could not be installed: its tests will skip"
 fi
 
+# The Go tests of mcp/ run a third-party MCP server from npm
+# (@modelcontextprotocol/server-everything, a root devDependency): npm ci
+# comes before them. It installs the web workspace too, so the web stage
+# below needs no second install. The inner loop installs only when missing.
+if [ -f package.json ] && command -v npm >/dev/null 2>&1; then
+  if [ "$mode" = full ] || [ ! -e node_modules/.bin/mcp-server-everything ]; then
+    stage "npm ci (the Go tests start an MCP server from node_modules; the web UI's packages)" npm ci --no-audit --no-fund
+  fi
+else
+  echo "npm is missing: the MCP tests that need a server from npm will skip (fail under CI=true)"
+fi
+
 case "$mode" in
   short)
     stage "go test -short -race" go test -race -short -count=1 -timeout 10m ./...
@@ -106,7 +118,6 @@ case "$mode" in
 esac
 
 if [ "$mode" = full ] && [ -f web/package.json ] && [ "${SWITCHYARD_SKIP_WEB:-}" != "1" ]; then
-  stage "web: npm ci" npm ci --no-audit --no-fund
   stage "web: API types match the OpenAPI document" check_api_types
   stage "web: typecheck" npm run typecheck:web
   stage "web: unit tests" npm run test:web
