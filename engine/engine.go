@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchyard/switchyard/graph"
 	"github.com/switchyard/switchyard/llm"
+	"github.com/switchyard/switchyard/mcp"
 	"github.com/switchyard/switchyard/yamlflow"
 )
 
@@ -43,6 +44,9 @@ type Config struct {
 	// working directory of its own (default: temp dir): the folder its
 	// agents' file tools and Bash work in.
 	WorkspaceRoot string
+	// MCP lists the MCP servers drawn agents may pick by name (serve
+	// --mcp-config).
+	MCP mcp.Config
 	// WorktreeRoot holds the git worktrees of YAML runs that ask for
 	// isolation (default: temp dir).
 	WorktreeRoot string

@@ -243,6 +243,13 @@ func (a *agentCall) run(ctx context.Context, n graph.Node, system, user string, 
 		return "", nil, err
 	}
 	tools = append(tools, bt...)
+	if t := n.Data.Tools; t != nil && len(t.MCP) > 0 {
+		mt, err := a.mcpTools(ctx, a.x.Engine().cfg.MCP, t.MCP, nil)
+		if err != nil {
+			return "", nil, fmt.Errorf("agent %q: %w", n.ID, err)
+		}
+		tools = append(tools, mt...)
+	}
 	l := newToolLoop(a, session, llm.Request{Model: n.Data.Model, Effort: n.Data.ReasoningEffort, WebSearch: n.WebSearchEnabled()},
 		tools, DefaultMaxTurns)
 	l.frame = f

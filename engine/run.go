@@ -41,6 +41,8 @@ type runner struct {
 	checkpointState
 	recoveryState
 	inboxState
+
+	mcp runMCP // the run's MCP servers while its loop drives it
 }
 
 // schedState is what decides which node runs next (loop-owned).
@@ -195,6 +197,7 @@ func sortByKey(s []int, key func(int) int) {
 // loop is the run's scheduler: one goroutine, events in, nodes out.
 func (r *runner) loop() {
 	defer r.cancel()
+	defer r.closeMCP()
 	r.begin()
 	for {
 		r.drainInbox()
