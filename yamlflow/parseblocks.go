@@ -62,7 +62,13 @@ func (p *parser) parseLoop(n *Node, f field, v *yaml.Node) *Loop {
 		case "gate_message":
 			l.GateMessage, _ = p.str(sf, e.val)
 		case "until_bash":
-			l.UntilBash, _ = p.str(sf, e.val)
+			s, ok := p.str(sf, e.val)
+			l.UntilBash = s
+			// A blank check would exit 0 at once and end the loop after
+			// its first iteration: surely not what the author meant.
+			if ok && strings.TrimSpace(s) == "" {
+				p.errorf(e.line, n.ID, sf.name, CodeInvalidLoop, "must not be empty (a shell command that exits 0 when the loop is done); remove the key to rely on `until:` alone")
+			}
 		default:
 			p.subFieldExtra(n, e, "loop", loopKeys)
 		}
