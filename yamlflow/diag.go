@@ -64,6 +64,8 @@ const (
 	CodeUnknownProvider        = "unknown_provider"
 	CodeUnsupportedProvider    = "unsupported_provider" // a warning: loads, cannot run
 	CodeBadOutputFormat        = "bad_output_format"
+	CodeUnknownTool            = "unknown_tool" // a warning: a tool name Switchyard does not know
+	CodeInvalidMCP             = "invalid_mcp"
 
 	// Graph.
 	CodeUnknownDependency   = "unknown_dependency"

@@ -121,6 +121,8 @@ func (p *parser) parse(data []byte) *Workflow {
 			wf.MutatesCheckout = p.boolean(f, e.val, true)
 		case "tags":
 			wf.Tags, _, _ = p.strList(f, e.val)
+		case "worktree":
+			p.parseWorktree(wf, f, e.val)
 		case "pass_env":
 			names, _, _ := p.strList(f, e.val)
 			for _, n := range names {
@@ -179,7 +181,7 @@ func (p *parser) extraTopLevel(wf *Workflow, e kv) {
 	switch {
 	case notImplementedTopLevel[e.key]:
 		p.warnf(e.line, "", e.key, CodeNotImplemented, "not implemented by Switchyard; ignored")
-	case commonNodeFields[e.key] || aiNodeFields[e.key] || isKindKey(e.key):
+	case commonNodeFields[e.key] || aiNodeFields[e.key] || agentNodeFields[e.key] || isKindKey(e.key):
 		p.warnf(e.line, "", e.key, CodeUnknownField, "unknown top-level field (it is a node field: put it on a node under `nodes:`); ignored")
 	default:
 		msg := "unknown top-level field; ignored"

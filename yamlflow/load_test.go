@@ -132,7 +132,7 @@ func TestLoaderMessages(t *testing.T) {
 		{"cycle.yaml", CodeDependencyCycle, []string{"self -> self"}},
 		{"unknown_dependency.yaml", CodeUnknownDependency, []string{`"biuld"`, `did you mean "build"`}},
 		{"unknown_fields.yaml", CodeUnknownField, []string{`field "depend_on"`, `did you mean "depends_on"`}},
-		{"unknown_fields.yaml", CodeNotImplemented, []string{`node "a": field "allowed_tools": not implemented`}},
+		{"unknown_fields.yaml", CodeNotImplemented, []string{`node "a": field "skills": not implemented`}},
 		{"unknown_fields.yaml", CodeUnknownOutputRef, []string{"$ghost.output"}},
 		{"empty_bodies.yaml", CodeEmptyBash, []string{`node "b": field "bash": must not be empty`}},
 		{"when.yaml", CodeBadWhen, []string{`"$classify.output = 'bug'"`, "use =="}},
@@ -328,14 +328,14 @@ func TestExtraKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(wf.Extra, map[string]any{"worktree": map[string]any{"enabled": false}, "colour": "blue"}) {
+	if !reflect.DeepEqual(wf.Extra, map[string]any{"budget": int64(3), "colour": "blue"}) {
 		t.Errorf("workflow Extra = %#v", wf.Extra)
 	}
 	a := wf.Node("a")
 	want := map[string]any{
-		"allowed_tools": []any{"Read"},
-		"hooks":         map[string]any{"PreToolUse": []any{map[string]any{"matcher": "Write"}}},
-		"depend_on":     []any{"b"},
+		"skills":    []any{"x"},
+		"hooks":     map[string]any{"PreToolUse": []any{map[string]any{"matcher": "Write"}}},
+		"depend_on": []any{"b"},
 	}
 	if !reflect.DeepEqual(a.Extra, want) {
 		t.Errorf("node Extra = %#v, want %#v", a.Extra, want)

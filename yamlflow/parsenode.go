@@ -75,9 +75,13 @@ func (p *parser) parseNode(idx int, item *yaml.Node) *Node {
 			// reported above
 		case commonNodeFields[e.key]:
 			p.parseCommon(n, f, e.val)
-		case aiNodeFields[e.key]:
+		case aiNodeFields[e.key] || agentNodeFields[e.key]:
 			if n.Kind != "" && !n.Kind.IsAI() {
 				p.warnf(e.line, id, e.key, CodeAIFieldIgnored, "applies to AI nodes (command, prompt, loop) only; ignored on a %s node", n.Kind)
+				continue
+			}
+			if agentNodeFields[e.key] {
+				p.parseAgentField(n, f, e.val)
 				continue
 			}
 			p.parseAI(n, f, e.val)
@@ -149,7 +153,7 @@ func (p *parser) extraNodeField(n *Node, e kv) {
 		p.warnf(e.line, n.ID, e.key, CodeUnknownField, "unknown node field (it is a top-level workflow field); ignored")
 	default:
 		msg := "unknown node field; ignored"
-		if s := suggest(e.key, keys(commonNodeFields, aiNodeFields, scriptNodeFields, notImplementedNodeFields)); s != "" {
+		if s := suggest(e.key, keys(commonNodeFields, aiNodeFields, agentNodeFields, scriptNodeFields, notImplementedNodeFields)); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		}
 		p.warnf(e.line, n.ID, e.key, CodeUnknownField, "%s", msg)

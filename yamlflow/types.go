@@ -92,7 +92,10 @@ type Workflow struct {
 	// PassEnv names environment variables of the Switchyard process that
 	// this workflow's bash and script nodes may see (beyond the allowlist).
 	PassEnv []string
-	Nodes   []*Node
+	// Worktree is the `worktree:` block (Archon's isolation setting); nil
+	// when the file has none.
+	Worktree *WorktreeConfig
+	Nodes    []*Node
 
 	// File is the path the workflow was loaded from, as given to Load/Parse.
 	File string
@@ -131,6 +134,12 @@ func (w *Workflow) buildIndex() {
 			w.index[n.ID] = n
 		}
 	}
+}
+
+// WorktreeConfig is a workflow's `worktree:` block: whether a run gets an
+// isolated git worktree. Enabled is nil when the file does not say.
+type WorktreeConfig struct {
+	Enabled *bool
 }
 
 // Retry is a node's retry policy.
@@ -190,6 +199,18 @@ type Node struct {
 	OutputFormat  map[string]any // raw JSON Schema; nil when absent
 	Context       string         // "fresh" or "shared" on AI nodes ("fresh" by default), "" otherwise
 	IdleTimeoutMS int            // 0 = engine default
+
+	// Agent fields (AI nodes only). AllowedTools nil means the field is
+	// absent (the engine's default tools); non-nil and empty (`[]`) means no
+	// tools at all. Entries are tool names or '*' globs (see MatchToolName);
+	// ToolEnabled applies both lists.
+	AllowedTools []string
+	DeniedTools  []string
+	// ApproveTools lists the calls that wait for a person's approval before
+	// they run (see ToolPattern for the matching rule, NeedsApproval).
+	ApproveTools []ToolPattern
+	MaxTurns     int        // 0 = engine default (DefaultMaxTurns)
+	MCP          *MCPConfig // nil = no MCP servers
 
 	// Per kind.
 	Command      string   // command: the command file's name
