@@ -19,7 +19,13 @@ var scriptNodeFields = set("runtime", "deps")
 // way of naming a type) that Switchyard does not run. Silently treating
 // them as unknown fields would run a different workflow than the author
 // wrote, so they are errors.
-var rejectedTypeKeys = set("loop_group", "include", "workflow", "type")
+var rejectedTypeKeys = set("loop_group", "workflow", "type")
+
+// includeKey makes a node an include node; includeNodeFields are the
+// fields such a node takes (`with:` is reported as not implemented).
+const includeKey = "include"
+
+var includeNodeFields = set("id", includeKey, "depends_on", "when", "trigger_rule")
 
 // notImplementedNodeFields are node fields of the upstream format that
 // Switchyard accepts but does not act on.

@@ -13,7 +13,10 @@ import (
 // Load reads and parses the workflow file at path. The error is a
 // *LoadError when the file has error diagnostics, or a wrapped os error when
 // it cannot be read. Diagnostics hold every warning and error.
-func Load(path string) (*Workflow, []Diagnostic, error) {
+//
+// `include:` nodes find their workflows in the file's folder unless an
+// option says otherwise (WithIncludeResolver, WithIncludeDir).
+func Load(path string, opts ...ParseOption) (*Workflow, []Diagnostic, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load workflow: %w", err)
@@ -24,11 +27,13 @@ func Load(path string) (*Workflow, []Diagnostic, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("load workflow %s: %w", path, err)
 	}
-	wf, diags, lerr := Parse(path, data)
-	if wf != nil {
-		if abs, err := filepath.Abs(path); err == nil {
-			wf.Dir = filepath.Dir(abs)
-		}
+	abs, absErr := filepath.Abs(path)
+	if absErr == nil {
+		opts = append([]ParseOption{WithIncludeDir(filepath.Dir(abs))}, opts...)
+	}
+	wf, diags, lerr := Parse(path, data, opts...)
+	if wf != nil && absErr == nil {
+		wf.Dir = filepath.Dir(abs)
 	}
 	return wf, diags, lerr
 }
@@ -36,8 +41,17 @@ func Load(path string) (*Workflow, []Diagnostic, error) {
 // Parse parses workflow YAML; file names it in diagnostics and sets
 // Workflow.File and Dir. On errors the returned Workflow is nil (YAML syntax
 // error) or partial, never fit to run; check the error first.
-func Parse(file string, data []byte) (*Workflow, []Diagnostic, error) {
-	p := &parser{file: file}
+//
+// Parse reads no files by itself: a workflow with `include:` nodes needs an
+// option that finds the included workflows (WithIncludeDir,
+// WithIncludeResolver); without one each include is an error.
+func Parse(file string, data []byte, opts ...ParseOption) (*Workflow, []Diagnostic, error) {
+	cfg := &parseConfig{}
+	for _, o := range opts {
+		o(cfg)
+	}
+	p := &parser{file: file, cfg: cfg, budget: new(int(maxExpandedNodes)),
+		chain: []string{canonicalInclude(filepath.Base(file))}}
 	wf := p.parse(data)
 	if wf != nil {
 		wf.buildIndex()
@@ -49,9 +63,26 @@ func Parse(file string, data []byte) (*Workflow, []Diagnostic, error) {
 	return wf, p.diags, nil
 }
 
+// ParseOption configures Parse and Load.
+type ParseOption func(*parseConfig)
+
+type parseConfig struct {
+	resolve IncludeResolver
+}
+
 type parser struct {
 	file  string
+	cfg   *parseConfig
 	diags []Diagnostic
+
+	// Includes: how deep this file is (0 = the file being loaded), the
+	// chain of workflow names that led here (for cycles), and the nodes
+	// left to all expansions together.
+	depth  int
+	chain  []string
+	budget *int
+	// topKeys are the top-level keys the file sets, with their lines.
+	topKeys map[string]int
 }
 
 // field says where a value sits, for diagnostics.
@@ -98,8 +129,10 @@ func (p *parser) parse(data []byte) *Workflow {
 
 	var nodesVal *yaml.Node
 	nodesLine := 0
+	p.topKeys = map[string]int{}
 	for _, e := range p.pairs(root, "", "") {
 		f := field{line: e.line, name: e.key}
+		p.topKeys[e.key] = e.line
 		switch e.key {
 		case "name":
 			wf.Name, _ = p.str(f, e.val)
@@ -166,6 +199,7 @@ func (p *parser) parse(data []byte) *Workflow {
 		}
 	}
 	p.checkGraph(wf)
+	p.expandIncludes(wf)
 	return wf
 }
 

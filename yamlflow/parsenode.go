@@ -40,26 +40,36 @@ func (p *parser) parseNode(idx int, item *yaml.Node) *Node {
 	id := n.ID
 
 	// Choose the kind.
+	// `include:` (inline another workflow) takes the place of a type.
 	var typeKeys []kv
 	for _, e := range ps {
-		if isKindKey(e.key) {
+		if isKindKey(e.key) || e.key == includeKey {
 			typeKeys = append(typeKeys, e)
 		} else if rejectedTypeKeys[e.key] {
-			p.errorf(e.line, id, e.key, CodeUnknownTypeKey, "%q is not a node type Switchyard supports; a node has exactly one of: %s", e.key, kindList())
+			p.errorf(e.line, id, e.key, CodeUnknownTypeKey, "%q is not a node type Switchyard supports; a node has exactly one of: %s (or include)", e.key, kindList())
 		}
 	}
 	switch len(typeKeys) {
 	case 0:
-		p.errorf(m.Line, id, "", CodeNoType, "node has no type; it needs exactly one of: %s", kindList())
+		p.errorf(m.Line, id, "", CodeNoType, "node has no type; it needs exactly one of: %s (or include: another workflow)", kindList())
 	case 1:
-		n.Kind = Kind(typeKeys[0].key)
+		if typeKeys[0].key == includeKey {
+			n.includeNode = true
+		} else {
+			n.Kind = Kind(typeKeys[0].key)
+		}
 	default:
 		names := make([]string, len(typeKeys))
 		for i, e := range typeKeys {
 			names[i] = strconv.Quote(e.key)
 		}
 		p.errorf(typeKeys[1].line, id, typeKeys[1].key, CodeMutuallyExclusiveTypes, "fields %s are mutually exclusive: a node has exactly one type", strings.Join(names, " and "))
-		n.Kind = Kind(typeKeys[0].key)
+		for _, e := range typeKeys {
+			if e.key != includeKey {
+				n.Kind = Kind(e.key)
+				break
+			}
+		}
 	}
 
 	for _, e := range ps {
@@ -67,6 +77,13 @@ func (p *parser) parseNode(idx int, item *yaml.Node) *Node {
 		n.setLine(e.key, e.line)
 		switch {
 		case e.key == "id":
+		case e.key == includeKey:
+			if n.includeNode {
+				p.parseIncludeTarget(n, f, e.val)
+			}
+		case n.includeNode && !includeNodeFields[e.key] &&
+			(commonNodeFields[e.key] || aiNodeFields[e.key] || agentNodeFields[e.key] || scriptNodeFields[e.key]):
+			p.warnf(e.line, id, e.key, CodeFieldIgnored, "does not apply to an include node (it inlines another workflow, whose nodes have their own settings); ignored")
 		case isKindKey(e.key):
 			if Kind(e.key) == n.Kind {
 				p.parseBody(n, f, e.val)
