@@ -231,7 +231,7 @@ func (p *parser) expandIncludes(wf *Workflow) {
 			out = append(out, n) // the file's own node, or an include that failed
 			continue
 		}
-		incLines[n.ID] = n.Line
+		incLines[n.ID] = n.fieldLine(includeKey)
 		out = append(out, p.inline(n, b)...)
 	}
 	wf.Nodes = out
@@ -268,7 +268,10 @@ func (p *parser) loadInclude(wf *Workflow, n *Node) *includeBlock {
 		p.errorf(line, n.ID, includeKey, code, "cannot include workflow %q: %v", name, err)
 		return nil
 	}
-	sub := &parser{file: file, cfg: p.cfg, depth: p.depth + 1, chain: chain, budget: p.budget}
+	// Messages name the included file beside the including one, as the
+	// author sees them (the resolver's path may be absolute).
+	display := filepath.Join(filepath.Dir(p.file), filepath.Base(file))
+	sub := &parser{file: display, cfg: p.cfg, depth: p.depth + 1, chain: chain, budget: p.budget}
 	cw := sub.parse(src)
 	// The included file's problems, located at the include node (whose
 	// line is in this file); each message starts with its own file:line.
@@ -361,7 +364,7 @@ func (p *parser) inline(inc *Node, b *includeBlock) []*Node {
 			// An entry node: it starts when the include node would have.
 			n.DependsOn = slices.Clone(inc.DependsOn)
 			n.depLines = slices.Clone(inc.depLines)
-			p.combineWhen(inc, n)
+			p.combineWhen(inc, n, c)
 			if incTriggerSet && c.lines["trigger_rule"] == 0 {
 				n.TriggerRule = inc.TriggerRule
 			}
@@ -391,7 +394,7 @@ func (p *parser) inline(inc *Node, b *includeBlock) []*Node {
 // joined to n's own with &&. The language has no parentheses and && binds
 // tighter than ||, so a side with || cannot be joined without changing
 // its meaning: that is a load error.
-func (p *parser) combineWhen(inc, n *Node) {
+func (p *parser) combineWhen(inc, n, written *Node) {
 	if inc.When == "" {
 		return
 	}
@@ -400,18 +403,11 @@ func (p *parser) combineWhen(inc, n *Node) {
 		return
 	}
 	if strings.Contains(inc.When, "||") || strings.Contains(n.When, "||") {
-		p.errorf(inc.fieldLine("when"), inc.ID, "when", CodeBadWhen, "cannot join this condition with the condition of included node %q (%q): one of them uses ||, and without parentheses && would bind differently; put the condition on the include node only, or inside the block", n.Origin.idOr(n.ID), n.When)
+		p.errorf(inc.fieldLine("when"), inc.ID, "when", CodeBadWhen, "cannot join this condition with the condition of included node %q (%q): one of them uses ||, and without parentheses && would bind differently; put the condition on the include node only, or inside the block", written.ID, written.When)
 		return
 	}
 	n.When = inc.When + " && " + n.When
 	n.WhenExpr, _ = ParseWhen(n.When)
-}
-
-func (o *NodeOrigin) idOr(id string) string {
-	if o == nil {
-		return id
-	}
-	return o.ID
 }
 
 // checkCollisions reports ids that appear twice after inlining because of
