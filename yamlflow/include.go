@@ -51,9 +51,14 @@ const MaxIncludeDepth = 3
 // IncludeSeparator joins an include node's id and an included node's id.
 const IncludeSeparator = "__"
 
-// maxExpandedNodes bounds the nodes all includes of one load may add, so a
-// few small files including each other several times cannot blow up.
-const maxExpandedNodes = 10000
+// maxExpandedNodes bounds the nodes all includes of one load may add, and
+// maxIncludeLoads the included files it may read (the same file counts
+// each time), so a few small files including each other many times cannot
+// make a load take long.
+const (
+	maxExpandedNodes = 10000
+	maxIncludeLoads  = 100
+)
 
 // ErrIncludeNotFound is wrapped by an IncludeResolver's error when no
 // workflow has the name.
@@ -242,7 +247,7 @@ func (p *parser) expandIncludes(wf *Workflow) {
 // Problems are reported at n; the result is nil when there were errors.
 func (p *parser) loadInclude(wf *Workflow, n *Node) *includeBlock {
 	name := n.include
-	if name == "" {
+	if name == "" || n.ID == "" {
 		return nil // reported while parsing the node
 	}
 	line := n.fieldLine(includeKey)
@@ -257,6 +262,10 @@ func (p *parser) loadInclude(wf *Workflow, n *Node) *includeBlock {
 		return nil
 	case p.depth+1 > MaxIncludeDepth:
 		p.errorf(line, n.ID, includeKey, CodeIncludeTooDeep, "includes nest more than %d levels deep: %s", MaxIncludeDepth, strings.Join(chain, " -> "))
+		return nil
+	}
+	if p.cfg.loads++; p.cfg.loads > maxIncludeLoads {
+		p.errorf(line, n.ID, includeKey, CodeIncludeTooDeep, "the workflow's includes read more than %d workflow files", maxIncludeLoads)
 		return nil
 	}
 	file, src, err := p.cfg.resolve(name)

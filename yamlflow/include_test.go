@@ -3,6 +3,7 @@ package yamlflow
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -360,5 +361,43 @@ func TestArchonCurrentLoads(t *testing.T) {
 	}
 	if wf.Worktree == nil || wf.Worktree.Enabled == nil || *wf.Worktree.Enabled {
 		t.Errorf("assist worktree = %+v", wf.Worktree)
+	}
+}
+
+// TestIncludeBounds: many includes of small files cannot make a load long.
+func TestIncludeBounds(t *testing.T) {
+	t.Parallel()
+	// Each level includes the next one ten times: 10+100+1000 files to
+	// read without the bound. Names differ per level, so no cycle stops it.
+	level := func(next string) []byte {
+		var b strings.Builder
+		b.WriteString("name: fan\ndescription: d\nnodes:\n")
+		for i := range 10 {
+			fmt.Fprintf(&b, "  - id: i%d\n    include: %s\n", i, next)
+		}
+		return []byte(b.String())
+	}
+	reads := 0
+	resolve := func(name string) (string, []byte, error) {
+		reads++
+		next := map[string]string{"fan1": "fan2", "fan2": "fan3"}[name]
+		if next == "" {
+			return name + ".yaml", []byte("name: leaf\ndescription: d\nnodes:\n  - id: x\n    bash: echo\n"), nil
+		}
+		return name + ".yaml", level(next), nil
+	}
+	_, diags, err := Parse("top.yaml", level("fan1"), WithIncludeResolver(resolve))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if reads > maxIncludeLoads {
+		t.Errorf("%d files read, want at most %d", reads, maxIncludeLoads)
+	}
+	found := false
+	for _, d := range diags {
+		found = found || d.Code == CodeIncludeTooDeep && strings.Contains(d.Message, "more than 100 workflow files")
+	}
+	if !found {
+		t.Errorf("no include_too_deep diagnostic about the number of files read: %v", diags)
 	}
 }

@@ -68,6 +68,7 @@ type ParseOption func(*parseConfig)
 
 type parseConfig struct {
 	resolve IncludeResolver
+	loads   int // included files read so far (maxIncludeLoads)
 }
 
 type parser struct {
