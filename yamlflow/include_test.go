@@ -84,7 +84,7 @@ func TestIncludeExpansion(t *testing.T) {
 		"review__side":  {[]string{"review__start"}, "", TriggerAllSuccess, "review"},
 		// depends_on: [review] waits for every sink of the block.
 		"again__start": {[]string{"review__end", "review__side"}, "", TriggerAllSuccess, "again"},
-		"after":        {[]string{"review__end", "review__side", "again__end", "again__side"}, "$review__end.output != '' && $first.output == 'hi'", TriggerAllSuccess, ""},
+		"after":        {[]string{"review__end", "review__side", "again__end", "again__side"}, "$review__end.output != '' && $first.output == 'hi' && $again__end.verdict != 'no'", TriggerAllSuccess, ""},
 	}
 	for id, s := range shapes {
 		n := wf.Node(id)
@@ -262,7 +262,7 @@ func TestIncludeCanvasGroup(t *testing.T) {
 	if d := byID["again__end"].Data; d.Group != "again" || d.GroupLabel != "block.yaml" {
 		t.Errorf("again__end = %+v", d)
 	}
-	if d := byID["after"].Data; d.Group != "" || d.Detail != "summary: $review.output and $again.output.verdict" || d.When != "$review.output != '' && $first.output == 'hi'" {
+	if d := byID["after"].Data; d.Group != "" || d.Detail != "summary: $review.output and $again.output.verdict" || d.When != "$review.output != '' && $first.output == 'hi' && $again.verdict != 'no'" {
 		t.Errorf("after = %+v", d)
 	}
 	edges := map[string]bool{}
