@@ -58,6 +58,11 @@ type CanvasNodeData struct {
 	// loops).
 	Gate      bool `json:"gate,omitempty"`
 	AlwaysRun bool `json:"alwaysRun,omitempty"`
+	// Group is the id of the include node a node was inlined from (its
+	// nodes are drawn as one group); GroupLabel names the included
+	// workflow. Nodes of an include are not in the file: they are read-only.
+	Group      string `json:"group,omitempty"`
+	GroupLabel string `json:"groupLabel,omitempty"`
 	// Settings are the step's other editable fields the file sets, by
 	// dotted YAML name (timeout, retry.max_attempts, retry.delay_ms,
 	// loop.until, loop.max_iterations, approval.on_reject.prompt,
@@ -175,12 +180,25 @@ func CanvasOf(wf *Workflow) *Canvas {
 		}
 	}
 	for i, n := range nodes {
-		data := CanvasNodeData{Label: n.ID, Kind: string(n.Kind), Detail: canvasDetail(n), When: strings.TrimSpace(n.When),
-			AlwaysRun: n.AlwaysRun}
-		if t := canvasText(n); t != data.Detail {
+		// Texts as the file wrote them (loading rewrites the references
+		// of workflows with includes); the graph as loaded.
+		w := n
+		if n.written != nil {
+			w = n.written
+		}
+		data := CanvasNodeData{Label: n.ID, Kind: string(n.Kind), Detail: canvasDetail(w), When: strings.TrimSpace(w.When),
+			AlwaysRun: n.AlwaysRun, Group: n.IncludedFrom}
+		if n.Origin != nil {
+			data.GroupLabel = n.Origin.Workflow
+		}
+		if t := canvasText(w); t != data.Detail {
 			data.Text = t
 		}
-		if data.Kind == "" {
+		switch {
+		case n.includeNode:
+			// An include that could not be expanded (the file has errors).
+			data.Kind, data.Detail = includeKey, clipDetail("include: "+n.include)
+		case data.Kind == "":
 			data.Kind = "node"
 		}
 		// A rule the file sets is shown (and editable) even where it changes
@@ -189,7 +207,7 @@ func CanvasOf(wf *Workflow) *Canvas {
 			data.TriggerRule = n.TriggerRule
 		}
 		data.Gate = n.Kind == KindApproval || n.Kind == KindLoop && n.Loop != nil && n.Loop.Interactive
-		data.Settings = canvasSettings(n)
+		data.Settings = canvasSettings(w)
 		g.Nodes = append(g.Nodes, CanvasNode{ID: n.ID, Type: CanvasNodeType, Position: pos[i], Data: data})
 	}
 	return g

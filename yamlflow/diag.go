@@ -64,6 +64,12 @@ const (
 	CodeUnknownProvider        = "unknown_provider"
 	CodeUnsupportedProvider    = "unsupported_provider" // a warning: loads, cannot run
 	CodeBadOutputFormat        = "bad_output_format"
+	CodeUnknownTool            = "unknown_tool" // a warning: a tool name Switchyard does not know
+	CodeInvalidMCP             = "invalid_mcp"
+	CodeInvalidInclude         = "invalid_include"
+	CodeIncludeNotFound        = "include_not_found"
+	CodeIncludeCycle           = "include_cycle"
+	CodeIncludeTooDeep         = "include_too_deep"
 
 	// Graph.
 	CodeUnknownDependency   = "unknown_dependency"

@@ -19,12 +19,18 @@ var scriptNodeFields = set("runtime", "deps")
 // way of naming a type) that Switchyard does not run. Silently treating
 // them as unknown fields would run a different workflow than the author
 // wrote, so they are errors.
-var rejectedTypeKeys = set("loop_group", "include", "workflow", "type")
+var rejectedTypeKeys = set("loop_group", "workflow", "type")
+
+// includeKey makes a node an include node; includeNodeFields are the
+// fields such a node takes (`with:` is reported as not implemented).
+const includeKey = "include"
+
+var includeNodeFields = set("id", includeKey, "depends_on", "when", "trigger_rule")
 
 // notImplementedNodeFields are node fields of the upstream format that
 // Switchyard accepts but does not act on.
 var notImplementedNodeFields = set(
-	"allowed_tools", "denied_tools", "hooks", "mcp", "skills", "agents", "pi",
+	"hooks", "skills", "agents", "pi",
 	"thinking", "maxBudgetUsd", "fallbackModel", "betas", "sandbox",
 	"persist_session", "description",
 	// sub-run fields, only meaningful with the rejected `workflow:` type
@@ -37,12 +43,12 @@ var approvalKeys = set("message", "capture_response", "on_reject")
 var onRejectKeys = set("prompt", "max_attempts")
 
 // topLevelFields are the workflow keys Switchyard implements.
-var topLevelFields = set("name", "description", "nodes", "provider", "model", "interactive", "mutates_checkout", "tags", "pass_env")
+var topLevelFields = set("name", "description", "nodes", "provider", "model", "interactive", "mutates_checkout", "tags", "pass_env", "worktree")
 
 // notImplementedTopLevel are upstream workflow keys Switchyard accepts but
 // does not act on.
 var notImplementedTopLevel = set(
-	"worktree", "modelReasoningEffort", "webSearchMode", "effort", "thinking",
+	"modelReasoningEffort", "webSearchMode", "effort", "thinking",
 	"fallbackModel", "betas", "sandbox", "container", "evidence_policy", "budget",
 	"persist_sessions", "requires", "inputs", "returns", "outcome_field",
 	"additionalDirectories",

@@ -29,8 +29,22 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("a: &a [*a]"))
 	f.Add([]byte("<<: *x"))
 	f.Add([]byte("name: x\nnodes:\n  - <<: {id: a, bash: b}\n    <<: [{x: 1}, 2]\n"))
+	f.Add([]byte("name: x\ndescription: d\nnodes:\n  - id: a\n    bash: echo\n  - id: r\n    include: block\n    depends_on: [a]\n    when: \"$a.output == 'x'\"\n  - id: z\n    prompt: $r.output\n    depends_on: [r]\n"))
+	f.Add([]byte("name: x\ndescription: d\nnodes:\n  - id: r\n    include: self\n"))
+	block, err := os.ReadFile("testdata/include/block.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		wf, diags, err := Parse("fuzz.yaml", data)
+		// Includes: "block" is a real block, any other name the fuzzed
+		// text itself (so includes nest until a cycle or the depth limit).
+		resolve := func(name string) (string, []byte, error) {
+			if name == "block" {
+				return "block.yaml", block, nil
+			}
+			return name + ".yaml", data, nil
+		}
+		wf, diags, err := Parse("fuzz.yaml", data, WithIncludeResolver(resolve))
 		hasErr := false
 		for _, d := range diags {
 			if d.Code == "" || (d.Severity != SeverityError && d.Severity != SeverityWarning) || d.File != "fuzz.yaml" {
@@ -94,6 +108,22 @@ func FuzzWhen(f *testing.F) {
 			t.Fatalf("String not stable: %q -> %q", str, e2.String())
 		}
 		_, _ = e.Eval(func(string, string) (any, bool, error) { return "1", true, nil })
-		_ = e.Refs()
+		// Renaming the references (includes) keeps the condition valid and
+		// renames exactly the references.
+		rename := map[string]string{}
+		var want []Ref
+		for _, r := range e.Refs() {
+			rename[r.NodeID] = "ns__" + r.NodeID
+		}
+		for _, r := range e.Refs() {
+			want = append(want, Ref{NodeID: rename[r.NodeID], Field: r.Field})
+		}
+		renamed, err := ParseWhen(renameWhenRefs(s, rename))
+		if err != nil {
+			t.Fatalf("renamed %q does not parse: %v", renameWhenRefs(s, rename), err)
+		}
+		if got := renamed.Refs(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("renamed refs of %q = %v, want %v", s, got, want)
+		}
 	})
 }

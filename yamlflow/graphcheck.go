@@ -108,6 +108,10 @@ func oneLine(s string) string {
 // outputRefRE finds $id.output references in text fields.
 var outputRefRE = regexp.MustCompile(`\$([A-Za-z_][A-Za-z0-9_-]*)\.output\b`)
 
+// outputFieldRefRE finds $id.output.field references (the field as the
+// engine reads it: a letter or '_', then letters, digits and '_').
+var outputFieldRefRE = regexp.MustCompile(`\$([A-Za-z_][A-Za-z0-9_-]*)\.output\.([A-Za-z_][A-Za-z0-9_]*)`)
+
 // checkGraph runs the checks that need every node: ids, edges, cycles and
 // references.
 func (p *parser) checkGraph(wf *Workflow) {
@@ -273,8 +277,30 @@ func (p *parser) checkOutputRefs(n *Node, byID map[string]*Node) {
 		// In prompts (Archon's rule) an unknown reference outside code is a
 		// load error: it is a typo that would reach the model as "". Inside
 		// inline or fenced code, and in scripts, it may be literal text.
-		if t.field == "prompt" || t.field == "loop.prompt" {
-			for _, m := range outputRefRE.FindAllStringSubmatch(withoutCode(t.text), -1) {
+		// A field reference ($id.output.field) of an unknown node is an
+		// error everywhere but in a prompt's code: nothing in a shell
+		// script looks like it by accident, and at run time it would
+		// quietly become "" where a value was expected.
+		prose := promptFields[t.field]
+		live := t.text
+		switch {
+		case prose:
+			live = withoutCode(t.text)
+		case t.field == "bash" || t.field == "loop.until_bash":
+			live = withoutLineComments(t.text, "#")
+		case t.field == "script":
+			live = withoutLineComments(t.text, "#", "//")
+		}
+		for _, m := range outputFieldRefRE.FindAllStringSubmatch(live, -1) {
+			id := m[1]
+			if byID[id] != nil || reported[id] {
+				continue
+			}
+			reported[id] = true
+			p.errorf(n.fieldLine(t.field), n.ID, t.field, CodeUnknownOutputRef, "$%s.output.%s reads a field of unknown node %q (no node has that id)", id, m[2], id)
+		}
+		if prose {
+			for _, m := range outputRefRE.FindAllStringSubmatch(live, -1) {
 				id := m[1]
 				if byID[id] != nil || reported[id] {
 					continue
@@ -292,6 +318,27 @@ func (p *parser) checkOutputRefs(n *Node, byID map[string]*Node) {
 			p.warnf(n.fieldLine(t.field), n.ID, t.field, CodeUnknownOutputRef, "$%s.output refers to unknown node %q; it will be replaced by an empty string", id, id)
 		}
 	}
+}
+
+// promptFields are the text fields sent to a model as the user's turn:
+// in them an unknown $id.output outside Markdown code is a load error.
+var promptFields = map[string]bool{"prompt": true, "loop.prompt": true, "approval.on_reject.prompt": true}
+
+// withoutLineComments blanks the lines of s that are whole-line comments
+// (after indentation, they start with one of prefixes): a comment that
+// explains "$node.output.field" is not a reference.
+func withoutLineComments(s string, prefixes ...string) string {
+	lines := strings.SplitAfter(s, "\n")
+	for i, line := range lines {
+		t := strings.TrimLeft(line, " \t")
+		for _, p := range prefixes {
+			if strings.HasPrefix(t, p) {
+				lines[i] = "\n"
+				break
+			}
+		}
+	}
+	return strings.Join(lines, "")
 }
 
 // withoutCode blanks Markdown code in s: fenced blocks (``` or ~~~) and

@@ -67,48 +67,53 @@ func TestLoaderErrors(t *testing.T) {
 		t.Fatalf("no testdata: %v", err)
 	}
 	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			wants := readWants(t, file)
-			if len(wants) == 0 {
-				t.Fatal("testdata file has no want comments")
-			}
-			_, diags, err := Load(file)
-			var got []want
-			for _, d := range diags {
-				got = append(got, want{d.Severity, d.Code, d.NodeID, d.Line})
-				if d.File != file {
-					t.Errorf("diagnostic file = %q, want %q", d.File, file)
-				}
-				if !strings.HasPrefix(d.Error(), file+":"+strconv.Itoa(d.Line)+": ") {
-					t.Errorf("diagnostic %q does not start with file:line", d.Error())
-				}
-			}
-			sortWants(got)
-			sortWants(wants)
-			if !reflect.DeepEqual(got, wants) {
-				t.Errorf("diagnostics differ\n got: %v\nwant: %v", got, wants)
-				for _, d := range diags {
-					t.Logf("  %s %s", d.Severity, d)
-				}
-			}
-			hasErr := slices.ContainsFunc(wants, func(w want) bool { return w.Severity == SeverityError })
-			if hasErr != (err != nil) {
-				t.Errorf("err = %v, want error: %v", err, hasErr)
-			}
-			if err != nil {
-				var le *LoadError
-				if !errors.As(err, &le) || !errors.Is(err, ErrInvalidWorkflow) {
-					t.Fatalf("err %T is not a *LoadError matching ErrInvalidWorkflow", err)
-				}
-				if len(le.Diagnostics) != len(Errors(diags)) {
-					t.Errorf("LoadError holds %d diagnostics, want the %d errors", len(le.Diagnostics), len(Errors(diags)))
-				}
-				var d Diagnostic
-				if !errors.As(err, &d) || d != le.Diagnostics[0] {
-					t.Errorf("errors.As(err, &Diagnostic) = %v, want the first error", d)
-				}
-			}
-		})
+		t.Run(filepath.Base(file), func(t *testing.T) { checkWantFile(t, file) })
+	}
+}
+
+// checkWantFile loads file and checks that its diagnostics are exactly the
+// ones its want comments list.
+func checkWantFile(t *testing.T, file string) {
+	t.Helper()
+	wants := readWants(t, file)
+	if len(wants) == 0 {
+		t.Fatal("testdata file has no want comments")
+	}
+	_, diags, err := Load(file)
+	var got []want
+	for _, d := range diags {
+		got = append(got, want{d.Severity, d.Code, d.NodeID, d.Line})
+		if d.File != file {
+			t.Errorf("diagnostic file = %q, want %q", d.File, file)
+		}
+		if !strings.HasPrefix(d.Error(), file+":"+strconv.Itoa(d.Line)+": ") {
+			t.Errorf("diagnostic %q does not start with file:line", d.Error())
+		}
+	}
+	sortWants(got)
+	sortWants(wants)
+	if !reflect.DeepEqual(got, wants) {
+		t.Errorf("diagnostics differ\n got: %v\nwant: %v", got, wants)
+		for _, d := range diags {
+			t.Logf("  %s %s", d.Severity, d)
+		}
+	}
+	hasErr := slices.ContainsFunc(wants, func(w want) bool { return w.Severity == SeverityError })
+	if hasErr != (err != nil) {
+		t.Errorf("err = %v, want error: %v", err, hasErr)
+	}
+	if err != nil {
+		var le *LoadError
+		if !errors.As(err, &le) || !errors.Is(err, ErrInvalidWorkflow) {
+			t.Fatalf("err %T is not a *LoadError matching ErrInvalidWorkflow", err)
+		}
+		if len(le.Diagnostics) != len(Errors(diags)) {
+			t.Errorf("LoadError holds %d diagnostics, want the %d errors", len(le.Diagnostics), len(Errors(diags)))
+		}
+		var d Diagnostic
+		if !errors.As(err, &d) || d != le.Diagnostics[0] {
+			t.Errorf("errors.As(err, &Diagnostic) = %v, want the first error", d)
+		}
 	}
 }
 
@@ -132,7 +137,7 @@ func TestLoaderMessages(t *testing.T) {
 		{"cycle.yaml", CodeDependencyCycle, []string{"self -> self"}},
 		{"unknown_dependency.yaml", CodeUnknownDependency, []string{`"biuld"`, `did you mean "build"`}},
 		{"unknown_fields.yaml", CodeUnknownField, []string{`field "depend_on"`, `did you mean "depends_on"`}},
-		{"unknown_fields.yaml", CodeNotImplemented, []string{`node "a": field "allowed_tools": not implemented`}},
+		{"unknown_fields.yaml", CodeNotImplemented, []string{`node "a": field "skills": not implemented`}},
 		{"unknown_fields.yaml", CodeUnknownOutputRef, []string{"$ghost.output"}},
 		{"empty_bodies.yaml", CodeEmptyBash, []string{`node "b": field "bash": must not be empty`}},
 		{"when.yaml", CodeBadWhen, []string{`"$classify.output = 'bug'"`, "use =="}},
@@ -328,14 +333,14 @@ func TestExtraKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(wf.Extra, map[string]any{"worktree": map[string]any{"enabled": false}, "colour": "blue"}) {
+	if !reflect.DeepEqual(wf.Extra, map[string]any{"budget": int64(3), "colour": "blue"}) {
 		t.Errorf("workflow Extra = %#v", wf.Extra)
 	}
 	a := wf.Node("a")
 	want := map[string]any{
-		"allowed_tools": []any{"Read"},
-		"hooks":         map[string]any{"PreToolUse": []any{map[string]any{"matcher": "Write"}}},
-		"depend_on":     []any{"b"},
+		"skills":    []any{"x"},
+		"hooks":     map[string]any{"PreToolUse": []any{map[string]any{"matcher": "Write"}}},
+		"depend_on": []any{"b"},
 	}
 	if !reflect.DeepEqual(a.Extra, want) {
 		t.Errorf("node Extra = %#v, want %#v", a.Extra, want)

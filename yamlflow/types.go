@@ -92,7 +92,13 @@ type Workflow struct {
 	// PassEnv names environment variables of the Switchyard process that
 	// this workflow's bash and script nodes may see (beyond the allowlist).
 	PassEnv []string
-	Nodes   []*Node
+	// Worktree is the `worktree:` block (Archon's isolation setting); nil
+	// when the file has none.
+	Worktree *WorktreeConfig
+	Nodes    []*Node
+	// Includes lists the workflow files inlined by `include:` nodes (nested
+	// ones too), each once, in the order they were first read.
+	Includes []IncludedWorkflow
 
 	// File is the path the workflow was loaded from, as given to Load/Parse.
 	File string
@@ -131,6 +137,29 @@ func (w *Workflow) buildIndex() {
 			w.index[n.ID] = n
 		}
 	}
+}
+
+// WorktreeConfig is a workflow's `worktree:` block: whether a run gets an
+// isolated git worktree. Enabled is nil when the file does not say.
+type WorktreeConfig struct {
+	Enabled *bool
+}
+
+// NodeOrigin is where an inlined node was written.
+type NodeOrigin struct {
+	Workflow string // the include target as written (`include: archon-review-block`)
+	File     string // the file that holds the node, as the include resolver named it
+	ID       string // the node's id in that file
+	Line     int    // the node's line in that file
+}
+
+// IncludedWorkflow is one workflow file an `include:` inlined (directly or
+// through another include), with the source that was used: enough for
+// SourcesIncludeResolver to load the workflow again without the files.
+type IncludedWorkflow struct {
+	Name   string `json:"name"` // the include target as written
+	File   string `json:"file"`
+	Source string `json:"source"`
 }
 
 // Retry is a node's retry policy.
@@ -191,6 +220,18 @@ type Node struct {
 	Context       string         // "fresh" or "shared" on AI nodes ("fresh" by default), "" otherwise
 	IdleTimeoutMS int            // 0 = engine default
 
+	// Agent fields (AI nodes only). AllowedTools nil means the field is
+	// absent (the engine's default tools); non-nil and empty (`[]`) means no
+	// tools at all. Entries are tool names or '*' globs (see MatchToolName);
+	// ToolEnabled applies both lists.
+	AllowedTools []string
+	DeniedTools  []string
+	// ApproveTools lists the calls that wait for a person's approval before
+	// they run (see ToolPattern for the matching rule, NeedsApproval).
+	ApproveTools []ToolPattern
+	MaxTurns     int        // 0 = engine default (DefaultMaxTurns)
+	MCP          *MCPConfig // nil = no MCP servers
+
 	// Per kind.
 	Command      string   // command: the command file's name
 	Prompt       string   // prompt: inline prompt text
@@ -203,9 +244,28 @@ type Node struct {
 	Approval     *Approval
 	CancelReason string // cancel: the reason string
 
-	// Extra keeps node fields Switchyard does not implement (allowed_tools,
-	// hooks, mcp, ...), by key. Each one also produced a warning.
+	// Extra keeps node fields Switchyard does not implement (hooks,
+	// skills, ...), by key. Each one also produced a warning.
 	Extra map[string]any
+
+	// IncludedFrom is the id of the include node of this workflow the node
+	// was inlined from ("review" for review__sync); "" for the file's own
+	// nodes. Nodes of nested includes name the outermost include.
+	IncludedFrom string
+	// Origin says where an inlined node was written; nil for the file's own
+	// nodes.
+	Origin *NodeOrigin
+
+	// includeNode marks an `include:` node; after a successful expansion
+	// none is left. include is its target as written.
+	includeNode bool
+	include     string
+	// refs maps every node id visible in the file the node was written in
+	// to its id in this (flattened) workflow; nil = every id is itself.
+	refs map[string]string
+	// written is the node as its file wrote it, when loading rewrote its
+	// references (includes); the canvas shows that.
+	written *Node
 
 	outputSchema *jsonschema.Schema
 	depLines     []int          // line of each DependsOn entry

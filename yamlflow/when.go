@@ -176,6 +176,38 @@ func (e *Expr) Refs() []Ref {
 	return out
 }
 
+// renameWhenRefs renames the node ids of the references in condition src
+// by rename (ids not in it are kept), leaving the rest of the text as it
+// is. A condition that does not parse is returned unchanged.
+func renameWhenRefs(src string, rename map[string]string) string {
+	lx := &lexer{src: src}
+	toks, err := lx.all()
+	if err != nil {
+		return src
+	}
+	var b strings.Builder
+	last := 0
+	for _, t := range toks {
+		if t.kind != tokOperand || t.val.kind != litNone {
+			continue
+		}
+		id := t.val.ref.NodeID
+		to, ok := rename[id]
+		if !ok || to == id {
+			continue
+		}
+		start := t.pos + 1 // after '$'
+		b.WriteString(src[last:start])
+		b.WriteString(to)
+		last = start + len(id)
+	}
+	if last == 0 {
+		return src
+	}
+	b.WriteString(src[last:])
+	return b.String()
+}
+
 // Eval evaluates the condition, asking lookup for each referenced value as
 // needed (&& and || short-circuit). A nil Expr is true: no condition.
 func (e *Expr) Eval(lookup func(nodeID string, field string) (value any, ok bool, err error)) (bool, error) {

@@ -384,3 +384,20 @@ func TestValidateYAMLProviders(t *testing.T) {
 		t.Errorf("claude with key: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
+
+// validate expands include: nodes from the file's folder; a missing block
+// is an error naming the include node.
+func TestValidateYAMLInclude(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "block.yaml", "name: block\ndescription: d\nnodes:\n  - id: x\n    bash: echo x\n")
+	parent := writeFile(t, dir, "parent.yaml", "name: p\ndescription: d\nnodes:\n  - id: a\n    bash: echo\n  - id: review\n    include: block\n    depends_on: [a]\n")
+	missing := writeFile(t, dir, "missing.yaml", "name: m\ndescription: d\nnodes:\n  - id: review\n    include: nope\n")
+	if code, stdout, stderr := run(t, "validate", parent); code != exitOK || !strings.Contains(stdout, parent+": ok") {
+		t.Errorf("parent: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr := run(t, "validate", missing)
+	if code != exitFailed || !strings.Contains(stdout+stderr, "include_not_found") || !strings.Contains(stdout+stderr, `node "review"`) {
+		t.Errorf("missing: exit %d\n%s%s", code, stdout, stderr)
+	}
+}

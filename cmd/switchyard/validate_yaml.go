@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/switchyard/switchyard/graph"
 	"github.com/switchyard/switchyard/llm"
@@ -28,7 +29,8 @@ func validateYAMLFile(path string) ([]graph.Problem, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read: %w", pathCause(err))
 	}
-	wf, diags, _ := yamlflow.Parse(path, data) // the diagnostics hold every error
+	// include: nodes name workflows beside the file.
+	wf, diags, _ := yamlflow.Parse(path, data, yamlflow.WithIncludeDir(filepath.Dir(path))) // the diagnostics hold every error
 	problems := yamlflow.Problems(diags)
 	if wf != nil {
 		problems = append(problems, providerWarnings(path, wf)...)
