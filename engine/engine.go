@@ -119,6 +119,8 @@ type StartOptions struct {
 	WorkDir    string
 	// workspace gives the run a fresh folder under WorkspaceRoot as WorkDir.
 	workspace bool
+	// runID, when set, is the new run's id (chosen early for its worktree).
+	runID string
 }
 
 // New builds an engine.
@@ -360,8 +362,12 @@ func newRunID() string {
 func (e *Engine) start(ctx context.Context, p *plan, kind string, def json.RawMessage, opt StartOptions,
 	seed func(r *runner, root int)) (*Run, error) {
 	now := time.Now().UTC()
+	id := opt.runID
+	if id == "" {
+		id = newRunID()
+	}
 	run := &Run{
-		ID: newRunID(), WorkflowID: opt.WorkflowID, Kind: kind, Definition: def,
+		ID: id, WorkflowID: opt.WorkflowID, Kind: kind, Definition: def,
 		Status: StatusPending, Input: opt.Input, WorkDir: opt.WorkDir,
 		PendingApprovals: []PendingApproval{}, CreatedAt: now, UpdatedAt: now,
 	}

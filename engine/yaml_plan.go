@@ -67,13 +67,21 @@ type yamlDefinition struct {
 	Dir    string     `json:"dir"`
 	Source string     `json:"source"`
 	Config yamlConfig `json:"config"`
+	// Includes are the files include: nodes inlined, as they were when the
+	// run started: a run continued later expands the same blocks.
+	Includes []yamlflow.IncludedWorkflow `json:"includes,omitempty"`
 }
 
 // ParseYAMLWorkflow parses workflow source the way StartYAML does. A
 // workflow with errors is an *InvalidError (errors.Is ErrInvalidWorkflow)
 // carrying every diagnostic; warnings come back with a valid workflow.
-func ParseYAMLWorkflow(file string, source []byte) (*yamlflow.Workflow, []graph.Problem, error) {
-	wf, diags, err := yamlflow.Parse(file, source)
+//
+// include: nodes are looked up beside file unless opts say otherwise.
+func ParseYAMLWorkflow(file string, source []byte, opts ...yamlflow.ParseOption) (*yamlflow.Workflow, []graph.Problem, error) {
+	if file != "" && len(opts) == 0 {
+		opts = []yamlflow.ParseOption{yamlflow.WithIncludeDir(filepath.Dir(file))}
+	}
+	wf, diags, err := yamlflow.Parse(file, source, opts...)
 	probs := yamlflow.Problems(diags)
 	if err != nil {
 		var le *yamlflow.LoadError
@@ -125,7 +133,14 @@ func (e *Engine) StartYAML(ctx context.Context, file string, source []byte, opt 
 	if abs, err := filepath.Abs(opt.WorkDir); err == nil {
 		opt.WorkDir = abs
 	}
-	def, err := json.Marshal(yamlDefinition{File: file, Dir: wf.Dir, Source: string(source), Config: cfg})
+	if wf.Worktree != nil && wf.Worktree.Enabled != nil && *wf.Worktree.Enabled {
+		wt, err := e.worktreeFor(ctx, opt.WorkDir, &opt)
+		if err != nil {
+			return nil, err
+		}
+		opt.WorkDir = wt
+	}
+	def, err := json.Marshal(yamlDefinition{File: file, Dir: wf.Dir, Source: string(source), Config: cfg, Includes: wf.Includes})
 	if err != nil {
 		return nil, fmt.Errorf("snapshot workflow: %w", err)
 	}
@@ -141,7 +156,7 @@ func compileYAMLRun(e *Engine, run *Run) (*plan, error) {
 	if err := json.Unmarshal(run.Definition, &def); err != nil {
 		return nil, fmt.Errorf("run %s: decode YAML definition: %w", run.ID, err)
 	}
-	wf, _, err := ParseYAMLWorkflow(def.File, []byte(def.Source))
+	wf, _, err := ParseYAMLWorkflow(def.File, []byte(def.Source), yamlflow.WithIncludeResolver(yamlflow.SnapshotIncludeResolver(def.Includes)))
 	if err != nil {
 		return nil, fmt.Errorf("run %s: re-parse workflow: %w", run.ID, err)
 	}

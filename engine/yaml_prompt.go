@@ -27,6 +27,9 @@ func runPromptNode(ctx context.Context, x *Exec, spec *yamlSpec, d *Decision, re
 		if text, err = loadCommand(spec.rs, x.WorkDir(), n.Command); err != nil {
 			return Result{}, err
 		}
+		// A command file of an included block names its block-mates by
+		// their ids in the block: rename them as the loader did the rest.
+		text = n.RewriteOutputRefs(text)
 	}
 	vars := &yamlVars{x: x, spec: spec, mode: modePrompt}
 	user, err := vars.substitute(text, nil)
@@ -192,6 +195,11 @@ func llmTurn(ctx context.Context, x *Exec, spec *yamlSpec, vars *yamlVars, histo
 	if err != nil {
 		return "", nil, err
 	}
+	mt, err := a.yamlMCPTools(ctx, spec)
+	if err != nil {
+		return "", nil, permanent(err)
+	}
+	tools = append(tools, mt...)
 	l := newToolLoop(a, o.session, llm.Request{Model: model, Effort: n.Effort, Schema: n.OutputFormat,
 		IdleTimeout: time.Duration(n.IdleTimeoutMS) * time.Millisecond}, tools, pol.maxTurns)
 	l.deltas = newCoalescer(x)

@@ -1,10 +1,14 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/switchyard/switchyard/engine/tools"
+	"github.com/switchyard/switchyard/mcp"
 )
 
 // yamlToolPolicy reads an AI node's tools as Archon means them: no
@@ -14,24 +18,18 @@ import (
 func yamlToolPolicy(spec *yamlSpec) toolPolicy {
 	n := spec.n
 	var p toolPolicy
-	allowed, hasAllowed := stringList(n.Extra["allowed_tools"])
-	denied, _ := stringList(n.Extra["denied_tools"])
-	if !hasAllowed {
-		allowed = tools.Names()
-	}
-	for _, name := range allowed {
-		if _, ok := tools.Lookup(name); !ok || matchesAny(denied, name) {
-			continue
+	for _, name := range tools.Names() {
+		if n.ToolEnabled(name) {
+			p.builtins = append(p.builtins, name)
 		}
-		p.builtins = append(p.builtins, name)
 	}
-	if approve, ok := stringList(n.Extra["approve_tools"]); ok && len(approve) > 0 {
-		pats := parseToolPatterns(approve)
-		p.approve = func(name string, args json.RawMessage) bool { return matchToolPatterns(pats, name, args) }
+	if len(n.ApproveTools) > 0 {
+		p.approve = func(name string, args json.RawMessage) bool {
+			_, ok := n.NeedsApproval(name, args)
+			return ok
+		}
 	}
-	if v, ok := n.Extra["max_turns"].(int); ok {
-		p.maxTurns = v
-	}
+	p.maxTurns = n.MaxTurns
 	return p
 }
 
@@ -45,31 +43,54 @@ func (p toolPolicy) mutates() bool {
 	return false
 }
 
-func matchesAny(pats []string, name string) bool {
-	for _, p := range pats {
-		if ok, _ := filepath.Match(p, name); ok || p == name {
-			return true
-		}
+// yamlMCPTools offers the tools of the node's mcp: servers that its
+// allowed_tools/denied_tools let through. A file is looked up in the
+// workflow's folder, then in the run's working directory (Archon keeps
+// them under .archon/mcp/ of the repository).
+func (a *agentCall) yamlMCPTools(ctx context.Context, spec *yamlSpec) ([]*agentTool, error) {
+	n := spec.n
+	if n.MCP == nil {
+		return nil, nil
 	}
-	return false
+	cfg, err := yamlMCPConfig(spec, a.x.WorkDir())
+	if err != nil {
+		return nil, fmt.Errorf("node %q: mcp: %w", n.ID, err)
+	}
+	ts, err := a.mcpTools(ctx, cfg, nil, n.ToolEnabled)
+	if err != nil {
+		return nil, fmt.Errorf("node %q: %w", n.ID, err)
+	}
+	return ts, nil
 }
 
-// stringList reads a YAML list of strings; ok is false when the field is
-// absent (nil), so an empty list stays distinct.
-func stringList(v any) ([]string, bool) {
-	switch t := v.(type) {
-	case nil:
-		return nil, false
-	case []any:
-		out := make([]string, 0, len(t))
-		for _, e := range t {
-			if s, ok := e.(string); ok {
-				out = append(out, s)
+func yamlMCPConfig(spec *yamlSpec, workDir string) (mcp.Config, error) {
+	m := spec.n.MCP
+	if m.File != "" {
+		path := m.File
+		if !filepath.IsAbs(path) {
+			cands := []string{}
+			if spec.rs.wf.Dir != "" {
+				cands = append(cands, filepath.Join(spec.rs.wf.Dir, path))
+			}
+			if workDir != "" {
+				cands = append(cands, filepath.Join(workDir, path))
+			}
+			path = ""
+			for _, c := range cands {
+				if _, err := os.Stat(c); err == nil {
+					path = c
+					break
+				}
+			}
+			if path == "" {
+				return mcp.Config{}, fmt.Errorf("file %q not found (looked in %v)", m.File, cands)
 			}
 		}
-		return out, true
-	case []string:
-		return t, true
+		return mcp.LoadConfigFile(path)
 	}
-	return nil, true
+	raw, err := json.Marshal(m.Raw)
+	if err != nil {
+		return mcp.Config{}, err
+	}
+	return mcp.ParseConfig(raw, fmt.Sprintf("%s: node %q mcp", spec.rs.wf.File, spec.n.ID))
 }

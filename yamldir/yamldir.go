@@ -425,7 +425,10 @@ func (y *Folder) entryBySource(f file, src []byte) *entry {
 	if int64(len(src)) != ent.size {
 		ent.size = -1 // changed while we looked: parse again next time
 	}
-	wf, diags, _ := yamlflow.Parse(y.display(f.rel), src)
+	// include: blocks are looked up beside the file. (The cache keys on the
+	// file's own text: an edited block shows on the next change of the file
+	// or restart.)
+	wf, diags, _ := yamlflow.Parse(y.display(f.rel), src, yamlflow.WithIncludeDir(filepath.Dir(f.abs)))
 	ent.problems = yamlflow.Problems(diags)
 	switch {
 	case graph.HasErrors(ent.problems):
