@@ -244,6 +244,7 @@ type Stats struct {
 	Ops            uint64 // synchronous operations committed (checkpoints, run creations, lease changes)
 	WriteErrors    uint64 // batches that failed to commit
 	Retries        uint64 // batches run again after a deadlock or serialization failure (PostgreSQL; 0 on SQLite)
+	ConnRetries    uint64 // batches run again after the database could not be reached or went away, e.g. restarted (PostgreSQL; 0 on SQLite)
 	EventsRetried  uint64 // events put back in the queue after a failed batch
 	EventsDropped  uint64 // events given up on (repeated failures, unknown run or duplicate seq, store closed)
 	QueueFullWaits uint64 // enqueues that found the queue full and had to wait
