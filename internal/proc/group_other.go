@@ -36,3 +36,8 @@ type Group struct {
 // KillGroups does nothing outside Linux: a group cannot be told from a
 // reused pid there.
 func KillGroups([]Group, time.Duration) ([]Group, error) { return nil, nil }
+
+// No reaper outside Linux: steps may outlive a killed driver there.
+func registerGroup(Group) {}
+
+func unregisterGroup(int) {}
