@@ -67,6 +67,9 @@ export type PendingApproval = Schemas['PendingApproval'];
 /** A node waiting for a decision, as the approvals inbox lists it. */
 export type Approval = Schemas['Approval'];
 
+/** An agent's tool call waiting for a reviewer (Approval.tool, PendingApproval.tool). */
+export type ToolApproval = Schemas['ToolApproval'];
+
 export type Run = {
   runId: string;
   workflowId?: string | null;
@@ -102,7 +105,11 @@ export type EventType =
   | 'run_status'
   | 'subagent_call_start'
   | 'subagent_call_end'
-  | 'subagent_call_error';
+  | 'subagent_call_error'
+  | 'llm_turn'
+  | 'tool_call'
+  | 'tool_result'
+  | 'output';
 
 export type RunEvent = {
   seq: number;
@@ -130,6 +137,8 @@ export type AppConfig = {
   models: string[];
   defaultModel: string;
   reasoningEfforts: string[];
+  /** MCP servers of `serve --mcp-config` drawn agents may pick (absent on servers without it). */
+  mcpServers?: { name: string }[];
 };
 
 export type RunStatusMessage = {

@@ -13,6 +13,7 @@ import { PanelToggle } from './PanelToggle';
 import { fmtCost } from './RunsPage';
 import { usePanels } from '../store/panels';
 import { LogPanel } from './LogPanel';
+import { ToolApprovalDetails, TranscriptView } from './ToolViews';
 
 const STREAM_TEXT: Record<string, string> = {
   idle: '',
@@ -45,14 +46,18 @@ function ApprovalCard({ p }: { p: PendingApproval }) {
         <span className="sy-muted small">waiting since {fmtTime(p.since)}</span>
       </div>
       {p.prompt && <p className="approval-card__prompt">{p.prompt}</p>}
-      {p.input && (
-        <details open>
-          <summary>Output to approve</summary>
-          <pre className="code-block">{p.input}</pre>
-        </details>
+      {p.tool ? (
+        <ToolApprovalDetails tool={p.tool} testPrefix={`approval-card-${p.nodeId}`} />
+      ) : (
+        p.input && (
+          <details open>
+            <summary>Output to approve</summary>
+            <pre className="code-block">{p.input}</pre>
+          </details>
+        )
       )}
       <label className="field">
-        <span>Note</span>
+        <span>{p.tool ? 'Note (a rejection’s note reaches the model)' : 'Note'}</span>
         <textarea rows={2} aria-label={`Approval note for ${p.nodeId}`} value={note} onChange={(e) => setNote(e.target.value)} data-testid={`approval-note-${p.nodeId}`} />
       </label>
       <div className="approval-card__buttons">
@@ -121,6 +126,7 @@ function NodeDetails() {
   const st = useRun((s) => (id ? (viewLog(s).nodes[id] ?? idleState()) : null));
   const output = useRun((s) => (id && !s.replay ? s.run?.outputs?.[id] : undefined));
   const log = useRun(viewLog);
+  const transcript = id ? log.transcripts[id] : undefined;
   const setFilter = useRun((s) => s.setFilter);
   if (!id || !st) return <div className="panel-empty">Click a node to see its prompt, output and errors.</div>;
   const d = (node?.data ?? {}) as { agentName?: string; label?: string };
@@ -185,6 +191,14 @@ function NodeDetails() {
             {st.prompt}
           </pre>
         </details>
+      )}
+      {transcript && transcript.items.length > 0 && (
+        <div className="detail-block">
+          <h3>
+            Tool calls <span className="sy-muted">({st.toolCalls})</span>
+          </h3>
+          <TranscriptView transcript={transcript} />
+        </div>
       )}
       <div className="detail-block">
         <h3>Output{st.status === 'running' ? ' (streaming)' : ''}</h3>
