@@ -217,6 +217,50 @@ export function EditorCanvas({
   );
 }
 
+/**
+ * Brings a node that starts waiting on a tool call into view once its
+ * card (arguments, diff, buttons) has made it taller: the reviewer should
+ * not have to hunt for the buttons below the fold.
+ */
+function useRevealToolApprovals() {
+  const rf = useReactFlow();
+  const keys = useRun((s) =>
+    s.replay
+      ? ''
+      : (s.run?.pendingApprovals ?? [])
+          .filter((p) => p.tool)
+          .map((p) => `${p.nodeId}\u0000${p.tool!.callId}`)
+          .join('\u0001'),
+  );
+  const ids = useMemo(() => (keys ? keys.split('\u0001').map((k) => k.split('\u0000')[0]!) : []), [keys]);
+  const sizes = useRun((s) =>
+    ids
+      .map((id) => {
+        const m = s.nodes.find((n) => n.id === id)?.measured;
+        return `${m?.width ?? 0}x${m?.height ?? 0}`;
+      })
+      .join(','),
+  );
+  // Waits seen, with the node's size when the wait appeared (null once shown).
+  const seen = useRef(new Map<string, string | null>());
+  useEffect(() => {
+    const list = keys ? keys.split('\u0001') : [];
+    const size = sizes.split(',');
+    const reveal: string[] = [];
+    list.forEach((k, i) => {
+      const before = seen.current.get(k);
+      if (before === undefined) seen.current.set(k, size[i] ?? '');
+      else if (before !== null && before !== size[i]) {
+        seen.current.set(k, null);
+        reveal.push(k.split('\u0000')[0]!);
+      }
+    });
+    if (reveal.length === 0) return;
+    const zoom = rf.getZoom();
+    void rf.fitView({ nodes: reveal.map((id) => ({ id })), padding: 0.1, maxZoom: zoom, minZoom: Math.min(zoom, 0.5), duration: 200 });
+  }, [keys, sizes, rf]);
+}
+
 export function RunCanvas() {
   const stored = useRun((s) => s.nodes);
   const nodes = useMemo(() => withGroups(stored), [stored]);
@@ -228,6 +272,7 @@ export function RunCanvas() {
   const colorMode = useColorMode();
   const far = useFarClass();
   useFitOnRequest(fitRequest);
+  useRevealToolApprovals();
   const onNodeClick: NodeMouseHandler<FlowNode> = useCallback((_, n) => select(isGroupNodeId(n.id) ? null : n.id), [select]);
   const onPaneClick = useCallback(() => select(null), [select]);
   return (

@@ -321,7 +321,7 @@ function ApprovalPatterns({ tools, readOnly, onChange }: ToolsProps) {
       <label htmlFor={id}>More tools that need approval</label>
       <textarea
         id={id}
-        rows={2}
+        rows={3}
         value={text}
         readOnly={readOnly}
         placeholder={'Bash(git push:*)\nmcp__github__create_*'}

@@ -26,6 +26,7 @@ const TYPE_TEXT: Record<string, string> = {
   tool_call: 'tool call',
   tool_result: 'tool result',
   output: 'output',
+  process_start: 'process',
 };
 
 /** The first line of a long text, cut: a tool's whole output stays in the node's transcript. */

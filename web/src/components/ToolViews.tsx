@@ -87,10 +87,10 @@ const STATUS_TEXT: Record<ToolCallStatus, string> = {
 };
 const STATUS_ICON: Record<ToolCallStatus, string> = {
   running: '…',
-  waiting: '⏸',
+  waiting: '‖',
   ok: '✓',
   error: '✗',
-  denied: '⛔',
+  denied: '⊘',
   stopped: '■',
 };
 

@@ -68,9 +68,9 @@ describe('agent tools data', () => {
   it('summarises the tools as node chips', () => {
     expect(toolChips({ builtin: ['Read', 'Write'], approve: ['Write', 'Bash(rm:*)'], mcp: ['github'] }).map((c) => [c.text, c.approve])).toEqual([
       ['Read', false],
-      ['Write ✋', true],
+      ['Write ⚑', true],
       ['mcp:github', false],
-      ['✋ 1', true],
+      ['⚑ 1', true],
     ]);
     expect(toolChips(undefined)).toEqual([]);
   });

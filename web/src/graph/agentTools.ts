@@ -104,10 +104,10 @@ export function toolChips(t: AgentTools | undefined): { text: string; title: str
   const approve = approveOf(t);
   for (const b of builtinOf(t)) {
     const gated = approve.includes(b);
-    out.push({ text: gated ? `${b} ✋` : b, title: gated ? `${b}: each call waits for a reviewer` : `${b}: ${BUILTIN_HINTS[b as BuiltinTool] ?? 'tool'}`, approve: gated });
+    out.push({ text: gated ? `${b} ⚑` : b, title: gated ? `${b}: each call waits for a reviewer` : `${b}: ${BUILTIN_HINTS[b as BuiltinTool] ?? 'tool'}`, approve: gated });
   }
   for (const m of mcpOf(t)) out.push({ text: `mcp:${m}`, title: `MCP server ${m}`, approve: false });
   const extra = extraPatterns(t);
-  if (extra.length > 0) out.push({ text: `✋ ${extra.length}`, title: `Calls matching these wait for a reviewer: ${extra.join(', ')}`, approve: true });
+  if (extra.length > 0) out.push({ text: `⚑ ${extra.length}`, title: `Calls matching these wait for a reviewer: ${extra.join(', ')}`, approve: true });
   return out;
 }

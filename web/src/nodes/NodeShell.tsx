@@ -92,7 +92,7 @@ export const NodeShell = memo(function NodeShell(p: Props) {
       </div>
       {waitText && (
         <div className="sy-node__wait" data-testid={`node-wait-tool-${p.id}`} title={waitTool?.prompt}>
-          <span aria-hidden="true">⏸</span> waits for approval of <b>{waitText}</b>
+          <span aria-hidden="true">‖</span> waits for approval of <b>{waitText}</b>
         </div>
       )}
       {meta && (

@@ -359,11 +359,14 @@ export function applyEvents(prev: RunLog, batch: readonly RunEvent[]): RunLog {
         push(e, { depth: loopDepth(e) + 1, status: st, meta: `${String(e.data?.tool ?? '')} · ${resultMeta(e.data)}` });
         break;
       }
-      case 'output':
-        // A Bash tool's streamed output goes to its call too (bash nodes have no transcript).
-        if (isNode && (prev.transcripts[e.nodeId] !== undefined || drafts.has(e.nodeId))) transcript(e.nodeId).apply(e);
-        push(e);
+      case 'output': {
+        // A Bash tool's streamed output goes to its call too, and its log
+        // line under the call's (bash nodes have no transcript).
+        const known = isNode && (prev.transcripts[e.nodeId] !== undefined || drafts.has(e.nodeId));
+        if (known && transcript(e.nodeId).attachOutput(e)) push(e, { depth: (callDepth[e.nodeId] ?? 0) + 1 });
+        else push(e);
         break;
+      }
       case 'input_received': {
         if (isNode) {
           const s = node(e.nodeId);

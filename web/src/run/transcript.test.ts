@@ -204,6 +204,8 @@ describe('tool transcript', () => {
       ['llm_turn', 0],
       ['tool_call', 1],
     ]);
+    // A Bash call's streamed output is nested under it too.
+    expect(log.lines.filter((l) => l.type === 'output').map((l) => l.depth)).toEqual([1, 1]);
     // The streamed line became the first turn's line: no duplicate text.
     expect(log.lines.filter((l) => l.content === 'Let me look at the code.')).toHaveLength(1);
     expect(log.lines.find((l) => l.type === 'llm_turn')).toMatchObject({ streaming: false, meta: 'turn 1 · 2 tool calls' });
@@ -229,6 +231,7 @@ describe('tool transcript', () => {
     seq = 0;
     const log = applyEvents(emptyRunLog(), [ev('sh', 'step_start'), ev('sh', 'output', 'hi', { stream: 'stdout' })]);
     expect(log.transcripts).toEqual({});
+    expect(log.lines[1]!.depth).toBe(0);
   });
 });
 

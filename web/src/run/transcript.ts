@@ -197,21 +197,28 @@ export class TranscriptDraft {
         this.update(i, { decision, status: it.status === 'waiting' ? 'running' : it.status });
         return;
       }
-      case 'output': {
-        // Output events carry no call id: they are the node's running Bash
-        // call's (the newest one, when a turn runs several).
-        for (let i = this.items.length - 1; i >= 0; i--) {
-          const it = this.items[i]!;
-          if (it.kind === 'call' && it.status === 'running' && it.tool === 'Bash') {
-            let live = it.live + (e.content ?? '') + ((e.content ?? '').endsWith('\n') ? '' : '\n');
-            if (live.length > LIVE_LIMIT) live = live.slice(live.length - LIVE_LIMIT);
-            this.update(i, { live });
-            return;
-          }
-        }
+      case 'output':
+        this.attachOutput(e);
         return;
+    }
+  }
+
+  /**
+   * Adds streamed output to the node's running Bash call: output events
+   * carry no call id, so it is the newest running one. Returns whether
+   * there was one.
+   */
+  attachOutput(e: RunEvent): boolean {
+    for (let i = this.items.length - 1; i >= 0; i--) {
+      const it = this.items[i]!;
+      if (it.kind === 'call' && it.status === 'running' && it.tool === 'Bash') {
+        let live = it.live + (e.content ?? '') + ((e.content ?? '').endsWith('\n') ? '' : '\n');
+        if (live.length > LIVE_LIMIT) live = live.slice(live.length - LIVE_LIMIT);
+        this.update(i, { live });
+        return true;
       }
     }
+    return false;
   }
 
   /** Calls that never got a result once their node or run stopped. */
