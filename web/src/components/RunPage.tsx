@@ -85,7 +85,7 @@ function Approvals() {
       <h2 className="side-title">Waiting for approval ({list.length})</h2>
       <ul>
         {list.map((p) => (
-          <ApprovalCard key={p.nodeId} p={p} />
+          <ApprovalCard key={`${p.nodeId}/${p.tool?.callId ?? ''}`} p={p} />
         ))}
       </ul>
     </section>

@@ -563,13 +563,13 @@ export function fmtDuration(ms: number): string {
   return `${m} min ${Math.round((ms % 60_000) / 1000)} s`;
 }
 
-/** A node's run facts for its canvas badge: visits, last duration, tokens. */
+/** A node's run facts for its canvas badge: visits, last duration, tool calls, tokens. */
 export function nodeMeta(s: NodeRunState | undefined): string {
   if (!s) return '';
   const parts: string[] = [];
   if (s.visits > 1) parts.push(`×${s.visits}`);
   if (s.durationMs !== null) parts.push(fmtDuration(s.durationMs));
-  if (s.tokens > 0) parts.push(`${s.tokens.toLocaleString('en-US')} tok`);
   if (s.toolCalls > 0) parts.push(`${s.toolCalls} tool call${s.toolCalls === 1 ? '' : 's'}`);
+  if (s.tokens > 0) parts.push(`${s.tokens.toLocaleString('en-US')} tok`);
   return parts.join(' · ');
 }

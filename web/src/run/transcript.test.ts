@@ -116,6 +116,8 @@ describe('tool transcript', () => {
     // A turn's streamed text is the turn's, not the node's answer.
     expect(log.nodes.a!.text).toBe('');
     expect(nodeMeta(log.nodes.a)).toBe('5 tool calls');
+    const done = applyEvents(log, answer('approve', ''));
+    expect(nodeMeta(done.nodes.a)).toBe('4.0 s · 5 tool calls · 50 tok');
   });
 
   it('shows what a running Bash call streamed until its result comes', () => {
