@@ -102,7 +102,8 @@ type Config struct {
 	// PongWait is how long a websocket client may take to answer a ping
 	// (or send anything) before it is dropped (default 2 × PingInterval).
 	PongWait time.Duration
-	// WSWriteTimeout bounds one websocket write (default 10s).
+	// WSWriteTimeout bounds one websocket write, and one message of the
+	// compatibility event streams (default 10s).
 	WSWriteTimeout time.Duration
 }
 
