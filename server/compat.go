@@ -175,7 +175,7 @@ func (s *Server) compatStart(c echo.Context) (*engine.Run, error) {
 		return nil, newErr(http.StatusServiceUnavailable, CodeNoLLM,
 			"the graph has agent nodes but no LLM is configured: set OPENAI_API_KEY or OPENAI_BASE_URL")
 	}
-	opt := engine.StartOptions{WorkDir: s.workDir()}
+	opt := engine.StartOptions{WorkDir: s.cfg.GraphWorkDir}
 	if req.Input != nil {
 		opt.Input = *req.Input
 	}

@@ -21,8 +21,10 @@ import (
 
 	"github.com/switchyard/switchyard"
 	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/mcp"
 	"github.com/switchyard/switchyard/server"
 	"github.com/switchyard/switchyard/store/postgres"
+	"github.com/switchyard/switchyard/yamlflow"
 )
 
 // workflowSourceFor is set by the YAML workflow support: it lists the
@@ -53,6 +55,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	maxConns := fs.Int("max-conns", envInt("SWITCHYARD_MAX_CONNS", server.DefaultMaxConns), "concurrent connections; more wait (default $SWITCHYARD_MAX_CONNS or 4096)")
 	maxLLM := fs.Int("max-llm-calls", envInt("SWITCHYARD_MAX_LLM_CALLS", 64), "concurrent LLM calls across all runs (default $SWITCHYARD_MAX_LLM_CALLS or 64)")
 	notifyURL := fs.String("notify-url", os.Getenv("SWITCHYARD_NOTIFY_URL"), "POST a JSON notice (Slack-compatible text field) here whenever a node waits for approval (default $SWITCHYARD_NOTIFY_URL)")
+	mcpConfig := fs.String("mcp-config", os.Getenv("SWITCHYARD_MCP_CONFIG"), "an mcpServers JSON file (Claude Code's .mcp.json shape) whose servers drawn agents may use (default $SWITCHYARD_MCP_CONFIG)")
+	workDir := fs.String("workdir", os.Getenv("SWITCHYARD_WORKDIR"), "the folder drawn runs' agents work in with their file tools and Bash (default $SWITCHYARD_WORKDIR, else a fresh folder per run under the data folder)")
 	publicURL := fs.String("public-url", os.Getenv("SWITCHYARD_PUBLIC_URL"), "the address people open the UI at, for links in notices (default $SWITCHYARD_PUBLIC_URL or the listen address)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: switchyard serve [--addr 127.0.0.1:8080] [--data DIR | --db URL] [--token-file F | --no-token] [--no-recover] [--workflows DIR] [--read-only-workflows] [--pass-env NAMES]")
@@ -150,6 +154,32 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		defer stop()
 	}
+	var mcpCfg mcp.Config
+	if *mcpConfig != "" {
+		if mcpCfg, err = mcp.LoadConfigFile(*mcpConfig); err != nil {
+			fmt.Fprintf(stderr, "switchyard serve: --mcp-config: %v\n", err)
+			return exitUsage
+		}
+	}
+	if *workDir != "" {
+		abs, err := filepath.Abs(*workDir)
+		if err == nil {
+			var fi os.FileInfo
+			if fi, err = os.Stat(abs); err == nil && !fi.IsDir() {
+				err = fmt.Errorf("%s is not a folder", abs)
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "switchyard serve: --workdir: %v\n", err)
+			return exitUsage
+		}
+		*workDir = abs
+	}
+	for _, n := range strings.Split(*passEnv, ",") {
+		if n = strings.TrimSpace(n); n != "" && yamlflow.LooksSecret(n) {
+			fmt.Fprintf(stderr, "switchyard serve: warning: --pass-env %s looks like a secret: every bash, script and Bash tool call can read it\n", n)
+		}
+	}
 	var notifier *server.Notifier
 	if *notifyURL != "" {
 		n, err := server.NewNotifier(server.NotifierOptions{URL: *notifyURL, PublicURL: *publicURL, Logger: logger})
@@ -162,7 +192,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if err := serve(ctx, serveOptions{notifier: notifier, addr: *addr, data: *data, db: *db, token: *token, recover: !*noRecover,
 		workflows: *workflows, readOnlyWorkflows: *readOnlyWorkflows, maxBody: limit, maxConns: *maxConns, readTimeout: *readTimeout, writeTimeout: *writeTimeout, grace: *grace, announce: announce,
-		maxParallel: *maxParallel, maxLLM: *maxLLM, ready: readyLine(stderr, *logFormat, announce, *publicURL, shownToken)}, logger); err != nil {
+		maxParallel: *maxParallel, maxLLM: *maxLLM, mcp: mcpCfg, workDir: *workDir, ready: readyLine(stderr, *logFormat, announce, *publicURL, shownToken)}, logger); err != nil {
 		logger.Error("serve", "err", err)
 		fmt.Fprintln(stderr, "switchyard serve:", err)
 		return exitFailed
@@ -214,6 +244,8 @@ type serveOptions struct {
 	notifier                     *server.Notifier
 	ready                        func(bound string) // called once, after the listening line
 	db                           string             // PostgreSQL URL; "" for the SQLite file of data
+	mcp                          mcp.Config         // servers drawn agents may pick (--mcp-config)
+	workDir                      string             // drawn runs' folder (--workdir); "" for one per run
 }
 
 // readyLine returns what serve calls once it listens: the address to open,
@@ -292,6 +324,9 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 	cfg := engine.Config{
 		Store:         st,
 		ArtifactsRoot: db.artifacts,
+		WorkspaceRoot: db.workspaces(),
+		WorktreeRoot:  db.worktrees(),
+		MCP:           o.mcp,
 		Logger:        logger,
 		LeaseTTL:      leaseTTLFromEnv(),
 		Sinks:         []engine.Sink{metrics},
@@ -329,6 +364,7 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 	srv, err := server.New(server.Config{
 		Engine: e, Store: st, UI: ui, Addr: o.addr, Token: o.token, MaxBody: o.maxBody, MaxConns: o.maxConns, BodyTimeout: o.readTimeout, WriteTimeout: o.writeTimeout, Logger: logger,
 		Metrics: metrics, Workflows: src, WorkflowsDir: o.workflows,
+		GraphWorkDir: o.workDir, MCPServers: o.mcp.Names(),
 		ReadOnlyWorkflows: o.readOnlyWorkflows, YAMLPositionsFile: filepath.Join(filepath.Dir(dbPath(o.data)), "yaml-positions.json"),
 	})
 	if err != nil {
