@@ -189,12 +189,15 @@ func (l *toolLoop) approvalWait(p *pendingTurn) *Wait {
 // runCalls runs the turn's unfinished calls concurrently and logs each
 // result.
 func (l *toolLoop) runCalls(ctx context.Context, p *pendingTurn) error {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
+	var todo []llm.ToolCall
 	for _, tc := range p.calls {
-		if _, done := p.results[tc.ID]; done {
-			continue
+		if _, done := p.results[tc.ID]; !done {
+			todo = append(todo, tc)
 		}
+	}
+	outs := make([]*toolOutcome, len(todo))
+	var wg sync.WaitGroup
+	for k, tc := range todo {
 		wg.Add(1)
 		go func() { // tool calls of one turn run concurrently
 			defer wg.Done()
@@ -213,12 +216,15 @@ func (l *toolLoop) runCalls(ctx context.Context, p *pendingTurn) error {
 				return // stopped: not a result
 			}
 			res := l.finish(p.turn, tc, out, time.Since(start))
-			mu.Lock()
-			p.results[tc.ID] = res
-			mu.Unlock()
+			outs[k] = &res
 		}()
 	}
 	wg.Wait()
+	for k, tc := range todo {
+		if outs[k] != nil {
+			p.results[tc.ID] = *outs[k]
+		}
+	}
 	return ctx.Err()
 }
 

@@ -105,12 +105,12 @@ func diffOps(a, b []string) []diffOp {
 			ops = append(ops, diffOp{' ', a[i], i, j})
 			i++
 			j++
-		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
-			ops = append(ops, diffOp{'+', b[j], i, j})
-			j++
-		default:
+		case i < n && (j == m || lcs[i+1][j] >= lcs[i][j+1]): // removals before additions, as diff(1)
 			ops = append(ops, diffOp{'-', a[i], i, j})
 			i++
+		default:
+			ops = append(ops, diffOp{'+', b[j], i, j})
+			j++
 		}
 	}
 	return ops

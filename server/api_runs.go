@@ -182,6 +182,7 @@ func (s *Server) createRun(c echo.Context) error {
 		if derr != nil {
 			return derr
 		}
+		opt.WorkDir = s.cfg.GraphWorkDir
 		run, err = s.e.StartGraph(ctx, g, opt)
 	} else {
 		run, err = s.startWorkflow(ctx, req.WorkflowID, opt)
@@ -242,10 +243,12 @@ func (s *Server) startWorkflow(ctx context.Context, id string, opt engine.StartO
 		return nil, badRequest("workflow %s: stored graph: %v", id, err)
 	}
 	opt.WorkflowID = w.ID
+	opt.WorkDir = s.cfg.GraphWorkDir
 	return s.e.StartGraph(ctx, g, opt)
 }
 
-// workDir is where bash/script nodes of runs started here work.
+// workDir is where bash/script nodes and agents of YAML runs started here
+// work (drawn runs: Config.GraphWorkDir, or a workspace of their own).
 func (s *Server) workDir() string {
 	s.cwdOnce.Do(func() { s.cwd, _ = os.Getwd() }) // the server never changes directory
 	return s.cwd

@@ -309,9 +309,12 @@ func schemas() obj {
 		"NormalizeResult": object([]string{"graph", "problems"}, obj{
 			"graph": ref("Graph"), "problems": arrayOf(ref("Problem")),
 		}),
-		"Config": object([]string{"llmConfigured", "providers", "models", "defaultModel", "reasoningEfforts"}, obj{
+		"Config": object([]string{"llmConfigured", "providers", "models", "defaultModel", "reasoningEfforts", "builtinTools", "mcpServers"}, obj{
 			"llmConfigured": obj{"type": "boolean"}, "providers": arrayOf(ref("ConfigProvider")), "models": arrayOf(str()),
 			"defaultModel": str(), "reasoningEfforts": arrayOf(str()), "authRequired": obj{"type": "boolean"},
+			"builtinTools": obj{"type": "array", "items": str(), "description": "The built-in tools an agent may be given (data.tools.builtin)."},
+			"mcpServers": obj{"type": "array", "items": object([]string{"name"}, obj{"name": str()}),
+				"description": "The MCP servers of serve --mcp-config that drawn agents may pick (data.tools.mcp)."},
 		}),
 		"ConfigProvider": object([]string{"id", "enabled", "models"}, obj{
 			"id": str(), "enabled": obj{"type": "boolean", "description": "Whether the provider is configured (AgentFlow's editor offers the models of enabled providers)."},

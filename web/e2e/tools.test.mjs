@@ -114,10 +114,14 @@ before(async () => {
   scriptDir = mkdtempSync(join(tmpdir(), 'switchyard-e2e-tools-'));
   const script = join(scriptDir, 'script.json');
   writeFileSync(script, JSON.stringify(SCRIPT, null, 2));
+  // MCP servers the inspector offers; no agent here starts them.
+  const mcp = join(scriptDir, 'mcp.json');
+  writeFileSync(mcp, JSON.stringify({ mcpServers: { github: { command: 'true' }, docs: { type: 'http', url: 'http://127.0.0.1:9/mcp' } } }));
   stack = await startStack({
     name: 'tools',
     latency: '200ms',
     fakeArgs: ['--script', script],
+    args: ['--mcp-config', mcp],
     workflows: {
       'parent.yaml': readFileSync(join(INCLUDE_DIR, 'parent.yaml'), 'utf8'),
       'block.yaml': readFileSync(join(INCLUDE_DIR, 'block.yaml'), 'utf8'),
@@ -159,7 +163,7 @@ async function waitApiRun(runId, status) {
 
 test('tool calls stream into the run page, nest subagent calls, survive a reload and replay', { timeout: TEST_TIMEOUT }, async () => {
   const wf = await stack.api.createWorkflow('Lead with tools', leadGraph());
-  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'light' });
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'light' });
   try {
     await openEditor(page, `/workflows/${wf.id}`);
     await until(async () => (await nodeIds(page)).length === 3, 'the graph on the canvas');
@@ -267,7 +271,7 @@ test('tool calls stream into the run page, nest subagent calls, survive a reload
     assertNoPageErrors(errors);
 
     // The same transcript in the dark theme.
-    const dark = await newPage(browser, { baseURL: stack.baseURL, theme: 'dark' });
+    const dark = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'dark' });
     try {
       await dark.page.goto(`/runs/${runId}`);
       await waitRunStatus(dark.page, 'completed');
@@ -295,7 +299,7 @@ test('the agent inspector saves the tools checklist, approvals and patterns into
     edges: [e('e1', 'n1', 'output', 'n2'), e('e2', 'n2', 'output', 'n3')],
   };
   const wf = await stack.api.createWorkflow('Inspector tools', graph);
-  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'light' });
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'light' });
   try {
     await openEditor(page, `/workflows/${wf.id}`);
     await until(async () => (await nodeIds(page)).length === 3, 'the graph on the canvas');
@@ -305,13 +309,16 @@ test('the agent inspector saves the tools checklist, approvals and patterns into
       assert.equal(await page.locator(tid(`inspector-tool-${t}`)).isChecked(), false, `${t} is off`);
       assert.equal(await page.locator(tid(`inspector-approve-${t}`)).isDisabled(), true, `${t}'s approval toggle waits for the tool`);
     }
-    await page.locator(tid('inspector-mcp-none')).waitFor();
+    // The MCP servers of serve --mcp-config, from GET /api/config.
+    assert.deepEqual((await page.locator(`${tid('inspector-mcp')} label`).allTextContents()).sort(), ['docs', 'github']);
+    assert.equal(await page.locator(tid('inspector-mcp-none')).count(), 0);
+    await page.locator(tid('inspector-mcp-github')).check();
     await page.locator(tid('inspector-tool-Write')).check();
     await page.locator(tid('inspector-approve-Write')).check();
     await page.locator(tid('inspector-tool-Read')).check();
     await page.locator(tid('inspector-tool-Bash')).check();
     await page.locator(tid('inspector-approve-patterns')).fill('Bash(git push:*)\n\nmcp__github__create_*');
-    await textMatches(page.locator(`${tid('node-n2')} .sy-node__line`).first(), /Read.*Write ⚑.*Bash.*⚑ 2/, 'the node shows its tools');
+    await textMatches(page.locator(`${tid('node-n2')} .sy-node__line`).first(), /Read.*Write ⚑.*Bash.*mcp:github.*⚑ 2/, 'the node shows its tools');
     await screenshot(page, 'tools-inspector-light');
     await page.locator(tid('save')).click();
     await page.locator(tid('dirty-indicator')).waitFor({ state: 'detached' });
@@ -322,6 +329,7 @@ test('the agent inspector saves the tools checklist, approvals and patterns into
       subagents: false,
       builtin: ['Read', 'Write', 'Bash'],
       approve: ['Write', 'Bash(git push:*)', 'mcp__github__create_*'],
+      mcp: ['github'],
     });
     assert.deepEqual(data.n3, { agentName: 'Untouched', userPrompt: '{{PREVIOUS_OUTPUT}}' }, 'an agent not edited keeps no tools key');
 
@@ -335,6 +343,7 @@ test('the agent inspector saves the tools checklist, approvals and patterns into
       subagents: false,
       builtin: ['Read', 'Bash'],
       approve: ['Bash(git push:*)', 'mcp__github__create_*'],
+      mcp: ['github'],
     });
     assertNoPageErrors(errors);
   } finally {
@@ -350,7 +359,7 @@ test('a Write waiting for a reviewer is approved from the inbox, with its argume
   assert.equal(paused.pendingApprovals[0].tool.tool, 'Write');
   const item = `inbox-item-${runId}-n2`;
   for (const theme of ['light', 'dark']) {
-    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme });
+    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme });
     try {
       await page.goto('/approvals');
       await page.locator(tid(item)).waitFor();
@@ -385,7 +394,7 @@ test('a Write waiting for a reviewer is approved from the inbox, with its argume
 
 test('a Write waiting for a reviewer is rejected on the canvas node; the model gets the note', { timeout: TEST_TIMEOUT }, async () => {
   const wf = await stack.api.createWorkflow('Greeting writer (canvas)', writerGraph());
-  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'dark' });
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'dark' });
   try {
     await openEditor(page, `/workflows/${wf.id}`);
     await until(async () => (await nodeIds(page)).length === 2, 'the graph on the canvas');
@@ -419,7 +428,7 @@ test('a YAML include is drawn as a labelled group; its steps are read-only', { t
   const list = await stack.api.get('/api/workflows');
   const wf = list.find((w) => w.kind === 'yaml' && w.name === 'parent');
   assert.ok(wf, `the server lists parent.yaml: ${JSON.stringify(list.map((w) => w.name))}`);
-  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'light' });
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'light' });
   try {
     await openEditor(page, `/workflows/${encodeURIComponent(wf.id)}`);
     await until(async () => (await nodeIds(page)).length === 10, 'the parent’s steps and both includes’ steps');

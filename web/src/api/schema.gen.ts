@@ -694,8 +694,14 @@ export interface components {
         };
         Config: {
             authRequired?: boolean;
+            /** @description The built-in tools an agent may be given (data.tools.builtin). */
+            builtinTools: string[];
             defaultModel: string;
             llmConfigured: boolean;
+            /** @description The MCP servers of serve --mcp-config that drawn agents may pick (data.tools.mcp). */
+            mcpServers: {
+                name: string;
+            }[];
             models: string[];
             providers: components["schemas"]["ConfigProvider"][];
             reasoningEfforts: string[];

@@ -137,8 +137,10 @@ export type AppConfig = {
   models: string[];
   defaultModel: string;
   reasoningEfforts: string[];
-  /** MCP servers of `serve --mcp-config` drawn agents may pick (absent on servers without it). */
+  /** MCP servers of `serve --mcp-config` drawn agents may pick (absent on older servers). */
   mcpServers?: { name: string }[];
+  /** The built-in tools an agent may be given (absent on older servers). */
+  builtinTools?: string[];
 };
 
 export type RunStatusMessage = {

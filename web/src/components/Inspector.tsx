@@ -8,8 +8,9 @@ import { conditionLabel } from '../graph/handles';
 import { CONDITION_OPERATORS, agentData, conditionsOf, str, type AgentTools, type ConditionOperator, type FlowNode } from '../graph/types';
 import {
   BUILTIN_HINTS,
-  BUILTIN_TOOLS,
   builtinOf,
+  knownBuiltins,
+  type BuiltinTool,
   extraPatterns,
   mcpOf,
   needsApproval,
@@ -257,6 +258,10 @@ type ToolsProps = { tools: AgentTools | undefined; readOnly: boolean; onChange: 
 /** The built-in tools checklist, each with its "needs approval" toggle. */
 function BuiltinTools({ tools, readOnly, onChange }: ToolsProps) {
   const on = builtinOf(tools);
+  const fromServer = useApp((s) => s.config?.builtinTools);
+  const known = knownBuiltins(fromServer);
+  // Names the node has that this server does not offer stay visible (to turn off).
+  const shown = [...known, ...on.filter((b) => !known.includes(b))];
   return (
     <div className="tools-builtin" role="group" aria-labelledby="tools-builtin-title" data-testid="inspector-builtin-tools">
       <div className="tools__title" id="tools-builtin-title">
@@ -264,8 +269,9 @@ function BuiltinTools({ tools, readOnly, onChange }: ToolsProps) {
       </div>
       <table className="tools-table">
         <tbody>
-          {BUILTIN_TOOLS.map((b) => {
+          {shown.map((b) => {
             const enabled = on.includes(b);
+            const offered = known.includes(b);
             return (
               <tr key={b}>
                 <td>
@@ -274,20 +280,22 @@ function BuiltinTools({ tools, readOnly, onChange }: ToolsProps) {
                       type="checkbox"
                       checked={enabled}
                       disabled={readOnly}
-                      onChange={(e) => onChange(setBuiltin(tools, b, e.target.checked), 'builtin')}
+                      onChange={(e) => onChange(setBuiltin(tools, b, e.target.checked, known), 'builtin')}
                       data-testid={`inspector-tool-${b}`}
                     />
                     <b>{b}</b>
                   </label>
                 </td>
-                <td className="sy-muted small">{BUILTIN_HINTS[b]}</td>
+                <td className="sy-muted small">
+                  {offered ? (BUILTIN_HINTS[b as BuiltinTool] ?? '') : <span style={{ color: 'var(--warning)' }}>not offered by this server</span>}
+                </td>
                 <td>
                   <label className={`check tools-approve${enabled ? '' : ' is-off'}`} title={`Each ${b} call waits for a reviewer (inbox, canvas)`}>
                     <input
                       type="checkbox"
                       checked={needsApproval(tools, b)}
                       disabled={readOnly || !enabled}
-                      onChange={(e) => onChange(setNeedsApproval(tools, b, e.target.checked), 'approve')}
+                      onChange={(e) => onChange(setNeedsApproval(tools, b, e.target.checked, shown), 'approve')}
                       data-testid={`inspector-approve-${b}`}
                       aria-label={`${b} needs approval`}
                     />
@@ -308,7 +316,9 @@ function BuiltinTools({ tools, readOnly, onChange }: ToolsProps) {
  * typing (a blank line stays); the node gets the parsed list.
  */
 function ApprovalPatterns({ tools, readOnly, onChange }: ToolsProps) {
-  const stored = extraPatterns(tools);
+  const fromServer = useApp((s) => s.config?.builtinTools);
+  const known = [...knownBuiltins(fromServer), ...builtinOf(tools)];
+  const stored = extraPatterns(tools, known);
   const [text, setText] = useState(() => stored.join('\n'));
   const storedKey = stored.join('\n');
   useEffect(() => {
@@ -327,7 +337,7 @@ function ApprovalPatterns({ tools, readOnly, onChange }: ToolsProps) {
         placeholder={'Bash(git push:*)\nmcp__github__create_*'}
         onChange={(e) => {
           setText(e.target.value);
-          onChange(setExtraPatterns(tools, parsePatterns(e.target.value)), 'approve-patterns');
+          onChange(setExtraPatterns(tools, parsePatterns(e.target.value), known), 'approve-patterns');
         }}
         aria-describedby={`${id}-hint`}
         data-testid="inspector-approve-patterns"

@@ -22,8 +22,12 @@ describe('agent tools data', () => {
     t = setBuiltin(t, 'Bash', true);
     t = setBuiltin(t, 'Read', true);
     expect(t).toEqual({ web_search: false, subagents: false, builtin: ['Read', 'Bash', 'Future'] });
-    t = setBuiltin(setBuiltin(t, 'Bash', false), 'Future' as never, false);
-    expect(builtinOf(t)).toEqual(['Read', 'Future']); // unknown names are not the checklist's to drop
+    t = setBuiltin(t, 'Bash', false);
+    expect(builtinOf(t)).toEqual(['Read', 'Future']); // names the checklist does not know stay
+    // The server's list (GET /api/config builtinTools) sets the order.
+    expect(builtinOf(setBuiltin(t, 'Future', true, ['Future', 'Read']))).toEqual(['Read', 'Future']);
+    expect(builtinOf(setBuiltin({}, 'Fetch', true, ['Read', 'Fetch']))).toEqual(['Fetch']);
+    expect(builtinOf(setBuiltin(t, 'Future', false))).toEqual(['Read']);
   });
 
   it('removes a list that becomes empty, so no empty key is saved', () => {

@@ -33,8 +33,9 @@ function withList(t: AgentTools | undefined, k: ListKey, v: string[]): AgentTool
   return next;
 }
 
-function isBuiltin(name: string): name is BuiltinTool {
-  return (BUILTIN_TOOLS as readonly string[]).includes(name);
+/** The built-in tools the checklist offers: the server's list (GET /api/config builtinTools), else ours. */
+export function knownBuiltins(fromServer: readonly string[] | undefined): readonly string[] {
+  return fromServer && fromServer.length > 0 ? fromServer : BUILTIN_TOOLS;
 }
 
 export const builtinOf = (t: AgentTools | undefined) => list(t, 'builtin');
@@ -46,31 +47,33 @@ export const mcpOf = (t: AgentTools | undefined) => list(t, 'mcp');
  * the UI does not know stay, after them). Turning one off also drops its
  * "needs approval" entry: a tool the agent cannot call needs no reviewer.
  */
-export function setBuiltin(t: AgentTools | undefined, name: BuiltinTool, on: boolean): AgentTools {
+export function setBuiltin(t: AgentTools | undefined, name: string, on: boolean, known: readonly string[] = BUILTIN_TOOLS): AgentTools {
   const cur = builtinOf(t);
   if (cur.includes(name) === on) return t ?? {};
-  const known = BUILTIN_TOOLS.filter((b) => (b === name ? on : cur.includes(b)));
-  const unknown = cur.filter((b) => !isBuiltin(b));
-  let next = withList(t, 'builtin', [...known, ...unknown]);
+  const listed = known.filter((b) => (b === name ? on : cur.includes(b)));
+  const unknown = cur.filter((b) => !known.includes(b) && (b !== name || on));
+  if (on && !known.includes(name)) unknown.push(name);
+  let next = withList(t, 'builtin', [...listed, ...unknown]);
   if (!on && approveOf(t).includes(name)) next = withList(next, 'approve', approveOf(t).filter((p) => p !== name));
   return next;
 }
 
 /** Whether every call of this built-in waits for a reviewer (its bare name is an approval pattern). */
-export function needsApproval(t: AgentTools | undefined, name: BuiltinTool): boolean {
+export function needsApproval(t: AgentTools | undefined, name: string): boolean {
   return approveOf(t).includes(name);
 }
 
-export function setNeedsApproval(t: AgentTools | undefined, name: BuiltinTool, on: boolean): AgentTools {
+export function setNeedsApproval(t: AgentTools | undefined, name: string, on: boolean, known: readonly string[] = BUILTIN_TOOLS): AgentTools {
   const cur = approveOf(t);
   if (cur.includes(name) === on) return t ?? {};
-  const tools = BUILTIN_TOOLS.filter((b) => (b === name ? on : cur.includes(b)));
-  return withList(t, 'approve', [...tools, ...extraPatterns(t)]);
+  const names = known.includes(name) ? known : [...known, name];
+  const tools = names.filter((b) => (b === name ? on : cur.includes(b)));
+  return withList(t, 'approve', [...tools, ...extraPatterns(t, names)]);
 }
 
 /** Approval patterns other than a built-in's bare name: globs, `Bash(git push:*)`, MCP tools. */
-export function extraPatterns(t: AgentTools | undefined): string[] {
-  return approveOf(t).filter((p) => !isBuiltin(p));
+export function extraPatterns(t: AgentTools | undefined, known: readonly string[] = BUILTIN_TOOLS): string[] {
+  return approveOf(t).filter((p) => !known.includes(p));
 }
 
 /** Patterns typed one per line: trimmed, blank lines and repeats dropped. */
@@ -83,9 +86,9 @@ export function parsePatterns(text: string): string[] {
   return out;
 }
 
-export function setExtraPatterns(t: AgentTools | undefined, patterns: string[]): AgentTools {
-  const tools = approveOf(t).filter(isBuiltin);
-  const extra = patterns.filter((p) => !tools.includes(p as BuiltinTool));
+export function setExtraPatterns(t: AgentTools | undefined, patterns: string[], known: readonly string[] = BUILTIN_TOOLS): AgentTools {
+  const tools = approveOf(t).filter((p) => known.includes(p));
+  const extra = patterns.filter((p) => !tools.includes(p));
   const next = [...tools, ...extra];
   const cur = approveOf(t);
   if (next.length === cur.length && next.every((p, i) => p === cur[i])) return t ?? {};
@@ -99,15 +102,16 @@ export function setMcp(t: AgentTools | undefined, server: string, on: boolean): 
 }
 
 /** The chips an agent node shows for its tools. */
-export function toolChips(t: AgentTools | undefined): { text: string; title: string; approve: boolean }[] {
+export function toolChips(t: AgentTools | undefined, known: readonly string[] = BUILTIN_TOOLS): { text: string; title: string; approve: boolean }[] {
   const out: { text: string; title: string; approve: boolean }[] = [];
   const approve = approveOf(t);
-  for (const b of builtinOf(t)) {
+  const builtins = builtinOf(t);
+  for (const b of builtins) {
     const gated = approve.includes(b);
     out.push({ text: gated ? `${b} ⚑` : b, title: gated ? `${b}: each call waits for a reviewer` : `${b}: ${BUILTIN_HINTS[b as BuiltinTool] ?? 'tool'}`, approve: gated });
   }
   for (const m of mcpOf(t)) out.push({ text: `mcp:${m}`, title: `MCP server ${m}`, approve: false });
-  const extra = extraPatterns(t);
+  const extra = extraPatterns(t, [...known, ...builtins]);
   if (extra.length > 0) out.push({ text: `⚑ ${extra.length}`, title: `Calls matching these wait for a reviewer: ${extra.join(', ')}`, approve: true });
   return out;
 }
