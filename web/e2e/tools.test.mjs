@@ -243,6 +243,10 @@ test('tool calls stream into the run page, nest subagent calls, survive a reload
     assert.ok((await page.locator('[data-testid="log-line"][data-type="tool_call"] .log-line__nest').count()) >= 5, 'tool calls are nested in the log');
     await page.locator(`${tid('node-transcript')} details summary`).first().click(); // open the first call's arguments
     await screenshot(page, 'tools-run-transcript-light');
+    // Further down: the subagent call with its own turn nested under it, the approved Bash call.
+    await page.locator(tid(`tool-output-${bash.id}`)).locator('..').locator('summary').click();
+    await page.locator(tid(`tool-call-${sub.id}`)).scrollIntoViewIfNeeded();
+    await screenshot(page, 'tools-run-transcript-nested-light');
     const liveText = await page.locator(tid('node-transcript')).textContent();
 
     // A reload rebuilds the same transcript from the stored events.
