@@ -86,6 +86,10 @@ export type Run = {
   kind?: WorkflowKind;
   /** Model tokens over the run (and their cost with a price table). */
   usage?: Usage;
+  /** The folder the run works in (its workspace or git worktree). */
+  workDir?: string;
+  /** The branch of the run's own git worktree (switchyard/<run id>). */
+  branch?: string;
 };
 
 export type Usage = Schemas['Usage'];

@@ -318,6 +318,19 @@ function RunHeader() {
         {run && `started ${fmtTime(run.createdAt)}`}
         {run?.finishedAt && ` · finished ${fmtTime(run.finishedAt)}`}
       </span>
+      {run?.workDir && (
+        <span className="sy-muted small" data-testid="run-workdir" title={run.workDir}>
+          {run.branch ? (
+            <>
+              worktree <code>{run.branch}</code>
+            </>
+          ) : (
+            <>
+              in <code>{shortPath(run.workDir)}</code>
+            </>
+          )}
+        </span>
+      )}
       <div className="toolbar__group toolbar__run">
         {known && (
           <button
@@ -449,4 +462,10 @@ export function RunPage({ id }: { id: string }) {
       </div>
     </ReactFlowProvider>
   );
+}
+
+/** shortPath keeps the last two parts of a long folder path. */
+function shortPath(p: string): string {
+  const parts = p.split('/').filter(Boolean);
+  return parts.length > 2 ? `…/${parts.slice(-2).join('/')}` : p;
 }
