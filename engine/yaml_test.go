@@ -445,14 +445,15 @@ func TestYAMLVariables(t *testing.T) {
     depends_on: [src]
     bash: printf '[%s]' {{PREVIOUS_OUTPUT}}; ls pwned 2>/dev/null || true
 `, want: "[$(touch pwned); x]"},
-		{name: "outputs substitute raw into scripts", nodes: `
+		{name: "outputs reach scripts as strings, never as code", nodes: `
   - id: src
     bash: echo '{"n":41}'
   - id: x
     depends_on: [src]
     runtime: uv
     script: |
-      v = $src.output
+      import json
+      v = json.loads($src.output)
       print(v["n"] + 1, "$ARGUMENTS")
 `, input: "arg", want: "42 arg"},
 	}

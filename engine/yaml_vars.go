@@ -21,7 +21,7 @@ type varMode int
 const (
 	modePrompt varMode = iota // prompts, commands, messages: everything raw
 	modeBash                  // bash: outputs through the environment, $ARGUMENTS & co left for bash
-	modeScript                // scripts: everything raw (JSON is valid code)
+	modeScript                // scripts: every value through the environment (see renderScriptRefs)
 )
 
 // envVarNames are the variables that reach bash scripts through the
@@ -41,7 +41,7 @@ type yamlVars struct {
 
 func (v *yamlVars) Var(name string) (string, bool, error) {
 	val, ok, err := v.value(name)
-	if ok && err == nil && v.mode == modeBash && v.refs != nil {
+	if ok && err == nil && (v.mode == modeBash || v.mode == modeScript) && v.refs != nil {
 		*v.refs = append(*v.refs, val)
 		return bashref.Token(len(*v.refs) - 1), true, nil
 	}
@@ -165,7 +165,7 @@ func (v *yamlVars) substitute(s string, quote Quoter) (string, error) {
 		return "", missing
 	}
 	prev := v.x.Input
-	if v.mode == modeBash && v.refs != nil && strings.Contains(s, varPreviousOutput) {
+	if (v.mode == modeBash || v.mode == modeScript) && v.refs != nil && strings.Contains(s, varPreviousOutput) {
 		// {{PREVIOUS_OUTPUT}} holds outputs too: it must not become script text.
 		*v.refs = append(*v.refs, prev)
 		prev = bashref.Token(len(*v.refs) - 1)

@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -271,6 +272,11 @@ func (h *harness) start(extra ...string) *proc {
 	h.t.Helper()
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", h.data, "--workflows", h.workflows,
 		"--log-level", "warn"}, extra...)
+	if !slices.Contains(extra, "--token-file") && !slices.Contains(extra, "--token") {
+		// These tests are about processes, not sign-in: the server is open
+		// as before serve made a token by default.
+		args = append(args, "--no-token")
+	}
 	p := &proc{h: h, stderr: &tailBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(binary, args...)
 	p.cmd.Env = h.env

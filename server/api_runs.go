@@ -44,6 +44,10 @@ type runDetail struct {
 	// Source is the YAML text of a YAML run.
 	Source string     `json:"source,omitempty"`
 	Nodes  []nodeJSON `json:"nodes"`
+	// WorkDir is the folder the run works in (its workspace or worktree);
+	// Branch the git branch of a worktree the run got for isolation.
+	WorkDir string `json:"workDir,omitempty"`
+	Branch  string `json:"branch,omitempty"`
 }
 
 // nodeJSON is one node's state in a run (the executor's private wait
@@ -102,6 +106,7 @@ func (s *Server) runDetail(ctx context.Context, runID string) (*runDetail, error
 		return nil, engineErr(err)
 	}
 	d := toDetail(r, nodes)
+	d.WorkDir, d.Branch = r.WorkDir, s.e.WorktreeBranch(r)
 	s.decorateYAMLRun(d, r) // YAML runs: source workflow id and DAG projection (yaml_runs.go)
 	return d, nil
 }
@@ -182,6 +187,7 @@ func (s *Server) createRun(c echo.Context) error {
 		if derr != nil {
 			return derr
 		}
+		opt.WorkDir = s.cfg.GraphWorkDir
 		run, err = s.e.StartGraph(ctx, g, opt)
 	} else {
 		run, err = s.startWorkflow(ctx, req.WorkflowID, opt)
@@ -242,10 +248,12 @@ func (s *Server) startWorkflow(ctx context.Context, id string, opt engine.StartO
 		return nil, badRequest("workflow %s: stored graph: %v", id, err)
 	}
 	opt.WorkflowID = w.ID
+	opt.WorkDir = s.cfg.GraphWorkDir
 	return s.e.StartGraph(ctx, g, opt)
 }
 
-// workDir is where bash/script nodes of runs started here work.
+// workDir is where bash/script nodes and agents of YAML runs started here
+// work (drawn runs: Config.GraphWorkDir, or a workspace of their own).
 func (s *Server) workDir() string {
 	s.cwdOnce.Do(func() { s.cwd, _ = os.Getwd() }) // the server never changes directory
 	return s.cwd

@@ -56,8 +56,12 @@ func (s *Server) requireAuth(next echo.HandlerFunc) echo.HandlerFunc {
 		if s.cfg.Token != "" && needsAuth(c.Request().URL.Path) && !s.authenticated(c.Request()) {
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="switchyard"`)
 			// Answer at once, without reading a body the client may be
-			// sending slowly: the connection closes after the 401.
+			// sending slowly, and close the connection after the 401. An
+			// expired read deadline makes sure of it: net/http would
+			// otherwise read (drain) up to 256 KiB of the body after the
+			// answer, at whatever pace the client sends it.
 			c.Response().Header().Set("Connection", "close")
+			_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Now())
 			return newErr(http.StatusUnauthorized, CodeUnauthorized,
 				"authentication required: send Authorization: Bearer <token> or sign in")
 		}
@@ -111,6 +115,9 @@ func isStateChanging(m string) bool {
 	return false
 }
 
+// isUpgrade reports whether r asks for a websocket, on any route: the
+// origin check errs on the side of checking (deadlines only trust real
+// handshakes, see isWebsocketHandshake).
 func isUpgrade(r *http.Request) bool {
 	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
 }

@@ -175,7 +175,7 @@ func (s *Server) compatStart(c echo.Context) (*engine.Run, error) {
 		return nil, newErr(http.StatusServiceUnavailable, CodeNoLLM,
 			"the graph has agent nodes but no LLM is configured: set OPENAI_API_KEY or OPENAI_BASE_URL")
 	}
-	opt := engine.StartOptions{WorkDir: s.workDir()}
+	opt := engine.StartOptions{WorkDir: s.cfg.GraphWorkDir}
 	if req.Input != nil {
 		opt.Input = *req.Input
 	}
@@ -207,6 +207,8 @@ func (s *Server) waitAndAnswer(c echo.Context, runID string) error {
 	if err != nil {
 		return err
 	}
+	// The wait had no deadline; the answer has one, as ordinary ones do.
+	_ = http.NewResponseController(c.Response().Writer).SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 	return c.JSON(http.StatusOK, res)
 }
 
@@ -320,16 +322,20 @@ func (s *Server) streamSSE(c echo.Context, f *follower) error {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	// Each message must be taken within WSWriteTimeout: a client that stops
+	// reading would otherwise hold the connection (and this handler) until
+	// the run ends, or forever once the kernel's buffers are full.
+	rc := http.NewResponseController(w.Writer)
 	send := func(m sseMessage) error {
 		raw, err := json.Marshal(m)
 		if err != nil {
 			return err
 		}
+		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.WSWriteTimeout))
 		if _, err := fmt.Fprintf(w, "data: %s\n\n", raw); err != nil {
 			return err
 		}
-		w.Flush()
-		return nil
+		return rc.Flush()
 	}
 	if err := send(sseMessage{Type: "start", RunID: f.runID}); err != nil {
 		return nil
@@ -364,6 +370,9 @@ func (s *Server) streamSSE(c echo.Context, f *follower) error {
 		return nil
 	case err != nil && c.Request().Context().Err() != nil:
 		return nil // client went away
+	case isTimeout(err):
+		s.log.Info("event stream: client stopped reading; stream ended", "run", f.runID)
+		return nil
 	case err != nil:
 		s.log.Warn("event stream failed", "run", f.runID, "err", err)
 		_ = send(sseMessage{Type: "error", Message: err.Error()})

@@ -166,6 +166,8 @@ func schemas() obj {
 	detailProps["graph"] = ref("Graph")
 	detailProps["source"] = str()
 	detailProps["nodes"] = arrayOf(ref("NodeState"))
+	detailProps["workDir"] = obj{"type": "string", "description": "The folder the run works in: its working directory, workspace or git worktree."}
+	detailProps["branch"] = obj{"type": "string", "description": "The branch of the git worktree the run got (worktree: {enabled: true}): switchyard/<run id>."}
 	workflowProps := obj{
 		"id": str(), "name": str(), "description": str(), "kind": obj{"enum": []string{"graph", "yaml"}},
 		"version": obj{"type": "integer"}, "graph": ref("Graph"), "source": str(), "path": str(),
@@ -309,9 +311,12 @@ func schemas() obj {
 		"NormalizeResult": object([]string{"graph", "problems"}, obj{
 			"graph": ref("Graph"), "problems": arrayOf(ref("Problem")),
 		}),
-		"Config": object([]string{"llmConfigured", "providers", "models", "defaultModel", "reasoningEfforts"}, obj{
+		"Config": object([]string{"llmConfigured", "providers", "models", "defaultModel", "reasoningEfforts", "builtinTools", "mcpServers"}, obj{
 			"llmConfigured": obj{"type": "boolean"}, "providers": arrayOf(ref("ConfigProvider")), "models": arrayOf(str()),
 			"defaultModel": str(), "reasoningEfforts": arrayOf(str()), "authRequired": obj{"type": "boolean"},
+			"builtinTools": obj{"type": "array", "items": str(), "description": "The built-in tools an agent may be given (data.tools.builtin)."},
+			"mcpServers": obj{"type": "array", "items": object([]string{"name"}, obj{"name": str()}),
+				"description": "The MCP servers of serve --mcp-config that drawn agents may pick (data.tools.mcp)."},
 		}),
 		"ConfigProvider": object([]string{"id", "enabled", "models"}, obj{
 			"id": str(), "enabled": obj{"type": "boolean", "description": "Whether the provider is configured (AgentFlow's editor offers the models of enabled providers)."},

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/engine/tools"
 	"github.com/switchyard/switchyard/llm"
 )
 
@@ -102,8 +103,15 @@ type Config struct {
 	// PongWait is how long a websocket client may take to answer a ping
 	// (or send anything) before it is dropped (default 2 × PingInterval).
 	PongWait time.Duration
-	// WSWriteTimeout bounds one websocket write (default 10s).
+	// WSWriteTimeout bounds one websocket write, and one message of the
+	// compatibility event streams (default 10s).
 	WSWriteTimeout time.Duration
+	// GraphWorkDir is the folder the agents of drawn runs work in (serve
+	// --workdir); "" gives each such run a fresh folder of its own.
+	GraphWorkDir string
+	// MCPServers names the MCP servers drawn agents may pick (serve
+	// --mcp-config), for the editor.
+	MCPServers []string
 }
 
 // Server serves the API, live events and the UI.
@@ -445,6 +453,14 @@ type configJSON struct {
 	DefaultModel     string           `json:"defaultModel"`
 	ReasoningEfforts []string         `json:"reasoningEfforts"`
 	AuthRequired     bool             `json:"authRequired"`
+	// BuiltinTools are the tools an agent's checklist offers; MCPServers
+	// the servers of serve --mcp-config it may pick.
+	BuiltinTools []string          `json:"builtinTools"`
+	MCPServers   []configMCPServer `json:"mcpServers"`
+}
+
+type configMCPServer struct {
+	Name string `json:"name"`
 }
 
 // configProvider is a provider with its models, in the shape AgentFlow's
@@ -463,6 +479,10 @@ type configModel struct {
 
 // config tells the editor what it may offer; it never includes the key.
 func (s *Server) config(c echo.Context) error {
+	mcpServers := make([]configMCPServer, 0, len(s.cfg.MCPServers))
+	for _, n := range s.cfg.MCPServers {
+		mcpServers = append(mcpServers, configMCPServer{Name: n})
+	}
 	models := make([]configModel, 0, len(s.cfg.Models))
 	for _, m := range s.cfg.Models {
 		// Never empty: AgentFlow's editor selects the first effort.
@@ -475,6 +495,8 @@ func (s *Server) config(c echo.Context) error {
 		DefaultModel:     s.defModel,
 		ReasoningEfforts: ReasoningEfforts,
 		AuthRequired:     s.cfg.Token != "",
+		BuiltinTools:     tools.Names(),
+		MCPServers:       mcpServers,
 	})
 }
 

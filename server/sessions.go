@@ -245,6 +245,9 @@ func frameHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Content-Security-Policy", "frame-ancestors 'none'")
 		h.Set("X-Content-Type-Options", "nosniff")
+		// The UI may be opened with ?token= (the address serve prints):
+		// no request may carry that address to anyone in a Referer.
+		h.Set("Referrer-Policy", "no-referrer")
 		return next(c)
 	}
 }

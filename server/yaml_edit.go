@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -221,6 +222,22 @@ type yamlValidateResponse struct {
 	Graph json.RawMessage `json:"graph"`
 }
 
+// includeDir is where include: blocks of the file at rel (a path in the
+// workflows folder, "" for a new file) are looked up: beside it, never
+// outside the folder.
+func (s *Server) includeDir(rel string) string {
+	y, ok := s.cfg.Workflows.(*YAMLWorkflows)
+	if !ok {
+		return ""
+	}
+	root := y.Dir()
+	dir := filepath.Dir(filepath.Join(root, filepath.FromSlash(rel)))
+	if r, err := filepath.Rel(root, dir); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return root
+	}
+	return dir
+}
+
 // validateYAML is POST /api/yaml/validate: the problems `switchyard
 // validate` reports for the text, with lines and columns.
 func (s *Server) validateYAML(c echo.Context) error {
@@ -232,7 +249,11 @@ func (s *Server) validateYAML(c echo.Context) error {
 	if name == "" {
 		name = "workflow.yaml"
 	}
-	wf, diags, _ := yamlflow.Parse(name, []byte(req.Source))
+	var opts []yamlflow.ParseOption
+	if dir := s.includeDir(req.Path); dir != "" {
+		opts = append(opts, yamlflow.WithIncludeDir(dir))
+	}
+	wf, diags, _ := yamlflow.Parse(name, []byte(req.Source), opts...)
 	lines := strings.Split(req.Source, "\n")
 	out := yamlValidateResponse{Problems: []yamlProblem{}, Graph: yamlflow.CanvasJSON(wf)}
 	for _, p := range yamlflow.Problems(diags) {

@@ -63,6 +63,7 @@ const (
 	CodeInvalidContext         = "invalid_context"
 	CodeUnknownProvider        = "unknown_provider"
 	CodeUnsupportedProvider    = "unsupported_provider" // a warning: loads, cannot run
+	CodeSecretPassEnv          = "secret_pass_env"      // a warning: pass_env names what looks like a secret
 	CodeBadOutputFormat        = "bad_output_format"
 	CodeUnknownTool            = "unknown_tool" // a warning: a tool name Switchyard does not know
 	CodeInvalidMCP             = "invalid_mcp"

@@ -164,6 +164,10 @@ func (p *parser) parse(data []byte) *Workflow {
 					p.errorf(e.line, "", "pass_env", CodeInvalidValue, "%q is not an environment variable name", n)
 					continue
 				}
+				if LooksSecret(n) {
+					p.warnf(e.line, "", "pass_env", CodeSecretPassEnv,
+						"%q looks like a secret: every bash, script and Bash tool call of this workflow, and the agents that run them, can read it", n)
+				}
 				wf.PassEnv = append(wf.PassEnv, n)
 			}
 		default:

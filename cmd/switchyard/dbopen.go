@@ -50,6 +50,12 @@ type opened struct {
 	artifacts string
 }
 
+// workspaces holds the folders of drawn runs whose agents use tools;
+// worktrees the git worktrees of isolated YAML runs. Both sit beside the
+// artifacts, in the data folder (files of this machine, on PostgreSQL too).
+func (o *opened) workspaces() string { return filepath.Join(filepath.Dir(o.artifacts), "workspaces") }
+func (o *opened) worktrees() string  { return filepath.Join(filepath.Dir(o.artifacts), "worktrees") }
+
 // storeOptions say how a command opens the store.
 type storeOptions struct {
 	db, data string

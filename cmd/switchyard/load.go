@@ -25,7 +25,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	server := fs.String("server", "", "URL of a running server (default: start one with a fresh database)")
-	token := fs.String("token", "", "API token of the server")
+	token := fs.String("token", os.Getenv("SWITCHYARD_TOKEN"), "API token of the --server (default $SWITCHYARD_TOKEN); the servers load starts make their own")
 	llmLatency := fs.Duration("llm-latency", 0, "latency of the built-in fake OpenAI-compatible endpoint")
 	fakeAddr := fs.String("fake-addr", "127.0.0.1:0", "where the built-in fake LLM listens (point --server's OPENAI_BASE_URL at http://ADDR/v1)")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
@@ -116,7 +116,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitFailed
 		}
 		defer srv.stop()
-		base = srv.url
+		base, *token = srv.url, srv.token
 		for i := 1; i < *servers; i++ {
 			o, err := startServer(ctx, fake.URL(), stderr, extra...)
 			if err != nil {
@@ -125,7 +125,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			defer o.stop()
 			srv.peers = append(srv.peers, o)
-			others = append(others, loadgen.NewClient(o.url, *token))
+			others = append(others, loadgen.NewClient(o.url, o.token))
 		}
 	}
 	if !*quiet {
@@ -249,7 +249,11 @@ func (s *childServer) memory(base string) (rssMB float64, goroutines int) {
 			}
 		}
 	}
-	if res, err := http.Get(base + "/metrics"); err == nil {
+	req, _ := http.NewRequest("GET", base+"/metrics", nil)
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	if res, err := http.DefaultClient.Do(req); err == nil {
 		sc := bufio.NewScanner(res.Body)
 		for sc.Scan() {
 			if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
@@ -298,14 +302,19 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 // childServer is a `switchyard serve` this process started.
 type childServer struct {
 	url   string
+	token string // the token it made and printed
 	cmd   *exec.Cmd
 	dir   string
 	done  chan struct{}
 	peers []*childServer // more servers on the same --db (--servers)
 }
 
-// listenRE finds the address in the server's start-up log line.
-var listenRE = regexp.MustCompile(`listening.*?(127\.0\.0\.1:\d+)`)
+// listenRE finds the address in the server's start-up log line, and
+// openRE the token in the address to open that follows it.
+var (
+	listenRE = regexp.MustCompile(`listening.*?(127\.0\.0\.1:\d+)`)
+	openRE   = regexp.MustCompile(`^Open \S*[?&]token=([^&\s]+)\S* in your browser$`)
+)
 
 // startServer runs this binary's serve command on a free loopback port with
 // a fresh database, its LLM pointed at the fake.
@@ -331,13 +340,17 @@ func startServer(ctx context.Context, llmURL string, stderr io.Writer, extra ...
 		return nil, err
 	}
 	s := &childServer{cmd: cmd, dir: dir, done: make(chan struct{})}
-	found := make(chan string, 1)
+	found := make(chan [2]string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
+		addr := ""
 		for sc.Scan() {
-			if m := listenRE.FindStringSubmatch(sc.Text()); m != nil {
+			if m := listenRE.FindStringSubmatch(sc.Text()); m != nil && addr == "" {
+				addr = "http://" + m[1]
+			}
+			if m := openRE.FindStringSubmatch(sc.Text()); m != nil && addr != "" {
 				select {
-				case found <- "http://" + m[1]:
+				case found <- [2]string{addr, m[1]}:
 				default:
 				}
 			}
@@ -345,7 +358,8 @@ func startServer(ctx context.Context, llmURL string, stderr io.Writer, extra ...
 		close(s.done)
 	}()
 	select {
-	case s.url = <-found:
+	case f := <-found:
+		s.url, s.token = f[0], f[1]
 		return s, nil
 	case <-s.done:
 		err = errors.New("server exited before listening")

@@ -34,6 +34,7 @@ var commands = map[string]command{
 	"run":       {"run a workflow file headless", cmdRun},
 	"resume":    {"answer a paused run's approval or continue an interrupted run", cmdResume},
 	"runs":      {"list runs", cmdRuns},
+	"worktrees": {"remove the git worktrees of finished runs (prune)", cmdWorktrees},
 	"show":      {"print one run (and its event log)", cmdShow},
 	"cancel":    {"cancel a run", cmdCancel},
 	"serve":     {"serve the web UI and API", cmdServe},

@@ -88,6 +88,8 @@ func openEnv(ctx context.Context, db, dataDir string, events io.Writer, stderr i
 	cfg := engine.Config{
 		Store:         st,
 		ArtifactsRoot: o.artifacts,
+		WorkspaceRoot: o.workspaces(),
+		WorktreeRoot:  o.worktrees(),
 		Logger:        logger,
 		LeaseTTL:      leaseTTLFromEnv(),
 		MaxParallel:   envInt("SWITCHYARD_MAX_PARALLEL", 0),

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -18,8 +21,10 @@ import (
 
 	"github.com/switchyard/switchyard"
 	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/mcp"
 	"github.com/switchyard/switchyard/server"
 	"github.com/switchyard/switchyard/store/postgres"
+	"github.com/switchyard/switchyard/yamlflow"
 )
 
 // workflowSourceFor is set by the YAML workflow support: it lists the
@@ -32,8 +37,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address; other than loopback it needs a token")
 	data := dataFlag(fs)
 	db := dbFlag(fs)
-	token := fs.String("token", "", "require this token on API requests; prefer --token-file or $SWITCHYARD_TOKEN (a command-line argument is readable by every local process)")
+	token := fs.String("token", "", "require this token on API requests instead of a random one; prefer --token-file or $SWITCHYARD_TOKEN (a command-line argument is readable by every local process)")
 	tokenFile := fs.String("token-file", os.Getenv("SWITCHYARD_TOKEN_FILE"), "read the token from this file (default $SWITCHYARD_TOKEN_FILE)")
+	noToken := fs.Bool("no-token", false, "loopback only: require no token at all, so every local user and process can use the API and run code as you (bash and script nodes); by default serve makes a random token and prints the address to open with it")
 	passEnv := fs.String("pass-env", os.Getenv(engine.PassEnvVar), "comma-separated environment variables bash and script nodes may see beyond the allowlist (default $"+engine.PassEnvVar+")")
 	noRecover := fs.Bool("no-recover", false, "leave runs a dead process was driving interrupted instead of continuing them")
 	workflows := fs.String("workflows", filepath.Join(".switchyard", "workflows"), "folder of YAML workflows listed beside drawn ones")
@@ -49,9 +55,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	maxConns := fs.Int("max-conns", envInt("SWITCHYARD_MAX_CONNS", server.DefaultMaxConns), "concurrent connections; more wait (default $SWITCHYARD_MAX_CONNS or 4096)")
 	maxLLM := fs.Int("max-llm-calls", envInt("SWITCHYARD_MAX_LLM_CALLS", 64), "concurrent LLM calls across all runs (default $SWITCHYARD_MAX_LLM_CALLS or 64)")
 	notifyURL := fs.String("notify-url", os.Getenv("SWITCHYARD_NOTIFY_URL"), "POST a JSON notice (Slack-compatible text field) here whenever a node waits for approval (default $SWITCHYARD_NOTIFY_URL)")
+	mcpConfig := fs.String("mcp-config", os.Getenv("SWITCHYARD_MCP_CONFIG"), "an mcpServers JSON file (Claude Code's .mcp.json shape) whose servers drawn agents may use (default $SWITCHYARD_MCP_CONFIG)")
+	workDir := fs.String("workdir", os.Getenv("SWITCHYARD_WORKDIR"), "the folder drawn runs' agents work in with their file tools and Bash (default $SWITCHYARD_WORKDIR, else a fresh folder per run under the data folder)")
 	publicURL := fs.String("public-url", os.Getenv("SWITCHYARD_PUBLIC_URL"), "the address people open the UI at, for links in notices (default $SWITCHYARD_PUBLIC_URL or the listen address)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: switchyard serve [--addr 127.0.0.1:8080] [--data DIR | --db URL] [--token-file F] [--no-recover] [--workflows DIR] [--read-only-workflows] [--pass-env NAMES]")
+		fmt.Fprintln(stderr, "usage: switchyard serve [--addr 127.0.0.1:8080] [--data DIR | --db URL] [--token-file F | --no-token] [--no-recover] [--workflows DIR] [--read-only-workflows] [--pass-env NAMES]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -93,10 +101,30 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "switchyard serve: --addr %q: %v\n", *addr, err)
 		return exitUsage
 	}
-	if !server.IsLoopbackHost(host) && *token == "" {
+	loopback := server.IsLoopbackHost(host)
+	if !loopback && (*token == "" || *noToken) {
 		fmt.Fprintf(stderr, "switchyard serve: refusing to listen on %s without a token: anyone who can reach it could run workflows.\n"+
-			"Set --token or SWITCHYARD_TOKEN, or listen on loopback (--addr 127.0.0.1:8080).\n", *addr)
+			"Give one with --token-file FILE or SWITCHYARD_TOKEN, or listen on loopback (--addr 127.0.0.1:8080).\n", *addr)
 		return exitUsage
+	}
+	// A token even on loopback: every local user can reach a loopback
+	// port, and the API runs code as this user (bash and script nodes).
+	// Without one given, a random one is made and printed in the address
+	// to open (as Jupyter does); --no-token keeps the server open.
+	var shownToken string
+	switch {
+	case *noToken && *token != "":
+		fmt.Fprintln(stderr, "switchyard serve: --no-token and a token (--token, --token-file, SWITCHYARD_TOKEN_FILE or SWITCHYARD_TOKEN) exclude each other")
+		return exitUsage
+	case *noToken:
+		fmt.Fprintln(stderr, "switchyard serve: warning: --no-token: every local user and every local process can use this server's API, and through it run commands as you (bash and script nodes); use it only where you are the machine's only user")
+	case *token == "":
+		t, err := randomToken()
+		if err != nil {
+			fmt.Fprintf(stderr, "switchyard serve: make a token: %v\n", err)
+			return exitFailed
+		}
+		*token, shownToken = t, t
 	}
 	if *db != "" {
 		if _, err := redactDB(*db); err != nil {
@@ -126,6 +154,32 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		defer stop()
 	}
+	var mcpCfg mcp.Config
+	if *mcpConfig != "" {
+		if mcpCfg, err = mcp.LoadConfigFile(*mcpConfig); err != nil {
+			fmt.Fprintf(stderr, "switchyard serve: --mcp-config: %v\n", err)
+			return exitUsage
+		}
+	}
+	if *workDir != "" {
+		abs, err := filepath.Abs(*workDir)
+		if err == nil {
+			var fi os.FileInfo
+			if fi, err = os.Stat(abs); err == nil && !fi.IsDir() {
+				err = fmt.Errorf("%s is not a folder", abs)
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "switchyard serve: --workdir: %v\n", err)
+			return exitUsage
+		}
+		*workDir = abs
+	}
+	for _, n := range strings.Split(*passEnv, ",") {
+		if n = strings.TrimSpace(n); n != "" && yamlflow.LooksSecret(n) {
+			fmt.Fprintf(stderr, "switchyard serve: warning: --pass-env %s looks like a secret: every bash, script and Bash tool call can read it\n", n)
+		}
+	}
 	var notifier *server.Notifier
 	if *notifyURL != "" {
 		n, err := server.NewNotifier(server.NotifierOptions{URL: *notifyURL, PublicURL: *publicURL, Logger: logger})
@@ -138,7 +192,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if err := serve(ctx, serveOptions{notifier: notifier, addr: *addr, data: *data, db: *db, token: *token, recover: !*noRecover,
 		workflows: *workflows, readOnlyWorkflows: *readOnlyWorkflows, maxBody: limit, maxConns: *maxConns, readTimeout: *readTimeout, writeTimeout: *writeTimeout, grace: *grace, announce: announce,
-		maxParallel: *maxParallel, maxLLM: *maxLLM, ready: readyLine(stderr, *logFormat, announce, *publicURL)}, logger); err != nil {
+		maxParallel: *maxParallel, maxLLM: *maxLLM, mcp: mcpCfg, workDir: *workDir, ready: readyLine(stderr, *logFormat, announce, *publicURL, shownToken)}, logger); err != nil {
 		logger.Error("serve", "err", err)
 		fmt.Fprintln(stderr, "switchyard serve:", err)
 		return exitFailed
@@ -190,14 +244,18 @@ type serveOptions struct {
 	notifier                     *server.Notifier
 	ready                        func(bound string) // called once, after the listening line
 	db                           string             // PostgreSQL URL; "" for the SQLite file of data
+	mcp                          mcp.Config         // servers drawn agents may pick (--mcp-config)
+	workDir                      string             // drawn runs' folder (--workdir); "" for one per run
 }
 
 // readyLine returns what serve calls once it listens: the address to open,
 // as the last line of start-up, so a person running `go run` sees it under
 // the build and log output. With --log-format json it is a log record.
-func readyLine(w io.Writer, format string, announce *slog.Logger, publicURL string) func(string) {
+// A token serve made (token) is in the address, for the UI to sign in
+// with; a token the user gave is not printed.
+func readyLine(w io.Writer, format string, announce *slog.Logger, publicURL, token string) func(string) {
 	return func(bound string) {
-		u := browserURL(bound, publicURL)
+		u := withToken(browserURL(bound, publicURL), token)
 		if format == "json" {
 			announce.Info("open in your browser", "url", u)
 			return
@@ -222,6 +280,34 @@ func browserURL(bound, publicURL string) string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
+// withToken adds ?token= to the address to open (the UI trades it for its
+// session cookie and removes it from the address bar).
+func withToken(u, token string) string {
+	if token == "" {
+		return u
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	if p.Path == "" {
+		p.Path = "/"
+	}
+	q := p.Query()
+	q.Set("token", token)
+	p.RawQuery = q.Encode()
+	return p.String()
+}
+
+// randomToken returns 32 random bytes, base64url-encoded.
+func randomToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
 func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 	// On PostgreSQL, other processes' commits reach the live-event hub:
 	// a websocket here follows a run another process drives.
@@ -238,6 +324,9 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 	cfg := engine.Config{
 		Store:         st,
 		ArtifactsRoot: db.artifacts,
+		WorkspaceRoot: db.workspaces(),
+		WorktreeRoot:  db.worktrees(),
+		MCP:           o.mcp,
 		Logger:        logger,
 		LeaseTTL:      leaseTTLFromEnv(),
 		Sinks:         []engine.Sink{metrics},
@@ -275,6 +364,7 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 	srv, err := server.New(server.Config{
 		Engine: e, Store: st, UI: ui, Addr: o.addr, Token: o.token, MaxBody: o.maxBody, MaxConns: o.maxConns, BodyTimeout: o.readTimeout, WriteTimeout: o.writeTimeout, Logger: logger,
 		Metrics: metrics, Workflows: src, WorkflowsDir: o.workflows,
+		GraphWorkDir: o.workDir, MCPServers: o.mcp.Names(),
 		ReadOnlyWorkflows: o.readOnlyWorkflows, YAMLPositionsFile: filepath.Join(filepath.Dir(dbPath(o.data)), "yaml-positions.json"),
 	})
 	if err != nil {

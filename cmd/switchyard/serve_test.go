@@ -22,10 +22,15 @@ import (
 // serveAddrRE finds the bound address in the start-up log line.
 var serveAddrRE = regexp.MustCompile(`msg=listening addr=(\S+)`)
 
+// serveOpenRE finds the address to open, the last line of start-up, with
+// the token serve made (when it made one).
+var serveOpenRE = regexp.MustCompile(`^Open (\S+?)(?:/\?token=(\S+))? in your browser$`)
+
 // serverProc is a `switchyard serve` child process.
 type serverProc struct {
 	cmd    *exec.Cmd
 	url    string
+	token  string // the token serve made and printed ("" if given one, or --no-token)
 	mu     sync.Mutex
 	stderr bytes.Buffer
 	exited chan struct{}
@@ -59,16 +64,20 @@ func startServeDir(t *testing.T, dir string, env []string, args ...string) *serv
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	found := make(chan string, 1)
+	found := make(chan [2]string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
+		addr := ""
 		for sc.Scan() {
 			p.mu.Lock()
 			p.stderr.WriteString(sc.Text() + "\n")
 			p.mu.Unlock()
-			if m := serveAddrRE.FindStringSubmatch(sc.Text()); m != nil {
+			if m := serveAddrRE.FindStringSubmatch(sc.Text()); m != nil && addr == "" {
+				addr = "http://" + m[1]
+			}
+			if m := serveOpenRE.FindStringSubmatch(sc.Text()); m != nil && addr != "" {
 				select {
-				case found <- "http://" + m[1]:
+				case found <- [2]string{addr, m[2]}:
 				default:
 				}
 			}
@@ -86,7 +95,8 @@ func startServeDir(t *testing.T, dir string, env []string, args ...string) *serv
 		}
 	})
 	select {
-	case p.url = <-found:
+	case f := <-found:
+		p.url, p.token = f[0], f[1]
 	case <-p.exited:
 		t.Fatalf("serve exited (%d) before listening:\n%s", p.code, p.log())
 	case <-time.After(time.Minute):
@@ -107,10 +117,15 @@ func (p *serverProc) stop(t *testing.T) int {
 	return p.code
 }
 
+// get sends GET path with token as a bearer; "" sends the token serve
+// printed, if it made one, and noAuth none at all.
 func (p *serverProc) get(t *testing.T, path, token string) (int, http.Header, []byte) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", p.url+path, nil)
-	if token != "" {
+	if token == "" {
+		token = p.token
+	}
+	if token != "" && token != noAuth {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	res, err := http.DefaultClient.Do(req)
@@ -122,10 +137,19 @@ func (p *serverProc) get(t *testing.T, path, token string) (int, http.Header, []
 	return res.StatusCode, res.Header, body
 }
 
+// noAuth makes get send no token at all.
+const noAuth = "\x00none"
+
+// post sends POST path with the token serve printed, if it made one.
 func (p *serverProc) post(t *testing.T, path string, body any) (int, []byte) {
 	t.Helper()
 	raw, _ := json.Marshal(body)
-	res, err := http.Post(p.url+path, "application/json", bytes.NewReader(raw))
+	req, _ := http.NewRequest("POST", p.url+path, bytes.NewReader(raw))
+	req.Header.Set("Content-Type", "application/json")
+	if p.token != "" {
+		req.Header.Set("Authorization", "Bearer "+p.token)
+	}
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("POST %s: %v", path, err)
 	}
@@ -157,8 +181,12 @@ func TestServeHealthUIAndSignal(t *testing.T) {
 		t.Errorf("no warning about the missing LLM:\n%s", p.log())
 	}
 	// The address to open is the last line of start-up: right after the
-	// listening line, and only request records after it.
-	want := "Open " + p.url + " in your browser"
+	// listening line, and only request records after it. It carries the
+	// token serve made.
+	if p.token == "" {
+		t.Fatalf("no token in the address to open:\n%s", p.log())
+	}
+	want := "Open " + p.url + "/?token=" + p.token + " in your browser"
 	lines := strings.Split(strings.TrimRight(p.log(), "\n"), "\n")
 	at := -1
 	for i, l := range lines {

@@ -120,7 +120,8 @@ func TestServeYAMLWorkflowsEndToEnd(t *testing.T) {
 	if err := json.Unmarshal(body, &run); err != nil {
 		t.Fatal(err)
 	}
-	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(p.url, "http")+"/api/runs/"+run.RunID+"/ws", nil)
+	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(p.url, "http")+"/api/runs/"+run.RunID+"/ws",
+		http.Header{"Authorization": {"Bearer " + p.token}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ function fanOut() {
 
 test('two pending approvals are shown together and both can be answered', { timeout: TEST_TIMEOUT }, async () => {
   const wf = await stack.api.createWorkflow('Two approvals', fanOut());
-  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'dark' });
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'dark' });
   try {
     await openEditor(page, `/workflows/${wf.id}`);
     await until(async () => (await nodeIds(page)).length === 6, 'the graph on the canvas');

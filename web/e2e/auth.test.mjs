@@ -1,5 +1,7 @@
-// Token mode: the server runs with --token; the UI asks for it, refuses a
-// wrong one, and works (API and websockets) once signed in.
+// Token mode. With a token given (SWITCHYARD_TOKEN) the UI asks for it,
+// refuses a wrong one, and works (API and websockets) once signed in.
+// Without one, serve makes a token and prints the address to open with it:
+// the UI trades it for its session cookie and takes it out of the address.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { launchBrowser, newPage, screenshot } from './lib/browser.mjs';
@@ -20,18 +22,21 @@ import {
 
 const TOKEN = 'e2e-secret-token';
 let stack;
+let printed; // a stack with the token serve made
 let browser;
 
 before(async () => {
   stack = await startStack({ name: 'auth', latency: '300ms', token: TOKEN });
+  printed = await startStack({ name: 'auth-printed', latency: '0s' });
   browser = await launchBrowser();
 });
 after(async () => {
   await browser?.close();
   await stack?.stop();
+  await printed?.stop();
 });
 
-test('with --token the UI shows the sign-in page and works once signed in', { timeout: TEST_TIMEOUT }, async () => {
+test('with a given token the UI shows the sign-in page and works once signed in', { timeout: TEST_TIMEOUT }, async () => {
   const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'light' });
   try {
     // Without a session the API answers 401.
@@ -77,5 +82,50 @@ test('with --token the UI shows the sign-in page and works once signed in', { ti
     assertNoPageErrors(errors);
   } finally {
     await context.close();
+  }
+});
+
+test('the address serve prints signs the UI in and leaves no token behind', { timeout: TEST_TIMEOUT }, async () => {
+  assert.ok(printed.printedToken.length >= 40, 'serve printed a long random token');
+  // Nothing works without it, the API included.
+  assert.equal((await fetch(`${printed.baseURL}/api/workflows`)).status, 401);
+
+  const { context, page, errors } = await newPage(browser, { baseURL: printed.baseURL, theme: 'light' });
+  try {
+    // A visit without a session shows the sign-in page.
+    await page.goto('/');
+    await page.locator(tid('signin')).waitFor();
+
+    // The printed address (here with a path): signed in, on that page, and
+    // the token gone from the address bar and the history entry.
+    await page.goto(`/approvals?token=${printed.printedToken}`);
+    await page.locator(tid('inbox')).waitFor();
+    await textMatches(page.locator(tid('server-status')), /Connected/, 'server status');
+    const href = await page.evaluate(() => location.href);
+    assert.equal(new URL(href).pathname, '/approvals');
+    assert.ok(!href.includes('token'), `the address still holds the token: ${href}`);
+    assert.equal(await page.locator(tid('signin')).count(), 0);
+    const cookies = await context.cookies();
+    const session = cookies.find((c) => c.name === 'switchyard_session');
+    assert.ok(session?.httpOnly, 'an HttpOnly session cookie was set');
+    assert.ok(!JSON.stringify(cookies).includes(printed.printedToken), 'the cookie does not hold the token');
+    // Going back does not bring the token back either.
+    await page.goto('/runs');
+    await page.goBack();
+    assert.ok(!(await page.evaluate(() => location.href)).includes('token'), 'the history entry kept the token');
+    assertNoPageErrors(errors);
+  } finally {
+    await context.close();
+  }
+
+  // A stale token (the server restarted): the sign-in page says why, and
+  // the address is clean.
+  const fresh = await newPage(browser, { baseURL: printed.baseURL, theme: 'light' });
+  try {
+    await fresh.page.goto('/?token=not-the-token');
+    await textMatches(fresh.page.locator(`${tid('signin')} [role="alert"]`), /not accepted/i, 'the refusal');
+    assert.ok(!(await fresh.page.evaluate(() => location.href)).includes('token'));
+  } finally {
+    await fresh.context.close();
   }
 });

@@ -65,7 +65,7 @@ function reviewGraph() {
 
 describe('editor and runs', () => {
   test('draw start → agent → if → two branches → approval → agent, save, run, approve with a note', { timeout: TEST_TIMEOUT }, async () => {
-    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'light' });
+    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'light' });
     try {
       await openEditor(page, '/workflows/new');
       assert.deepEqual(await nodeIds(page), ['n1', 'n2'], 'a new workflow opens with the starter: start → agent');
@@ -189,7 +189,7 @@ describe('editor and runs', () => {
 
   test('reject with a note: the reject branch runs with $REJECTION_REASON', { timeout: TEST_TIMEOUT }, async () => {
     const wf = await stack.api.createWorkflow('Reject flow', reviewGraph());
-    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'dark' });
+    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'dark' });
     try {
       await openEditor(page, `/workflows/${wf.id}`);
       await until(async () => (await nodeIds(page)).length === 7, 'the saved graph on the canvas');
@@ -226,7 +226,7 @@ describe('editor and runs', () => {
   });
 
   test('a validation problem shows on its node, blocks Run and selects the node when clicked', { timeout: TEST_TIMEOUT }, async () => {
-    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'light' });
+    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'light' });
     try {
       await openEditor(page, '/workflows/new');
       const iff = await addNodeByClick(page, 'if');

@@ -73,7 +73,7 @@ async function waitStarter(page) {
 }
 
 test('a new workflow opens with a starter (start → agent) and no problem', { timeout: TEST_TIMEOUT }, async () => {
-  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'light' });
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'light' });
   try {
     await openEditor(page, '/');
     await waitStarter(page);
@@ -103,7 +103,7 @@ test('a new workflow opens with a starter (start → agent) and no problem', { t
 
 for (const theme of ['light', 'dark']) {
   test(`the template gallery (${theme})`, { timeout: TEST_TIMEOUT }, async () => {
-    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme });
+    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme });
     try {
       await openEditor(page, '/');
       await page.locator(tid('open-templates')).click();
@@ -122,7 +122,7 @@ for (const theme of ['light', 'dark']) {
 }
 
 test('a template opens, saves, and runs to its approval and on to completion; toasts stay on their page', { timeout: TEST_TIMEOUT }, async () => {
-  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'light' });
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'light' });
   try {
     await openEditor(page, '/');
     await page.locator(tid('open-templates')).click();
@@ -158,7 +158,7 @@ test('a template opens, saves, and runs to its approval and on to completion; to
 });
 
 test('+ New on an unsaved draft asks, then opens a fresh starter', { timeout: TEST_TIMEOUT }, async () => {
-  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'light' });
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'light' });
   const dialogs = recordDialogs(page);
   try {
     await openEditor(page, '/workflows/new');
@@ -196,7 +196,7 @@ test('+ New on an unsaved draft asks, then opens a fresh starter', { timeout: TE
 });
 
 test('pasting the same copy twice offsets each copy', { timeout: TEST_TIMEOUT }, async () => {
-  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'light' });
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'light' });
   try {
     await openEditor(page, '/workflows/new');
     await waitStarter(page);
@@ -228,7 +228,7 @@ test('pasting the same copy twice offsets each copy', { timeout: TEST_TIMEOUT },
 });
 
 test('an import that leaves out edges to missing nodes lists them, and asks before replacing unsaved work', { timeout: TEST_TIMEOUT }, async () => {
-  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'light' });
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'light' });
   const dialogs = recordDialogs(page);
   try {
     await openEditor(page, '/workflows/new');
@@ -282,7 +282,7 @@ test('an import that leaves out edges to missing nodes lists them, and asks befo
 });
 
 test('a final sign-off approval (no outgoing edge) is a warning, not an error: Run stays enabled', { timeout: TEST_TIMEOUT }, async () => {
-  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'light' });
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'light' });
   try {
     await openEditor(page, '/workflows/new');
     await waitStarter(page);
@@ -313,7 +313,7 @@ test('a final sign-off approval (no outgoing edge) is a warning, not an error: R
 });
 
 test('a YAML workflow: no Delete offered, and the step inspector shows the whole prompt', { timeout: TEST_TIMEOUT }, async () => {
-  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'dark' });
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'dark' });
   try {
     const list = await stack.api.get('/api/workflows');
     const wf = list.find((w) => w.kind === 'yaml' && w.name === 'Long prompt');

@@ -36,7 +36,7 @@ after(async () => {
 });
 
 test('importing a legacy graph shows it normalized (approval node, edges) and saves it', { skip, timeout: TEST_TIMEOUT }, async () => {
-  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'light' });
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'light' });
   try {
     await openEditor(page, '/workflows/new');
     await page.locator(tid('import-file')).setInputFiles(fixture);

@@ -66,7 +66,7 @@ test('the inbox lists approvals of two workflows, answers one in place, and the 
   const alpha = await stack.api.createWorkflow('Alpha newsletter', reviewGraph('Send the newsletter?'));
   const beta = await stack.api.createWorkflow('Beta release notes', reviewGraph('Publish the release notes?'));
   for (const theme of ['light', 'dark']) {
-    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme });
+    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme });
     try {
       await context.grantPermissions(['notifications']);
       // Record notifications the page shows (the real API still runs).
@@ -159,7 +159,7 @@ test('the inbox lists approvals of two workflows, answers one in place, and the 
 
 test('the header count is live on other pages too', { timeout: TEST_TIMEOUT }, async () => {
   const wf = await stack.api.createWorkflow('Gamma', reviewGraph('Go?'));
-  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL });
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token });
   try {
     await page.goto(`/workflows/${wf.id}`);
     await textMatches(page.locator(tid('server-status')), /Connected/, 'server status');

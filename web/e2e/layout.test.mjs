@@ -39,7 +39,7 @@ function wideGraph() {
 
 test('side panels collapse and the canvas takes the room; the choice is remembered', { timeout: TEST_TIMEOUT }, async () => {
   const wf = await stack.api.createWorkflow('Wide', wideGraph());
-  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL });
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token });
   try {
     await openEditor(page, `/workflows/${wf.id}`);
     await page.locator(tid('left-panel')).waitFor();
@@ -77,7 +77,7 @@ test('side panels collapse and the canvas takes the room; the choice is remember
 test('below 1100 px the panels start hidden and open over the canvas', { timeout: TEST_TIMEOUT }, async () => {
   const wf = await stack.api.createWorkflow('Narrow', wideGraph());
   for (const theme of ['light', 'dark']) {
-    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme });
+    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme });
     try {
       await page.setViewportSize({ width: 1000, height: 760 });
       await openEditor(page, `/workflows/${wf.id}`);

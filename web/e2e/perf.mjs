@@ -212,7 +212,7 @@ const stack = await startStack({ name: 'perf', latency: '0s' });
 const browser = await launchBrowser();
 try {
   if (ONLY !== 'canvas') {
-    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'light' });
+    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'light' });
     await openEditor(page, '/workflows/new');
     const pr = await measurePrompt(page, stack.api);
     await screenshot(page, `perf-prompt-${PROMPT_KB}kb`);
@@ -234,7 +234,7 @@ async function canvasPerf() {
   const t0 = Date.now();
   const wf = await stack.api.createWorkflow(`Big ${N}`, bigGraph(N));
   console.log(`perf: saved a ${N}-node workflow in ${Date.now() - t0} ms`);
-  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'light' });
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'light' });
 
   // Warm the browser cache with the app bundle so "open" measures the graph.
   await openEditor(page, '/workflows/new');

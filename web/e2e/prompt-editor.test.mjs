@@ -66,7 +66,7 @@ async function savedPrompt(wfId, nodeId, field = 'userPrompt') {
 for (const theme of ['light', 'dark']) {
   test(`${theme}: $ and {{ complete variables and node outputs; the picked text is saved`, { timeout: TEST_TIMEOUT }, async () => {
     const wf = await stack.api.createWorkflow(`Prompts ${theme}`, graph());
-    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme });
+    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme });
     try {
       await openEditor(page, `/workflows/${wf.id}`);
       await settle(page);
@@ -120,7 +120,7 @@ for (const theme of ['light', 'dark']) {
 
 test('fill() works on the editor, Ctrl+S saves from inside it, unknown references are marked, a burst of typing is one undo step', { timeout: TEST_TIMEOUT }, async () => {
   const wf = await stack.api.createWorkflow('Prompts fill', graph());
-  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'light' });
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'light' });
   try {
     await openEditor(page, `/workflows/${wf.id}`);
     await settle(page);

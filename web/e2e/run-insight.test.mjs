@@ -54,7 +54,7 @@ const fired = async (page, id) => (await page.locator(tid(`edge-${id}`)).getAttr
 test('a reject loop: path, visit counts, durations, re-run and replay', { timeout: TEST_TIMEOUT }, async () => {
   const wf = await stack.api.createWorkflow('Poem with review', reviseLoop());
   for (const theme of ['light', 'dark']) {
-    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme });
+    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme });
     try {
       const run = await stack.api.post('/api/runs', { workflowId: wf.id, input: `topic-${theme}` });
       await page.goto(`/runs/${run.runId}`);
@@ -138,7 +138,7 @@ test('the runs page lists runs across workflows, filters them and re-runs one', 
   await until(async () => (await stack.api.getRun(done.runId)).status === 'completed', 'the quick run to complete', 30_000);
   await until(async () => (await stack.api.getRun(paused.runId)).status === 'paused', 'the review run to pause', 30_000);
 
-  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL });
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token });
   try {
     await page.goto('/');
     await textMatches(page.locator(tid('server-status')), /Connected/, 'server status');
@@ -198,7 +198,7 @@ test('tokens from a provider that reports usage, and subagents the lead delegate
   });
   const run = await stack.api.post('/api/runs', { workflowId: wf.id });
   for (const theme of ['light', 'dark']) {
-    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme });
+    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme });
     try {
       await page.goto(`/runs/${run.runId}`);
       await waitRunStatus(page, 'completed');

@@ -56,7 +56,7 @@ async function startFromEditor(page, name, graph) {
 
 describe('slow runs', () => {
   test('reloading mid-run catches up: no lost or duplicated log lines', { timeout: TEST_TIMEOUT }, async () => {
-    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'light' });
+    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'light' });
     try {
       const runId = await startFromEditor(page, 'Slow chain', chain(3));
       await textMatches(page.locator(tid('stream-state')), /^live$/, 'stream state');
@@ -101,7 +101,7 @@ describe('slow runs', () => {
   });
 
   test('cancelling a running run stops it', { timeout: TEST_TIMEOUT }, async () => {
-    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'dark' });
+    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'dark' });
     try {
       const runId = await startFromEditor(page, 'To cancel', chain(3));
       await waitNodeStatus(page, 'a1', 'running', 20_000);

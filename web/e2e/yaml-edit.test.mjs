@@ -84,7 +84,7 @@ async function appendText(page, text) {
 test('edit the text, see the canvas follow and diagnostics inline; draw an edge, see depends_on; save, reload, run', { timeout: TEST_TIMEOUT }, async () => {
   for (const theme of ['light', 'dark']) {
     if (theme === 'dark') writeFileSync(wfFile('edit.yaml'), EDIT_YAML); // start again from the same file
-    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme });
+    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme });
     try {
       const wf = await openYaml(page, 'Edit me');
       await until(async () => (await nodeIds(page)).length === 2, 'two YAML steps on the canvas');
@@ -155,7 +155,7 @@ test('edit the text, see the canvas follow and diagnostics inline; draw an edge,
 
 test('canvas gestures edit the file: add a step from the palette, edit its main field, delete an edge and a node; drags keep positions', { timeout: TEST_TIMEOUT }, async () => {
   writeFileSync(wfFile('edit.yaml'), EDIT_YAML);
-  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'light' });
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'light' });
   try {
     const wf = await openYaml(page, 'Edit me');
     await until(async () => (await nodeIds(page)).length === 2, 'two steps');
@@ -203,7 +203,7 @@ test('canvas gestures edit the file: add a step from the palette, edit its main 
 test('a save over a file changed on disk opens the conflict view: yours, disk, base; keep mine overwrites', { timeout: TEST_TIMEOUT }, async () => {
   for (const theme of ['dark', 'light']) {
     writeFileSync(wfFile('conflict.yaml'), CONFLICT_YAML);
-    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme });
+    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme });
     try {
       await openYaml(page, 'Conflicted');
       await page.locator(tid('yaml-view-text')).click();
@@ -252,7 +252,7 @@ test('+ New YAML creates a file in the folder; Convert to YAML shows the text an
       { id: 'e2', source: 'n2', target: 'n3', sourceHandle: 'output', targetHandle: 'input' },
     ],
   });
-  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'dark' });
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'dark' });
   try {
     await openEditor(page, '/');
     await page.locator(tid('new-yaml')).click();
@@ -293,7 +293,7 @@ test('+ New YAML creates a file in the folder; Convert to YAML shows the text an
 test('the step inspector edits when, trigger_rule, retry and timeout as minimal file edits', { timeout: TEST_TIMEOUT }, async () => {
   writeFileSync(wfFile('edit.yaml'), EDIT_YAML);
   for (const theme of ['light', 'dark']) {
-    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme });
+    const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme });
     try {
       await openYaml(page, 'Edit me');
       await until(async () => (await nodeIds(page)).length === 2, 'two steps');

@@ -60,7 +60,7 @@ test('a YAML workflow is listed, shown read-only with its step kinds, and runs',
   const list = await stack.api.get('/api/workflows');
   const wf = list.find((w) => w.kind === 'yaml' && w.name === 'YAML review');
   assert.ok(wf, `the server lists the YAML workflow: ${JSON.stringify(list)}`);
-  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'dark' });
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'dark' });
   try {
     await openEditor(page, '/');
     const item = page.locator(tid(`workflow-item-${wf.id}`));
@@ -99,7 +99,7 @@ test('a YAML workflow whose provider is not configured shows why Run is disabled
   const list = await stack.api.get('/api/workflows');
   const wf = list.find((w) => w.name === 'Claude review');
   assert.ok(wf?.runBlocker?.includes('ANTHROPIC_API_KEY'), `the server gives the reason: ${JSON.stringify(wf)}`);
-  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, theme: 'dark' });
+  const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme: 'dark' });
   try {
     await openEditor(page, '/');
     await page.locator(tid(`workflow-item-${wf.id}`)).click();

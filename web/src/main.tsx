@@ -2,7 +2,9 @@ import '@xyflow/react/dist/style.css';
 import './styles.css';
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
+import { api } from './api/client';
 import { openStatusStream } from './api/statusStream';
+import { signInFromURL } from './api/urlToken';
 import { App } from './App';
 import { applyTheme, useApp } from './store/app';
 import { useInbox } from './store/inbox';
@@ -11,47 +13,63 @@ import { setNavigationGuard, startRouter } from './store/router';
 import { startValidation, startYamlValidation } from './store/validation';
 
 applyTheme(useApp.getState().theme);
-startRouter();
-startValidation();
-startYamlValidation();
-void useApp.getState().loadConfig();
 
-// Live run statuses for history lists; only once the API answers.
-let stopStatus: (() => void) | null = null;
-useApp.subscribe((s) => {
-  if (s.server === 'ok' && !stopStatus) {
-    stopStatus = openStatusStream((m) => {
-      useApp.getState().noteRunStatus(m);
-      // Any status change may add or answer an approval.
-      useInbox.getState().refreshSoon();
+// Sign in with the token `switchyard serve` printed in the address, if it
+// is there, before the first API call (see signInFromURL); then start.
+async function boot(): Promise<void> {
+  const signedIn = await signInFromURL(location, history, api.login);
+  if (signedIn === 'refused') {
+    useApp.setState({
+      needsLogin: true,
+      signInNote:
+        'The token in the address was not accepted: the server may have restarted with a new one. Open the address it printed last, or paste its token.',
     });
-    void useInbox.getState().refresh();
-    // A second node of an already paused run starts waiting without a
-    // status change; an occasional refresh catches it.
-    setInterval(() => {
-      if (document.visibilityState === 'visible') useInbox.getState().refreshSoon();
-    }, 15_000);
   }
-});
 
-setNavigationGuard((to) => {
-  const ed = useEditor.getState();
-  if (!isDirty(ed) || (ed.kind === 'yaml' && !ed.editable)) return true;
-  // Staying on the same workflow (e.g. new → its saved id) is not leaving.
-  if (to.name === 'editor' && to.id !== null && to.id === ed.workflowId) return true;
-  return confirm('You have unsaved changes to this workflow. Leave without saving?');
-});
+  startRouter();
+  startValidation();
+  startYamlValidation();
+  void useApp.getState().loadConfig();
 
-window.addEventListener('beforeunload', (e) => {
-  const ed = useEditor.getState();
-  if (isDirty(ed) && (ed.kind !== 'yaml' || ed.editable)) {
-    e.preventDefault();
-    e.returnValue = '';
-  }
-});
+  // Live run statuses for history lists; only once the API answers.
+  let stopStatus: (() => void) | null = null;
+  useApp.subscribe((s) => {
+    if (s.server === 'ok' && !stopStatus) {
+      stopStatus = openStatusStream((m) => {
+        useApp.getState().noteRunStatus(m);
+        // Any status change may add or answer an approval.
+        useInbox.getState().refreshSoon();
+      });
+      void useInbox.getState().refresh();
+      // A second node of an already paused run starts waiting without a
+      // status change; an occasional refresh catches it.
+      setInterval(() => {
+        if (document.visibilityState === 'visible') useInbox.getState().refreshSoon();
+      }, 15_000);
+    }
+  });
 
-createRoot(document.getElementById('root')!).render(
-  <StrictMode>
-    <App />
-  </StrictMode>,
-);
+  setNavigationGuard((to) => {
+    const ed = useEditor.getState();
+    if (!isDirty(ed) || (ed.kind === 'yaml' && !ed.editable)) return true;
+    // Staying on the same workflow (e.g. new → its saved id) is not leaving.
+    if (to.name === 'editor' && to.id !== null && to.id === ed.workflowId) return true;
+    return confirm('You have unsaved changes to this workflow. Leave without saving?');
+  });
+
+  window.addEventListener('beforeunload', (e) => {
+    const ed = useEditor.getState();
+    if (isDirty(ed) && (ed.kind !== 'yaml' || ed.editable)) {
+      e.preventDefault();
+      e.returnValue = '';
+    }
+  });
+
+  createRoot(document.getElementById('root')!).render(
+    <StrictMode>
+      <App />
+    </StrictMode>,
+  );
+}
+
+void boot();

@@ -59,8 +59,11 @@ function recordRunStatuses() {
 /**
  * A fresh context (own cookies and storage) and page. Uncaught page errors
  * are collected in `errors`; tests assert there are none.
+ * With `token` (a stack's), the context signs in first (POST /login: the
+ * session cookie the UI gets from the address `switchyard serve` prints;
+ * auth.test.mjs goes through that address itself).
  * @param {import('playwright-core').Browser} browser
- * @param {{theme?: 'light'|'dark', baseURL: string}} o
+ * @param {{theme?: 'light'|'dark', baseURL: string, token?: string}} o
  */
 export async function newPage(browser, o) {
   const context = await browser.newContext({
@@ -80,6 +83,11 @@ export async function newPage(browser, o) {
     }, o.theme);
   }
   await context.addInitScript(recordRunStatuses);
+  if (o.token) {
+    // The request context shares the browser context's cookies.
+    const res = await context.request.post('/login', { data: { token: o.token } });
+    if (!res.ok()) throw new Error(`sign-in for the test page: HTTP ${res.status()} ${await res.text()}`);
+  }
   const page = await context.newPage();
   const errors = [];
   const consoleErrors = [];

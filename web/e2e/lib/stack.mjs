@@ -108,8 +108,12 @@ async function stopProcess(child, graceMs = 5_000) {
 /**
  * Starts fake-llm and `switchyard serve` on a fresh data directory.
  * `workflows` are YAML files (name → text) for the server's --workflows folder.
- * `args` are extra `serve` flags.
- * @param {{name: string, latency?: string, token?: string, workflows?: Record<string, string>, args?: string[]}} o
+ * `args` are extra `serve` flags; `fakeArgs` extra `fake-llm` flags (e.g. `--script FILE`). Without `token`, serve makes one and prints
+ * the address to open with it (`…/?token=…`): the stack reads it from there,
+ * as a person would. `token` gives serve that token (SWITCHYARD_TOKEN)
+ * instead; `noToken` starts it with --no-token.
+ * The returned `token` signs in the API client and the browser (newPage).
+ * @param {{name: string, latency?: string, token?: string, noToken?: boolean, workflows?: Record<string, string>, args?: string[], fakeArgs?: string[]}} o
  */
 export async function startStack(o) {
   const bin = await switchyardBinary();
@@ -121,7 +125,7 @@ export async function startStack(o) {
     await rm(dataDir, { recursive: true, force: true });
   };
   try {
-    const fake = startProcess(bin, ['fake-llm', '--addr', '127.0.0.1:0', '--latency', o.latency ?? '300ms'], {},
+    const fake = startProcess(bin, ['fake-llm', '--addr', '127.0.0.1:0', '--latency', o.latency ?? '300ms', ...(o.fakeArgs ?? [])], {},
       join(RESULTS_DIR, `${o.name}-fake-llm.log`));
     procs.push(fake);
     const [, llmURL] = await waitForLine(fake.stdout, /fake-llm listening url=(\S+)/, 'fake-llm', fake);
@@ -130,14 +134,20 @@ export async function startStack(o) {
     mkdirSync(wfDir, { recursive: true });
     for (const [name, text] of Object.entries(o.workflows ?? {})) writeFileSync(join(wfDir, name), text);
     const args = ['serve', '--addr', '127.0.0.1:0', '--data', dataDir, '--workflows', wfDir];
-    if (o.token) args.push('--token', o.token);
+    if (o.noToken) args.push('--no-token');
     args.push(...(o.args ?? []));
-    const srv = startProcess(bin, args, { OPENAI_BASE_URL: llmURL, OPENAI_API_KEY: 'test', SWITCHYARD_TOKEN: '', ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '' },
-      join(RESULTS_DIR, `${o.name}-server.log`));
+    const srv = startProcess(bin, args, {
+      OPENAI_BASE_URL: llmURL, OPENAI_API_KEY: 'test', SWITCHYARD_TOKEN: o.token ?? '', SWITCHYARD_TOKEN_FILE: '',
+      ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '',
+    }, join(RESULTS_DIR, `${o.name}-server.log`));
     procs.push(srv);
-    const [, addr] = await waitForLine(srv.stderr, /msg=listening addr=(\S+)/, 'switchyard serve', srv);
+    // The listening record, then the address to open (the last line of start-up).
+    const [, addr, printed] = await waitForLine(srv.stderr,
+      /msg=listening addr=(\S+)[\s\S]*?\nOpen \S+?(?:\/\?token=(\S+))? in your browser\n/, 'switchyard serve', srv);
     const baseURL = `http://${addr}`;
-    return { baseURL, llmURL, dataDir, token: o.token ?? '', api: apiClient(baseURL, o.token), stop };
+    const token = o.token ?? printed ?? '';
+    if (!o.token && !o.noToken && !printed) throw new Error('switchyard serve printed no token in the address to open');
+    return { baseURL, llmURL, dataDir, token, printedToken: printed ?? '', api: apiClient(baseURL, token), stop };
   } catch (e) {
     await stop();
     throw e;

@@ -694,8 +694,14 @@ export interface components {
         };
         Config: {
             authRequired?: boolean;
+            /** @description The built-in tools an agent may be given (data.tools.builtin). */
+            builtinTools: string[];
             defaultModel: string;
             llmConfigured: boolean;
+            /** @description The MCP servers of serve --mcp-config that drawn agents may pick (data.tools.mcp). */
+            mcpServers: {
+                name: string;
+            }[];
             models: string[];
             providers: components["schemas"]["ConfigProvider"][];
             reasoningEfforts: string[];
@@ -811,6 +817,8 @@ export interface components {
             severity: "error" | "warning";
         };
         Run: {
+            /** @description The branch of the git worktree the run got (worktree: {enabled: true}): switchyard/<run id>. */
+            branch?: string;
             /** Format: date-time */
             createdAt: string;
             currentNodeId?: string;
@@ -832,6 +840,8 @@ export interface components {
             updatedAt: string;
             usage: components["schemas"]["Usage"];
             waitingForInput: boolean;
+            /** @description The folder the run works in: its working directory, workspace or git worktree. */
+            workDir?: string;
             workflowId?: string;
         };
         /** @enum {unknown} */

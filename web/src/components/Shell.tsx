@@ -132,7 +132,7 @@ export function Toasts() {
 
 export function SignIn() {
   const [token, setToken] = useState('');
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(() => useApp.getState().signInNote);
   const [busy, setBusy] = useState(false);
   const submit = async (e: FormEvent) => {
     e.preventDefault();
@@ -154,6 +154,10 @@ export function SignIn() {
           <span className="brand__mark" aria-hidden="true" /> Switchyard
         </h1>
         <p>This server needs an access token.</p>
+        <p className="signin__hint">
+          Open the address <code>switchyard serve</code> printed when it started (it ends in <code>?token=…</code>), or
+          paste the token here.
+        </p>
         <label className="field">
           <span>Access token</span>
           <input

@@ -12,6 +12,8 @@ type AppState = {
   server: ServerStatus;
   serverDetail: string;
   needsLogin: boolean;
+  /** Why the sign-in page shows, when the UI knows (a refused ?token=). */
+  signInNote: string | null;
   config: AppConfig | null;
   workflows: WorkflowSummary[] | null;
   workflowsError: string | null;
@@ -51,6 +53,7 @@ export const useApp = create<AppState>((set, get) => ({
   server: 'unknown',
   serverDetail: '',
   needsLogin: false,
+  signInNote: null,
   config: null,
   workflows: null,
   workflowsError: null,
