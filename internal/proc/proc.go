@@ -107,7 +107,7 @@ func Run(ctx context.Context, ps Spec) (string, string, error) {
 	cmd := exec.Command(ps.Name, ps.Args...)
 	cmd.Dir = ps.Dir
 	cmd.Env = ps.Env
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = SysProcAttr()
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return "", "", err
@@ -127,7 +127,7 @@ func Run(ctx context.Context, ps Spec) (string, string, error) {
 		return "", "", err
 	}
 	waitCh := make(chan error, 1)
-	err = startLocked(cmd, waitCh)
+	err = StartLocked(cmd, waitCh)
 	outW.Close()
 	errW.Close()
 	if err != nil {
