@@ -3,6 +3,9 @@ package server
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
+	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -29,11 +32,8 @@ func (s *Server) authenticated(r *http.Request) bool {
 	if s.cfg.Token == "" {
 		return true
 	}
-	if h := r.Header.Get("Authorization"); h != "" {
-		scheme, tok, ok := strings.Cut(h, " ")
-		if ok && strings.EqualFold(scheme, "Bearer") && equalSecret(strings.TrimSpace(tok), s.cfg.Token) {
-			return true
-		}
+	if tok, ok := bearerToken(r); ok && equalSecret(tok, s.cfg.Token) {
+		return true
 	}
 	if ck, err := r.Cookie(SessionCookie); err == nil && s.sessions.valid(ck.Value) {
 		return true
@@ -51,9 +51,42 @@ func needsAuth(path string) bool {
 	return strings.HasPrefix(path, "/api/") || path == "/metrics"
 }
 
+// clientIP is the address of the client a request comes from.
+func (s *Server) clientIP(r *http.Request) string { return clientHost(r) }
+
+// bearerToken returns the token of an Authorization: Bearer header.
+func bearerToken(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", false
+	}
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(tok), true
+}
+
 func (s *Server) requireAuth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if s.cfg.Token != "" && needsAuth(c.Request().URL.Path) && !s.authenticated(c.Request()) {
+		if s.cfg.Token == "" || !needsAuth(c.Request().URL.Path) {
+			return next(c)
+		}
+		r := c.Request()
+		// Bearer guesses count against the sign-in limiter of the client's
+		// address, as POST /login attempts do. While it is spent, no bearer
+		// token is even compared: a guesser must not learn which is right.
+		_, bearer := bearerToken(r)
+		client := limiterKey(s.clientIP(r))
+		if bearer {
+			if blocked, wait := s.logins.blocked(client); blocked {
+				return s.tooManyAttempts(c, wait)
+			}
+		}
+		if !s.authenticated(r) {
+			if bearer {
+				s.logins.allow(client)
+			}
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="switchyard"`)
 			// Answer at once, without reading a body the client may be
 			// sending slowly, and close the connection after the 401. An
@@ -67,6 +100,17 @@ func (s *Server) requireAuth(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// tooManyAttempts answers 429 with Retry-After, closing the connection
+// without reading a body (as the 401 does).
+func (s *Server) tooManyAttempts(c echo.Context, wait time.Duration) error {
+	secs := int(wait/time.Second) + 1
+	h := c.Response().Header()
+	h.Set("Retry-After", strconv.Itoa(secs))
+	h.Set("Connection", "close")
+	_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Now())
+	return newErr(http.StatusTooManyRequests, CodeRateLimited, "too many failed sign-in attempts from this address; try again in %d s", secs)
 }
 
 // checkHost refuses requests for a Host that is not this server while it
@@ -182,7 +226,7 @@ type loginRequest struct {
 // login checks the token and sets the session cookie (HttpOnly,
 // SameSite=Strict).
 func (s *Server) login(c echo.Context) error {
-	if ok, wait := s.logins.allow(clientHost(c.Request())); !ok {
+	if ok, wait := s.logins.allow(limiterKey(s.clientIP(c.Request()))); !ok {
 		secs := int(wait/time.Second) + 1
 		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
 		return newErr(http.StatusTooManyRequests, CodeRateLimited, "too many sign-in attempts; try again in %d s", secs)
@@ -227,4 +271,65 @@ type authJSON struct {
 
 func (s *Server) authStatus(c echo.Context) error {
 	return c.JSON(http.StatusOK, authJSON{AuthRequired: s.cfg.Token != "", Authenticated: s.authenticated(c.Request())})
+}
+
+// MinTokenBits is the entropy a given token must have (16 bytes): 32 hex
+// digits or 22 base64 characters of a random source.
+const MinTokenBits = 128
+
+// CheckToken refuses a token too weak to stand guessing: fewer than
+// MinTokenBits by a generous estimate (length × bits per character of the
+// character classes it uses, hex digits counted as 4 bits), or fewer than 8
+// distinct characters.
+func CheckToken(token string) error {
+	bits, distinct := tokenBits(token)
+	if bits < MinTokenBits || distinct < 8 {
+		return fmt.Errorf("the token is too weak (about %d bits, %d distinct characters; need %d bits: 16 random bytes, e.g. `openssl rand -hex 16`): %w",
+			int(bits), distinct, MinTokenBits, ErrWeakToken)
+	}
+	return nil
+}
+
+// ErrWeakToken is returned by CheckToken and New for a guessable token.
+var ErrWeakToken = errors.New("use a random token of at least 32 hex digits, or let serve make one")
+
+// tokenBits estimates a token's entropy from its length and the classes
+// of characters it uses; it overrates non-random tokens, never random ones.
+func tokenBits(token string) (bits float64, distinct int) {
+	var lower, upper, digit, other, hexOnly = false, false, false, false, true
+	seen := map[rune]bool{}
+	n := 0
+	for _, r := range token {
+		n++
+		seen[r] = true
+		switch {
+		case r >= 'a' && r <= 'z':
+			lower = true
+		case r >= 'A' && r <= 'Z':
+			upper = true
+		case r >= '0' && r <= '9':
+			digit = true
+		default:
+			other = true
+		}
+		if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
+			hexOnly = false
+		}
+	}
+	alphabet := 0
+	for _, c := range []struct {
+		used bool
+		size int
+	}{{lower, 26}, {upper, 26}, {digit, 10}, {other, 33}} {
+		if c.used {
+			alphabet += c.size
+		}
+	}
+	if hexOnly && !(lower && upper) {
+		alphabet = 16
+	}
+	if alphabet < 2 {
+		return 0, len(seen)
+	}
+	return float64(n) * math.Log2(float64(alphabet)), len(seen)
 }

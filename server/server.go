@@ -199,6 +199,11 @@ func New(cfg Config) (*Server, error) {
 	if !s.loopback && cfg.Token == "" {
 		return nil, fmt.Errorf("server: %s: %w", cfg.Addr, ErrTokenRequired)
 	}
+	if cfg.Token != "" {
+		if err := CheckToken(cfg.Token); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+	}
 	if host != "" {
 		s.hosts[strings.ToLower(host)] = true
 	}

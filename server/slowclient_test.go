@@ -64,7 +64,7 @@ func slowRequest(t *testing.T, addr, method, path string, hdr ...string) net.Con
 // not after the body (which never comes).
 func TestSlowBodyWithoutTokenGets401AtOnce(t *testing.T) {
 	t.Parallel()
-	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = "tok"; o.noHTTP = true })
+	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = testToken; o.noHTTP = true })
 	addr := serveWithLimits(t, v, func(c *Config) { c.BodyTimeout = time.Minute })
 	c := slowRequest(t, addr, "POST", "/api/runs")
 	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second)) // far below the body timeout

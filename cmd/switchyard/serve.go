@@ -88,8 +88,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return exitUsage
 		}
 	}
+	tokenFrom := "--token"
+	if *tokenFile != "" {
+		tokenFrom = "--token-file " + *tokenFile
+	}
 	if *token == "" {
-		*token = os.Getenv("SWITCHYARD_TOKEN")
+		*token, tokenFrom = os.Getenv("SWITCHYARD_TOKEN"), "SWITCHYARD_TOKEN"
 	}
 	// Node subprocesses read the pass-through list from the environment.
 	if err := os.Setenv(engine.PassEnvVar, *passEnv); err != nil {
@@ -125,6 +129,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return exitFailed
 		}
 		*token, shownToken = t, t
+	}
+	if *token != "" && shownToken == "" {
+		// A guessable token would open the API to whoever guesses it.
+		if err := server.CheckToken(*token); err != nil {
+			fmt.Fprintf(stderr, "switchyard serve: %s: %v\n", tokenFrom, err)
+			return exitUsage
+		}
 	}
 	if *db != "" {
 		if _, err := redactDB(*db); err != nil {
