@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -51,8 +52,73 @@ func needsAuth(path string) bool {
 	return strings.HasPrefix(path, "/api/") || path == "/metrics"
 }
 
-// clientIP is the address of the client a request comes from.
-func (s *Server) clientIP(r *http.Request) string { return clientHost(r) }
+// ParseTrustedProxies reads --trusted-proxy values: CIDR prefixes or bare
+// addresses, each value possibly a comma-separated list.
+func ParseTrustedProxies(values []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, v := range values {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f == "" {
+				continue
+			}
+			if p, err := netip.ParsePrefix(f); err == nil {
+				out = append(out, p.Masked())
+				continue
+			}
+			a, err := netip.ParseAddr(f)
+			if err != nil {
+				return nil, fmt.Errorf("trusted proxy %q: want an address or a CIDR prefix such as 10.0.0.0/8", f)
+			}
+			a = a.WithZone("").Unmap()
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+		}
+	}
+	return out, nil
+}
+
+// trusted reports whether ip (an address, maybe IPv4-mapped) is a trusted
+// proxy.
+func (s *Server) trusted(ip string) bool {
+	if len(s.cfg.TrustedProxies) == 0 {
+		return false
+	}
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return false
+	}
+	a = a.WithZone("").Unmap()
+	for _, p := range s.cfg.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// viaTrustedProxy reports whether r arrived from a trusted proxy.
+func (s *Server) viaTrustedProxy(r *http.Request) bool { return s.trusted(clientHost(r)) }
+
+// clientIP is the address of the client a request comes from: the peer,
+// or behind trusted proxies the last address of X-Forwarded-For that is
+// not one of them (the ones before it could be made up by the client).
+func (s *Server) clientIP(r *http.Request) string {
+	peer := clientHost(r)
+	if !s.trusted(peer) {
+		return peer
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		h := strings.TrimSpace(hops[i])
+		if _, err := netip.ParseAddr(h); err != nil {
+			break // not an address: trust nothing further left
+		}
+		if !s.trusted(h) {
+			return h
+		}
+		peer = h
+	}
+	return peer
+}
 
 // bearerToken returns the token of an Authorization: Bearer header.
 func bearerToken(r *http.Request) (string, bool) {
@@ -118,11 +184,13 @@ func (s *Server) tooManyAttempts(c echo.Context, wait time.Duration) error {
 // API under its own name. A server exposed on the network has a token.
 func (s *Server) checkHost(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if s.loopback {
+		// Through a trusted proxy any name may reach the server: the proxy
+		// decides which do (and a token is required then).
+		if s.loopback && !s.viaTrustedProxy(c.Request()) {
 			h := hostOnly(c.Request().Host)
 			if !s.hosts[h] {
 				return newErr(http.StatusForbidden, CodeForbidden,
-					"host %q is not this server's name (use localhost or 127.0.0.1)", truncate(c.Request().Host, 100))
+					"host %q is not this server's name (use localhost or 127.0.0.1, or behind a reverse proxy serve --trusted-proxy)", truncate(c.Request().Host, 100))
 			}
 		}
 		return next(c)

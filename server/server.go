@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -112,6 +113,13 @@ type Config struct {
 	// MCPServers names the MCP servers drawn agents may pick (serve
 	// --mcp-config), for the editor.
 	MCPServers []string
+	// TrustedProxies are the reverse proxies (serve --trusted-proxy) whose
+	// X-Forwarded-Host, X-Forwarded-Proto and X-Forwarded-For headers
+	// the server believes: a request through one may name any host (the
+	// proxy decides which names reach it), its origin is checked against
+	// the forwarded host and scheme, and sign-in attempts are counted by
+	// the forwarded client address. They need a Token.
+	TrustedProxies []netip.Prefix
 }
 
 // Server serves the API, live events and the UI.
@@ -198,6 +206,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	if !s.loopback && cfg.Token == "" {
 		return nil, fmt.Errorf("server: %s: %w", cfg.Addr, ErrTokenRequired)
+	}
+	if len(cfg.TrustedProxies) > 0 && cfg.Token == "" {
+		// A trusted proxy's headers lift the Host check, which is what keeps
+		// a DNS-rebinding page away from an open loopback server.
+		return nil, fmt.Errorf("server: trusted proxies: %w", ErrTokenRequired)
 	}
 	if cfg.Token != "" {
 		if err := CheckToken(cfg.Token); err != nil {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -58,8 +59,16 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	mcpConfig := fs.String("mcp-config", os.Getenv("SWITCHYARD_MCP_CONFIG"), "an mcpServers JSON file (Claude Code's .mcp.json shape) whose servers drawn agents may use (default $SWITCHYARD_MCP_CONFIG)")
 	workDir := fs.String("workdir", os.Getenv("SWITCHYARD_WORKDIR"), "the folder drawn runs' agents work in with their file tools and Bash (default $SWITCHYARD_WORKDIR, else a fresh folder per run under the data folder)")
 	publicURL := fs.String("public-url", os.Getenv("SWITCHYARD_PUBLIC_URL"), "the address people open the UI at, for links in notices (default $SWITCHYARD_PUBLIC_URL or the listen address)")
+	var proxies []string
+	if v := os.Getenv("SWITCHYARD_TRUSTED_PROXIES"); v != "" {
+		proxies = append(proxies, v)
+	}
+	fs.Func("trusted-proxy", "a reverse proxy's address or CIDR prefix whose X-Forwarded-Host, -Proto and -For headers are believed (repeatable or comma-separated; default $SWITCHYARD_TRUSTED_PROXIES); needs a token", func(v string) error {
+		proxies = append(proxies, v)
+		return nil
+	})
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: switchyard serve [--addr 127.0.0.1:8080] [--data DIR | --db URL] [--token-file F | --no-token] [--no-recover] [--workflows DIR] [--read-only-workflows] [--pass-env NAMES]")
+		fmt.Fprintln(stderr, "usage: switchyard serve [--addr 127.0.0.1:8080] [--data DIR | --db URL] [--token-file F | --no-token] [--no-recover] [--workflows DIR] [--read-only-workflows] [--pass-env NAMES] [--trusted-proxy CIDR]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -137,6 +146,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return exitUsage
 		}
 	}
+	trustedProxies, err := server.ParseTrustedProxies(proxies)
+	if err != nil {
+		fmt.Fprintf(stderr, "switchyard serve: --trusted-proxy: %v\n", err)
+		return exitUsage
+	}
+	if len(trustedProxies) > 0 && *noToken {
+		fmt.Fprintln(stderr, "switchyard serve: --trusted-proxy needs a token: a trusted proxy's headers lift the Host check, which is what keeps a DNS-rebinding page away from a server without one")
+		return exitUsage
+	}
 	if *db != "" {
 		if _, err := redactDB(*db); err != nil {
 			fmt.Fprintf(stderr, "switchyard serve: %v\n", err)
@@ -203,7 +221,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if err := serve(ctx, serveOptions{notifier: notifier, addr: *addr, data: *data, db: *db, token: *token, recover: !*noRecover,
 		workflows: *workflows, readOnlyWorkflows: *readOnlyWorkflows, maxBody: limit, maxConns: *maxConns, readTimeout: *readTimeout, writeTimeout: *writeTimeout, grace: *grace, announce: announce,
-		maxParallel: *maxParallel, maxLLM: *maxLLM, mcp: mcpCfg, workDir: *workDir, ready: readyLine(stderr, *logFormat, announce, *publicURL, shownToken)}, logger); err != nil {
+		maxParallel: *maxParallel, maxLLM: *maxLLM, mcp: mcpCfg, workDir: *workDir, trustedProxies: trustedProxies, ready: readyLine(stderr, *logFormat, announce, *publicURL, shownToken)}, logger); err != nil {
 		logger.Error("serve", "err", err)
 		fmt.Fprintln(stderr, "switchyard serve:", err)
 		return exitFailed
@@ -257,6 +275,7 @@ type serveOptions struct {
 	db                           string             // PostgreSQL URL; "" for the SQLite file of data
 	mcp                          mcp.Config         // servers drawn agents may pick (--mcp-config)
 	workDir                      string             // drawn runs' folder (--workdir); "" for one per run
+	trustedProxies               []netip.Prefix     // --trusted-proxy
 }
 
 // readyLine returns what serve calls once it listens: the address to open,
@@ -375,7 +394,7 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 	srv, err := server.New(server.Config{
 		Engine: e, Store: st, UI: ui, Addr: o.addr, Token: o.token, MaxBody: o.maxBody, MaxConns: o.maxConns, BodyTimeout: o.readTimeout, WriteTimeout: o.writeTimeout, Logger: logger,
 		Metrics: metrics, Workflows: src, WorkflowsDir: o.workflows,
-		GraphWorkDir: o.workDir, MCPServers: o.mcp.Names(),
+		GraphWorkDir: o.workDir, MCPServers: o.mcp.Names(), TrustedProxies: o.trustedProxies,
 		ReadOnlyWorkflows: o.readOnlyWorkflows, YAMLPositionsFile: filepath.Join(filepath.Dir(dbPath(o.data)), "yaml-positions.json"),
 	})
 	if err != nil {
