@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"golang.org/x/net/netutil"
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/engine/tools"
@@ -74,8 +73,9 @@ type Config struct {
 	// connection. Websockets, event streams and the compatibility routes
 	// that wait for a run keep their own deadlines and pings.
 	WriteTimeout time.Duration
-	// MaxConns caps concurrent connections (default DefaultMaxConns);
-	// further ones wait in the kernel's backlog.
+	// MaxConns caps concurrent connections (default DefaultMaxConns): at
+	// the cap a new connection closes the one idle longest between
+	// keep-alive requests, or waits (in the kernel's backlog) while none is.
 	MaxConns int
 	Logger   *slog.Logger
 	// Metrics is registered at /metrics. Pass the same Metrics in the
@@ -261,8 +261,10 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 // Serve accepts connections on ln until Shutdown. It returns nil after a
 // graceful shutdown.
 func (s *Server) Serve(ln net.Listener) error {
+	var limiter *connLimiter
 	if s.cfg.MaxConns > 0 {
-		ln = netutil.LimitListener(ln, s.cfg.MaxConns)
+		limiter = newConnLimiter(ln, s.cfg.MaxConns)
+		ln = limiter
 	}
 	srv := &http.Server{
 		Handler:           s.echo,
@@ -270,6 +272,9 @@ func (s *Server) Serve(ln net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return context.Background() },
+	}
+	if limiter != nil {
+		srv.ConnState = limiter.connState
 	}
 	s.httpMu.Lock()
 	if s.drainCtx.Err() != nil {

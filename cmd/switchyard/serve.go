@@ -53,7 +53,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
 	cpuProfile := fs.String("cpuprofile", os.Getenv("SWITCHYARD_CPUPROFILE"), "write a CPU profile to this file until shutdown (default $SWITCHYARD_CPUPROFILE)")
 	maxParallel := fs.Int("max-parallel", envInt("SWITCHYARD_MAX_PARALLEL", 16), "nodes of one run executing at once (default $SWITCHYARD_MAX_PARALLEL or 16)")
-	maxConns := fs.Int("max-conns", envInt("SWITCHYARD_MAX_CONNS", server.DefaultMaxConns), "concurrent connections; more wait (default $SWITCHYARD_MAX_CONNS or 4096)")
+	maxConns := fs.Int("max-conns", envInt("SWITCHYARD_MAX_CONNS", server.DefaultMaxConns), "concurrent connections; at the cap idle keep-alive ones are closed first, then new ones wait (default $SWITCHYARD_MAX_CONNS or 4096)")
 	maxLLM := fs.Int("max-llm-calls", envInt("SWITCHYARD_MAX_LLM_CALLS", 64), "concurrent LLM calls across all runs (default $SWITCHYARD_MAX_LLM_CALLS or 64)")
 	notifyURL := fs.String("notify-url", os.Getenv("SWITCHYARD_NOTIFY_URL"), "POST a JSON notice (Slack-compatible text field) here whenever a node waits for approval (default $SWITCHYARD_NOTIFY_URL)")
 	mcpConfig := fs.String("mcp-config", os.Getenv("SWITCHYARD_MCP_CONFIG"), "an mcpServers JSON file (Claude Code's .mcp.json shape) whose servers drawn agents may use (default $SWITCHYARD_MCP_CONFIG)")
