@@ -36,6 +36,12 @@ func resp(desc string, schema obj) obj {
 	return obj{"description": desc, "content": jsonContent(schema)}
 }
 
+// withHeaders documents a response's headers.
+func withHeaders(r obj, headers obj) obj {
+	r["headers"] = headers
+	return r
+}
+
 func errResp(desc string) obj { return resp(desc, ref("Error")) }
 
 func body(schema obj) obj {
@@ -479,8 +485,13 @@ func paths() obj {
 			"post": operation{"continueRun", "Continue an interrupted run from its last persisted state.", nil, nil,
 				withErrors(obj{"200": resp("The run", ref("Run"))}, "400", "404", "409")}.build(),
 		},
-		"/api/approvals": obj{"get": operation{"listApprovals", "Every node waiting for a human decision, across all workflows and runs, longest waiting first. Answer one with POST /api/runs/{id}/approvals/{nodeId}.", nil, nil,
-			withErrors(obj{"200": resp("Waiting approvals", arrayOf(ref("Approval")))})}.build()},
+		"/api/approvals": obj{"get": operation{"listApprovals", "Every node waiting for a human decision, across all workflows and runs, longest waiting first, a page at a time: X-Total-Count says how many wait in all, and X-Next-Cursor, sent with a full page, is the after of the next. Answer one with POST /api/runs/{id}/approvals/{nodeId}.",
+			[]obj{queryParam("limit", "Page size (default 1000).", obj{"type": "integer", "minimum": 1, "maximum": 10000}),
+				queryParam("after", "The X-Next-Cursor of the previous page.", str())}, nil,
+			withErrors(obj{"200": withHeaders(resp("Waiting approvals", arrayOf(ref("Approval"))), obj{
+				"X-Total-Count": obj{"description": "How many approvals wait in all.", "schema": obj{"type": "integer"}},
+				"X-Next-Cursor": obj{"description": "Sent with a full page: pass it as after to read on.", "schema": str()},
+			})}, "400")}.build()},
 		"/api/ws": obj{"get": operation{"statusWS", "Websocket: a StatusMessage per run status change, for run lists.", nil, nil,
 			withErrors(obj{"101": wsResp("Switching to the websocket protocol")}, "400", "503")}.build()},
 

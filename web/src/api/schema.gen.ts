@@ -11,7 +11,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every node waiting for a human decision, across all workflows and runs, longest waiting first. Answer one with POST /api/runs/{id}/approvals/{nodeId}. */
+        /** Every node waiting for a human decision, across all workflows and runs, longest waiting first, a page at a time: X-Total-Count says how many wait in all, and X-Next-Cursor, sent with a full page, is the after of the next. Answer one with POST /api/runs/{id}/approvals/{nodeId}. */
         get: operations["listApprovals"];
         put?: never;
         post?: never;
@@ -1058,7 +1058,12 @@ export type $defs = Record<string, never>;
 export interface operations {
     listApprovals: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page size (default 1000). */
+                limit?: number;
+                /** @description The X-Next-Cursor of the previous page. */
+                after?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -1068,10 +1073,23 @@ export interface operations {
             /** @description Waiting approvals */
             200: {
                 headers: {
+                    /** @description Sent with a full page: pass it as after to read on. */
+                    "X-Next-Cursor"?: string;
+                    /** @description How many approvals wait in all. */
+                    "X-Total-Count"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Approval"][];
+                };
+            };
+            /** @description Bad request: malformed JSON (with line and column), invalid ids or parameters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Authentication required (a token is configured). */
