@@ -121,6 +121,9 @@ func withErrors(r obj, codes ...string) obj {
 	}
 	r["401"] = errResp(descs["401"])
 	r["403"] = errResp(descs["403"])
+	if _, ok := r["429"]; !ok {
+		r["429"] = errResp("Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again.")
+	}
 	for _, c := range codes {
 		r[c] = errResp(descs[c])
 		if c == "413" { // a route that reads a body may time out reading it

@@ -1110,6 +1110,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     authStatus: {
@@ -1177,6 +1186,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     defaultWorkflow: {
@@ -1208,6 +1226,15 @@ export interface operations {
             };
             /** @description Cross-origin request or foreign Host header. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompatError"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1349,6 +1376,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unavailable (no LLM configured, shutting down, or too many graphs being decoded at once: try again). */
             503: {
                 headers: {
@@ -1389,6 +1425,15 @@ export interface operations {
             };
             /** @description Cross-origin request or foreign Host header. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1483,6 +1528,15 @@ export interface operations {
                     "application/json": components["schemas"]["CompatError"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompatError"];
+                };
+            };
         };
     };
     compatResumeStream: {
@@ -1570,6 +1624,15 @@ export interface operations {
                     "application/json": components["schemas"]["CompatError"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompatError"];
+                };
+            };
         };
     };
     compatRun: {
@@ -1632,6 +1695,15 @@ export interface operations {
             };
             /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompatError"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1717,6 +1789,15 @@ export interface operations {
                     "application/json": components["schemas"]["CompatError"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompatError"];
+                };
+            };
             /** @description Unavailable (no LLM configured, shutting down, or too many graphs being decoded at once: try again). */
             503: {
                 headers: {
@@ -1785,6 +1866,15 @@ export interface operations {
                     "application/json": components["schemas"]["CompatError"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompatError"];
+                };
+            };
         };
     };
     listRuns: {
@@ -1834,6 +1924,15 @@ export interface operations {
             };
             /** @description Cross-origin request or foreign Host header. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1919,6 +2018,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unavailable (no LLM configured, shutting down, or too many graphs being decoded at once: try again). */
             503: {
                 headers: {
@@ -1980,6 +2088,15 @@ export interface operations {
             };
             /** @description Not found. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2079,6 +2196,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     cancelRun: {
@@ -2140,6 +2266,15 @@ export interface operations {
             };
             /** @description Conflict. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2215,6 +2350,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     runEvents: {
@@ -2279,6 +2423,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     runEventsWS: {
@@ -2332,6 +2485,15 @@ export interface operations {
             };
             /** @description Not found. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2417,6 +2579,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unavailable (no LLM configured, shutting down, or too many graphs being decoded at once: try again). */
             503: {
                 headers: {
@@ -2457,6 +2628,15 @@ export interface operations {
             };
             /** @description Cross-origin request or foreign Host header. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2526,6 +2706,15 @@ export interface operations {
             };
             /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2629,6 +2818,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getWorkflow: {
@@ -2681,6 +2879,15 @@ export interface operations {
             };
             /** @description Not found. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2778,6 +2985,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Unavailable (no LLM configured, shutting down, or too many graphs being decoded at once: try again). */
             503: {
                 headers: {
@@ -2844,6 +3060,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getYAMLPositions: {
@@ -2896,6 +3121,15 @@ export interface operations {
             };
             /** @description Not found. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2984,6 +3218,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     listVersions: {
@@ -3036,6 +3279,15 @@ export interface operations {
             };
             /** @description Not found. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3104,6 +3356,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     convertToYAML: {
@@ -3163,6 +3424,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     statusWS: {
@@ -3201,6 +3471,15 @@ export interface operations {
             };
             /** @description Cross-origin request or foreign Host header. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3279,6 +3558,15 @@ export interface operations {
             };
             /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3415,6 +3703,15 @@ export interface operations {
             };
             /** @description Cross-origin request or foreign Host header. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
