@@ -99,7 +99,7 @@ func TestApprovalsInboxPages(t *testing.T) {
 		r := &engine.Run{ID: id, Kind: engine.KindGraph, Definition: json.RawMessage(`{"nodes":[],"edges":[]}`),
 			Status: status, WaitingForInput: true, Input: fmt.Sprint(i),
 			PendingApprovals: []engine.PendingApproval{{NodeID: "ok", Prompt: "Ship it?", Since: at}},
-			CreatedAt: at, UpdatedAt: at}
+			CreatedAt:        at, UpdatedAt: at}
 		if err := v.st.CreateRun(context.Background(), r, nil, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -432,7 +432,7 @@ export interface paths {
         };
         /** A workflow with its current graph. Workflows of the YAML folder (ids "yaml.<escaped path>") come with their source, a read-only graph projection and their problems. */
         get: operations["getWorkflow"];
-        /** Save the next version. Carries the version edited; a stale version gets 409. A YAML workflow (id yaml.*) takes YAMLSave instead: the whole text (saved as given) or structured edits (applied in place, a one-field change is a one-line diff), with baseHash; the file is written atomically and the answer is the workflow as GET gives it (new sourceHash, problems, graph). A file changed on disk since baseHash gets 409 YAMLConflict; an edit that cannot be applied 400 invalid_edit (naming the edit, node, field and line); serve --read-only-workflows 403. */
+        /** Save the next version. Carries the version edited; a stale version gets 409. A YAML workflow (id yaml.*) takes YAMLSave instead: the whole text (saved as given) or structured edits (applied in place, a one-field change is a one-line diff), with baseHash; the file is written atomically and the answer is the workflow as GET gives it (new sourceHash, problems, graph). A file changed on disk since baseHash gets 409 YAMLConflict; an edit that cannot be applied 400 invalid_edit (naming the edit, node, field and line); more than 500 edits, text over 4 MiB or over the graph limits 413; serve --read-only-workflows 403. */
         put: operations["updateWorkflow"];
         post?: never;
         /** Delete a workflow and its versions (its runs are kept). YAML workflows are read-only (400). */
@@ -1367,7 +1367,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1519,7 +1519,7 @@ export interface operations {
                     "application/json": components["schemas"]["CompatError"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1615,7 +1615,7 @@ export interface operations {
                     "application/json": components["schemas"]["CompatError"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1693,7 +1693,7 @@ export interface operations {
                     "application/json": components["schemas"]["CompatError"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1780,7 +1780,7 @@ export interface operations {
                     "application/json": components["schemas"]["CompatError"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2009,7 +2009,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2187,7 +2187,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2570,7 +2570,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2704,7 +2704,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2809,7 +2809,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2820,6 +2820,15 @@ export interface operations {
             };
             /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable (no LLM configured, shutting down, or too many graphs being decoded at once: try again). */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2976,7 +2985,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] | components["schemas"]["YAMLConflict"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3209,7 +3218,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3556,7 +3565,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3567,6 +3576,15 @@ export interface operations {
             };
             /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable (no LLM configured, shutting down, or too many graphs being decoded at once: try again). */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
