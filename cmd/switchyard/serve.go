@@ -55,7 +55,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	maxParallel := fs.Int("max-parallel", envInt("SWITCHYARD_MAX_PARALLEL", 16), "nodes of one run executing at once (default $SWITCHYARD_MAX_PARALLEL or 16)")
 	maxConns := fs.Int("max-conns", envInt("SWITCHYARD_MAX_CONNS", server.DefaultMaxConns), "concurrent connections; at the cap idle keep-alive ones are closed first, then new ones wait (default $SWITCHYARD_MAX_CONNS or 4096)")
 	maxLLM := fs.Int("max-llm-calls", envInt("SWITCHYARD_MAX_LLM_CALLS", 64), "concurrent LLM calls across all runs (default $SWITCHYARD_MAX_LLM_CALLS or 64)")
-	notifyURL := fs.String("notify-url", os.Getenv("SWITCHYARD_NOTIFY_URL"), "POST a JSON notice (Slack-compatible text field) here whenever a node waits for approval (default $SWITCHYARD_NOTIFY_URL)")
+	// No default from the environment: -h would print it, and a Slack URL is a secret.
+	notifyURL := fs.String("notify-url", "", "POST a JSON notice (Slack-compatible text field) here whenever a node waits for approval (default $SWITCHYARD_NOTIFY_URL)")
 	mcpConfig := fs.String("mcp-config", os.Getenv("SWITCHYARD_MCP_CONFIG"), "an mcpServers JSON file (Claude Code's .mcp.json shape) whose servers drawn agents may use (default $SWITCHYARD_MCP_CONFIG)")
 	workDir := fs.String("workdir", os.Getenv("SWITCHYARD_WORKDIR"), "the folder drawn runs' agents work in with their file tools and Bash (default $SWITCHYARD_WORKDIR, else a fresh folder per run under the data folder)")
 	publicURL := fs.String("public-url", os.Getenv("SWITCHYARD_PUBLIC_URL"), "the address people open the UI at, for links in notices (default $SWITCHYARD_PUBLIC_URL or the listen address)")
@@ -79,8 +80,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fs.Usage()
 		return exitUsage
 	}
+	if *notifyURL == "" {
+		*notifyURL = os.Getenv("SWITCHYARD_NOTIFY_URL")
+	}
+	// Nodes are this process's children: hide its secrets from
+	// /proc/$PPID before anything runs (see hideFromProc).
+	if err := hideFromProc(secretFlag{"token", token}, secretFlag{"token-file", tokenFile},
+		secretFlag{"notify-url", notifyURL}, secretFlag{"db", db}); err != nil {
+		fmt.Fprintf(stderr, "switchyard serve: warning: cannot hide secrets from /proc: %v\n", err)
+	}
 	if *token != "" {
-		fmt.Fprintln(stderr, "switchyard serve: warning: --token puts the token in the process's arguments, which every local user and every node process can read (/proc/PID/cmdline); use --token-file or $SWITCHYARD_TOKEN")
+		fmt.Fprintln(stderr, "switchyard serve: warning: --token puts the token in the process's arguments, which every local user can read (ps, /proc/PID/cmdline) until serve hides them at start; use --token-file or $SWITCHYARD_TOKEN")
 	}
 	if *tokenFile != "" {
 		if *token != "" {
@@ -109,6 +119,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "switchyard serve: --pass-env: %v\n", err)
 		return exitUsage
 	}
+	unsetEnv("SWITCHYARD_TOKEN", "SWITCHYARD_TOKEN_FILE") // read once, never again
 	host, _, err := net.SplitHostPort(*addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "switchyard serve: --addr %q: %v\n", *addr, err)
@@ -219,6 +230,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		defer n.Close()
 		notifier = n
 	}
+	unsetEnv("SWITCHYARD_NOTIFY_URL")
 	if err := serve(ctx, serveOptions{notifier: notifier, addr: *addr, data: *data, db: *db, token: *token, recover: !*noRecover,
 		workflows: *workflows, readOnlyWorkflows: *readOnlyWorkflows, maxBody: limit, maxConns: *maxConns, readTimeout: *readTimeout, writeTimeout: *writeTimeout, grace: *grace, announce: announce,
 		maxParallel: *maxParallel, maxLLM: *maxLLM, mcp: mcpCfg, workDir: *workDir, trustedProxies: trustedProxies, ready: readyLine(stderr, *logFormat, announce, *publicURL, shownToken)}, logger); err != nil {
@@ -347,6 +359,7 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 	}
 	st := db.st
 	defer st.Close()
+	unsetEnv("SWITCHYARD_DB", "SWITCHYARD_DATABASE_URL")
 	if pg, ok := st.(*postgres.Store); ok && pg.SynchronousCommit() == "off" {
 		logger.Warn("postgres: synchronous_commit is off: commits are acknowledged before they are durable, so a database crash may lose the last node completions (and run those nodes again); set it to on")
 	}
