@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard/switchyard/graph"
 	"github.com/switchyard/switchyard/yamledit"
+	"github.com/switchyard/switchyard/yamlflow"
 )
 
 // yamlNodes is a valid workflow of n bash nodes in a chain.
@@ -51,10 +53,14 @@ func TestYAMLEditsAreCapped(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "a.yaml")); string(b) != commentedYAML {
 		t.Fatal("the file changed")
 	}
+	r = v.request("PUT", "/api/workflows/yaml.a.yaml", map[string]any{"edits": addNodes(MaxYAMLEdits + 1), "baseHash": sha(commentedYAML)})
+	if r.status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("%d edits: %d %s", MaxYAMLEdits+1, r.status, r.body)
+	}
 	var w yamlWorkflowJSON
-	v.must(http.StatusOK, "PUT", "/api/workflows/yaml.a.yaml", map[string]any{"edits": addNodes(MaxYAMLEdits), "baseHash": sha(commentedYAML)}, &w)
-	if len(w.Graph.Nodes) != 2+MaxYAMLEdits {
-		t.Fatalf("after %d edits: %d nodes", MaxYAMLEdits, len(w.Graph.Nodes))
+	v.must(http.StatusOK, "PUT", "/api/workflows/yaml.a.yaml", map[string]any{"edits": addNodes(20), "baseHash": sha(commentedYAML)}, &w)
+	if len(w.Graph.Nodes) != 2+20 {
+		t.Fatalf("after 20 edits: %d nodes", len(w.Graph.Nodes))
 	}
 }
 
@@ -156,8 +162,42 @@ func TestYAMLLimits(t *testing.T) {
 			t.Errorf("an over-limit create wrote %s", f)
 		}
 	}
-	// At the limit it is fine.
-	v.must(http.StatusOK, "POST", "/api/yaml/validate", map[string]any{"source": yamlNodes(10_000)}, nil)
+}
+
+// TestCheckYAMLLimits: the limits' boundaries, on parsed workflows.
+func TestCheckYAMLLimits(t *testing.T) {
+	t.Parallel()
+	nodes := func(n, deps int, id string) *yamlflow.Workflow {
+		wf := &yamlflow.Workflow{}
+		for i := 0; i < n; i++ {
+			nd := &yamlflow.Node{ID: fmt.Sprintf("n%d", i)}
+			for j := 0; j < deps; j++ {
+				nd.DependsOn = append(nd.DependsOn, fmt.Sprintf("n%d", j))
+			}
+			wf.Nodes = append(wf.Nodes, nd)
+		}
+		if id != "" {
+			wf.Nodes[0].ID = id
+		}
+		return wf
+	}
+	for _, tc := range []struct {
+		name string
+		wf   *yamlflow.Workflow
+		want string
+	}{
+		{"nil", nil, ""},
+		{"at the node limit", nodes(graph.MaxNodes, 0, ""), ""},
+		{"over the node limit", nodes(graph.MaxNodes+1, 0, ""), "10001 nodes"},
+		{"at the edge limit", nodes(10, graph.MaxEdges/10, ""), ""},
+		{"over the edge limit", nodes(11, graph.MaxEdges/10, ""), "55000 dependencies"},
+		{"long id", nodes(1, 0, strings.Repeat("i", graph.MaxIDLength+1)), "257 bytes"},
+	} {
+		err := checkYAMLLimits(tc.wf)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
 }
 
 // TestYAMLDecodesAreBounded: YAML text takes the graphs' decode slots.
