@@ -131,6 +131,9 @@ func TestYAMLAgentFixesARepoInItsWorktree(t *testing.T) {
 	if br := gitIn(t, wt, "rev-parse", "--abbrev-ref", "HEAD"); br != "switchyard/"+run.ID {
 		t.Errorf("worktree branch %q", br)
 	}
+	if br := e.WorktreeBranch(got); br != "switchyard/"+run.ID {
+		t.Errorf("WorktreeBranch = %q", br)
+	}
 	// The transcript: Read, Bash (FAIL), Edit, Bash (ok), each logged with
 	// its result.
 	var calls []string

@@ -277,6 +277,18 @@ func (e *Engine) releasePending(ctx context.Context) {
 	}
 	e.unreleasedMu.Unlock()
 	for _, id := range ids {
+		e.mu.Lock()
+		_, live := e.live[id]
+		_, loading := e.loading[id]
+		e.mu.Unlock()
+		if live || loading {
+			// Driven here again (recovered by this process): the lease
+			// is the new driver's, not the one left behind.
+			e.unreleasedMu.Lock()
+			delete(e.unreleased, id)
+			e.unreleasedMu.Unlock()
+			continue
+		}
 		err := e.store.ReleaseRun(ctx, id, e.cfg.Owner)
 		if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) {
 			e.unreleasedMu.Lock()
@@ -663,6 +675,11 @@ func (e *Engine) load(ctx context.Context, runID string, kind reqKind) (*runner,
 		}
 		return nil, fmt.Errorf("run %s: take its lease: %w", runID, err)
 	}
+	// Driven here again: a release left pending by an earlier driver of
+	// this process must not clear the new lease.
+	e.unreleasedMu.Lock()
+	delete(e.unreleased, runID)
+	e.unreleasedMu.Unlock()
 	run, nodes, lastSeq, err := e.store.LoadRun(ctx, runID)
 	if err != nil {
 		_ = e.store.ReleaseRun(context.WithoutCancel(ctx), runID, e.cfg.Owner)
@@ -682,7 +699,10 @@ func (e *Engine) load(ctx context.Context, runID string, kind reqKind) (*runner,
 		return nil, err
 	}
 	e.killLeftovers(runID, evs)
-	return newRunner(e, p, run, nodes, lastSeq, readLog(evs)), nil
+	log := readLog(evs)
+	r := newRunner(e, p, run, nodes, lastSeq, log)
+	r.keepLoggedEnd(evs, log)
+	return r, nil
 }
 
 // compileGraphRun rebuilds a drawn graph's plan from its snapshot.

@@ -32,6 +32,7 @@ type runner struct {
 	emitMu  sync.Mutex
 	seq     int64
 	holding bool     // emit keeps events in held (guarded by emitMu)
+	silent  bool     // emit drops events: the log already has them (guarded by emitMu)
 	held    []*Event // events of prefix, stored with the run
 
 	ctx    context.Context
@@ -74,6 +75,11 @@ type checkpointState struct {
 	saveFailed    bool        // the last checkpoint failed; headerChanged is kept
 	finished      bool        // the terminal checkpoint committed, which released the run
 	lost          bool        // another process took the run over: write nothing more
+	// While the store refuses checkpoints: since when, the next retry's
+	// delay, and the Sync requests waiting for a checkpoint to commit.
+	storeDownSince time.Time
+	storeRetry     time.Duration
+	syncWaiters    []chan reply
 }
 
 // recoveryState is what a run continued after a crash still has to redo
@@ -83,6 +89,10 @@ type recoveryState struct {
 	redecide     []int               // claimed decisions a crash left unapplied
 	replay       []logged            // results logged but not checkpointed
 	applied      map[string]Decision // decisions re-applied after a crash, by node
+	// An end the previous driver logged but could not save (keepLoggedEnd).
+	loggedEnd    RunStatus
+	loggedReason string
+	loggedSteps  map[string]*stepRecord
 }
 
 // inboxState carries requests from other goroutines to the loop.
@@ -216,18 +226,17 @@ func (r *runner) loop() {
 			// crash they are computed again. Anything else that completed is
 			// made durable first, and nothing impure starts before the pure
 			// results are durable too.
-			if r.impureDone && !settling {
-				if err := r.persist(); err != nil {
-					r.failStore(err)
-				}
+			// A checkpoint that fails skips the rest: nothing starts until
+			// the completions it holds are durable, and the retry (or the
+			// stop, see failStore) comes from the wait below.
+			if r.impureDone && !settling && !r.save() {
+				goto wait
 			}
 			for r.ending == "" && r.status() == StatusRunning && r.dispatchWhere(isPure) {
 				r.evaluate()
 			}
-			if !settling {
-				if err := r.persist(); err != nil {
-					r.failStore(err)
-				}
+			if !settling && !r.save() {
+				goto wait
 			}
 			if r.ending == "" && r.status() == StatusRunning {
 				r.dispatch()
@@ -243,6 +252,7 @@ func (r *runner) loop() {
 			r.goAgain = false
 			continue
 		}
+	wait:
 		var flushC <-chan time.Time
 		if r.flushT != nil {
 			flushC = r.flushT.C
@@ -250,10 +260,9 @@ func (r *runner) loop() {
 		select {
 		case <-flushC:
 			r.flushT = nil
-			if !r.stopping {
-				if err := r.persist(); err != nil {
-					r.failStore(err)
-				}
+			// A retry after a failed checkpoint is the loop top's.
+			if !r.stopping && r.storeDownSince.IsZero() {
+				r.save()
 			}
 		case d := <-r.done:
 			r.complete(d)
@@ -304,6 +313,10 @@ func (r *runner) begin() {
 		r.fire(l.idx, l.res)
 	}
 	r.replay = nil
+	if r.loggedEnd != "" {
+		r.endAsLogged()
+		return
+	}
 	for _, i := range r.redecide {
 		if _, ok := r.e.execs[r.plan.nodes[i].typ].(Resumer); ok {
 			var d Decision

@@ -20,6 +20,16 @@ import (
 // WorktreeBranchPrefix starts the branch of every run's worktree.
 const WorktreeBranchPrefix = "switchyard/"
 
+// WorktreeBranch is the branch of the worktree r works in, or "" when r
+// got none.
+func (e *Engine) WorktreeBranch(r *Run) string {
+	wt := filepath.Join(e.cfg.WorktreeRoot, r.ID)
+	if r.WorkDir == wt || strings.HasPrefix(r.WorkDir, wt+string(filepath.Separator)) {
+		return WorktreeBranchPrefix + r.ID
+	}
+	return ""
+}
+
 // worktreeFor gives the run about to start (its id chosen now, in opt) a
 // worktree of the repository holding dir.
 func (e *Engine) worktreeFor(ctx context.Context, dir string, opt *StartOptions) (string, error) {

@@ -45,6 +45,10 @@ type runDetail struct {
 	// Source is the YAML text of a YAML run.
 	Source string     `json:"source,omitempty"`
 	Nodes  []nodeJSON `json:"nodes"`
+	// WorkDir is the folder the run works in (its workspace or worktree);
+	// Branch the git branch of a worktree the run got for isolation.
+	WorkDir string `json:"workDir,omitempty"`
+	Branch  string `json:"branch,omitempty"`
 }
 
 // nodeJSON is one node's state in a run (the executor's private wait
@@ -113,6 +117,7 @@ func (s *Server) runDetail(ctx context.Context, runID string) (*runDetail, error
 		return nil, engineErr(err)
 	}
 	d := toDetail(r, nodes)
+	d.WorkDir, d.Branch = r.WorkDir, s.e.WorktreeBranch(r)
 	s.decorateYAMLRun(d, r) // YAML runs: source workflow id and DAG projection (yaml_runs.go)
 	return d, nil
 }

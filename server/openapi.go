@@ -175,6 +175,8 @@ func schemas() obj {
 	detailProps["graph"] = ref("Graph")
 	detailProps["source"] = str()
 	detailProps["nodes"] = arrayOf(ref("NodeState"))
+	detailProps["workDir"] = obj{"type": "string", "description": "The folder the run works in: its working directory, workspace or git worktree."}
+	detailProps["branch"] = obj{"type": "string", "description": "The branch of the git worktree the run got (worktree: {enabled: true}): switchyard/<run id>."}
 	workflowProps := obj{
 		"id": str(), "name": str(), "description": str(), "kind": obj{"enum": []string{"graph", "yaml"}},
 		"version": obj{"type": "integer"}, "graph": ref("Graph"), "source": str(), "path": str(),

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -240,8 +241,8 @@ func (s *Server) yamlConflict(c echo.Context, y *YAMLWorkflows, req *yamlSaveReq
 // graphs have: at most yamlflow.MaxFileSize bytes (413), one of the decode
 // slots graphs use (parsing costs about a hundred times the text in
 // memory: a few at a time, or 503), and the graph limits on nodes,
-// dependencies and ids (413).
-func parseYAMLText(ctx context.Context, name string, src []byte) (*yamlflow.Workflow, []yamlflow.Diagnostic, error) {
+// dependencies and ids (413), on the workflow as parsed (includes expanded).
+func parseYAMLText(ctx context.Context, name string, src []byte, opts ...yamlflow.ParseOption) (*yamlflow.Workflow, []yamlflow.Diagnostic, error) {
 	if len(src) > yamlflow.MaxFileSize {
 		return nil, nil, newErr(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
 			"the YAML text is %d bytes; the limit is %d", len(src), yamlflow.MaxFileSize)
@@ -251,7 +252,7 @@ func parseYAMLText(ctx context.Context, name string, src []byte) (*yamlflow.Work
 		return nil, nil, err
 	}
 	defer release()
-	wf, diags, _ := yamlflow.Parse(name, src)
+	wf, diags, _ := yamlflow.Parse(name, src, opts...)
 	if err := checkYAMLLimits(wf); err != nil {
 		return nil, nil, newErr(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "workflow: %v", err)
 	}
@@ -347,6 +348,22 @@ type yamlValidateResponse struct {
 	Graph json.RawMessage `json:"graph"`
 }
 
+// includeDir is where include: blocks of the file at rel (a path in the
+// workflows folder, "" for a new file) are looked up: beside it, never
+// outside the folder.
+func (s *Server) includeDir(rel string) string {
+	y, ok := s.cfg.Workflows.(*YAMLWorkflows)
+	if !ok {
+		return ""
+	}
+	root := y.Dir()
+	dir := filepath.Dir(filepath.Join(root, filepath.FromSlash(rel)))
+	if r, err := filepath.Rel(root, dir); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+		return root
+	}
+	return dir
+}
+
 // validateYAML is POST /api/yaml/validate: the problems `switchyard
 // validate` reports for the text, with lines and columns.
 func (s *Server) validateYAML(c echo.Context) error {
@@ -358,7 +375,11 @@ func (s *Server) validateYAML(c echo.Context) error {
 	if name == "" {
 		name = "workflow.yaml"
 	}
-	wf, diags, err := parseYAMLText(c.Request().Context(), name, []byte(req.Source))
+	var opts []yamlflow.ParseOption
+	if dir := s.includeDir(req.Path); dir != "" {
+		opts = append(opts, yamlflow.WithIncludeDir(dir))
+	}
+	wf, diags, err := parseYAMLText(c.Request().Context(), name, []byte(req.Source), opts...)
 	if err != nil {
 		return err
 	}

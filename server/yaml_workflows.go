@@ -118,8 +118,9 @@ var runGraphs = &yamlRunGraphs{m: map[[sha256.Size]byte]json.RawMessage{}}
 // holds; nil if it holds none.
 func yamlRunGraph(def json.RawMessage) json.RawMessage {
 	var snap struct {
-		File   string `json:"file"`
-		Source string `json:"source"`
+		File     string                      `json:"file"`
+		Source   string                      `json:"source"`
+		Includes []yamlflow.IncludedWorkflow `json:"includes"`
 	}
 	if json.Unmarshal(def, &snap) != nil {
 		_, snap.Source = splitDefinition("yaml", def) // a bare source string
@@ -128,14 +129,15 @@ func yamlRunGraph(def json.RawMessage) json.RawMessage {
 	if src == "" {
 		return nil
 	}
-	key := sha256.Sum256([]byte(src))
+	key := sha256.Sum256(def)
 	runGraphs.mu.Lock()
 	g, ok := runGraphs.m[key]
 	runGraphs.mu.Unlock()
 	if ok {
 		return g
 	}
-	wf, _, _ := yamlflow.Parse(snap.File, []byte(src))
+	// The blocks its include: nodes inlined are part of the snapshot.
+	wf, _, _ := yamlflow.Parse(snap.File, []byte(src), yamlflow.WithIncludeResolver(yamlflow.SnapshotIncludeResolver(snap.Includes)))
 	if wf == nil {
 		return nil
 	}

@@ -1049,3 +1049,39 @@ func TestYAMLRunBlockerNamesTheReason(t *testing.T) {
 		t.Fatalf("pi run: %+v", e.Error)
 	}
 }
+
+// TestValidateYAMLResolvesIncludes: live validation of a file that
+// includes a block of the workflows folder finds the block (no false
+// include_not_found) and projects its nodes as a group.
+func TestValidateYAMLResolvesIncludes(t *testing.T) {
+	v, _, _ := newYAMLEnv(t, map[string]string{
+		"block.yaml": "name: block\ndescription: b\nnodes:\n  - id: one\n    bash: echo one\n",
+	})
+	src := "name: main\ndescription: m\nnodes:\n  - id: first\n    bash: echo hi\n  - id: rev\n    include: block\n    depends_on: [first]\n"
+	var out struct {
+		Problems []struct {
+			Code string `json:"code"`
+		} `json:"problems"`
+		Graph struct {
+			Nodes []struct {
+				ID   string         `json:"id"`
+				Data map[string]any `json:"data"`
+			} `json:"nodes"`
+		} `json:"graph"`
+	}
+	v.must(http.StatusOK, "POST", "/api/yaml/validate", map[string]any{"path": "main.yaml", "source": src}, &out)
+	for _, p := range out.Problems {
+		if p.Code == "include_not_found" {
+			t.Errorf("problems %+v", out.Problems)
+		}
+	}
+	found := false
+	for _, n := range out.Graph.Nodes {
+		if n.ID == "rev__one" && n.Data["group"] == "rev" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("the included node is not projected in its group: %+v", out.Graph.Nodes)
+	}
+}

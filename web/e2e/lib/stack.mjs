@@ -108,12 +108,12 @@ async function stopProcess(child, graceMs = 5_000) {
 /**
  * Starts fake-llm and `switchyard serve` on a fresh data directory.
  * `workflows` are YAML files (name → text) for the server's --workflows folder.
- * `args` are extra `serve` flags. Without `token`, serve makes one and prints
+ * `args` are extra `serve` flags; `fakeArgs` extra `fake-llm` flags (e.g. `--script FILE`). Without `token`, serve makes one and prints
  * the address to open with it (`…/?token=…`): the stack reads it from there,
  * as a person would. `token` gives serve that token (SWITCHYARD_TOKEN)
  * instead; `noToken` starts it with --no-token.
  * The returned `token` signs in the API client and the browser (newPage).
- * @param {{name: string, latency?: string, token?: string, noToken?: boolean, workflows?: Record<string, string>, args?: string[]}} o
+ * @param {{name: string, latency?: string, token?: string, noToken?: boolean, workflows?: Record<string, string>, args?: string[], fakeArgs?: string[]}} o
  */
 export async function startStack(o) {
   const bin = await switchyardBinary();
@@ -125,7 +125,7 @@ export async function startStack(o) {
     await rm(dataDir, { recursive: true, force: true });
   };
   try {
-    const fake = startProcess(bin, ['fake-llm', '--addr', '127.0.0.1:0', '--latency', o.latency ?? '300ms'], {},
+    const fake = startProcess(bin, ['fake-llm', '--addr', '127.0.0.1:0', '--latency', o.latency ?? '300ms', ...(o.fakeArgs ?? [])], {},
       join(RESULTS_DIR, `${o.name}-fake-llm.log`));
     procs.push(fake);
     const [, llmURL] = await waitForLine(fake.stdout, /fake-llm listening url=(\S+)/, 'fake-llm', fake);

@@ -232,8 +232,8 @@ export async function logLines(page) {
 /**
  * The log lines the UI must show for a run's events: one per event, except
  * that a node's llm_delta chunks share one line (opened by the first chunk)
- * until another event of that node closes it; llm_response replaces the
- * streamed text in place. Returns the seqs that open lines.
+ * until another event of that node closes it; llm_response (and llm_turn,
+ * a turn that called tools) replaces the streamed text in place. Returns the seqs that open lines.
  */
 export function expectedLineSeqs(events) {
   const open = new Map();
@@ -248,7 +248,8 @@ export function expectedLineSeqs(events) {
     }
     if (open.has(e.nodeId)) {
       open.delete(e.nodeId);
-      if (e.type === 'llm_response') continue;
+      // The streamed line becomes the answer's (or a tool-calling turn's).
+      if (e.type === 'llm_response' || e.type === 'llm_turn') continue;
     }
     if (e.type === 'run_status' && ['completed', 'failed', 'cancelled', 'interrupted'].includes(e.content)) open.clear();
     if (e.type === 'subagent_call_end' || e.type === 'subagent_call_error') {

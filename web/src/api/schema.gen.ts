@@ -817,6 +817,8 @@ export interface components {
             severity: "error" | "warning";
         };
         Run: {
+            /** @description The branch of the git worktree the run got (worktree: {enabled: true}): switchyard/<run id>. */
+            branch?: string;
             /** Format: date-time */
             createdAt: string;
             currentNodeId?: string;
@@ -838,6 +840,8 @@ export interface components {
             updatedAt: string;
             usage: components["schemas"]["Usage"];
             waitingForInput: boolean;
+            /** @description The folder the run works in: its working directory, workspace or git worktree. */
+            workDir?: string;
             workflowId?: string;
         };
         /** @enum {unknown} */

@@ -67,6 +67,9 @@ export type PendingApproval = Schemas['PendingApproval'];
 /** A node waiting for a decision, as the approvals inbox lists it. */
 export type Approval = Schemas['Approval'];
 
+/** An agent's tool call waiting for a reviewer (Approval.tool, PendingApproval.tool). */
+export type ToolApproval = Schemas['ToolApproval'];
+
 export type Run = {
   runId: string;
   workflowId?: string | null;
@@ -83,6 +86,10 @@ export type Run = {
   kind?: WorkflowKind;
   /** Model tokens over the run (and their cost with a price table). */
   usage?: Usage;
+  /** The folder the run works in (its workspace or git worktree). */
+  workDir?: string;
+  /** The branch of the run's own git worktree (switchyard/<run id>). */
+  branch?: string;
 };
 
 export type Usage = Schemas['Usage'];
@@ -102,7 +109,11 @@ export type EventType =
   | 'run_status'
   | 'subagent_call_start'
   | 'subagent_call_end'
-  | 'subagent_call_error';
+  | 'subagent_call_error'
+  | 'llm_turn'
+  | 'tool_call'
+  | 'tool_result'
+  | 'output';
 
 export type RunEvent = {
   seq: number;
@@ -130,6 +141,10 @@ export type AppConfig = {
   models: string[];
   defaultModel: string;
   reasoningEfforts: string[];
+  /** MCP servers of `serve --mcp-config` drawn agents may pick (absent on older servers). */
+  mcpServers?: { name: string }[];
+  /** The built-in tools an agent may be given (absent on older servers). */
+  builtinTools?: string[];
 };
 
 export type RunStatusMessage = {

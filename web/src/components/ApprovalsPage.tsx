@@ -5,6 +5,7 @@ import { useApp } from '../store/app';
 import { approvalKey, useInbox } from '../store/inbox';
 import { navigate, runPath, workflowPath } from '../store/router';
 import { fmtTime, shortId } from './format';
+import { ToolApprovalDetails } from './ToolViews';
 
 /** "3 min", "2 h 5 min": how long a node has waited. */
 export function waitedFor(since: string, now: number): string {
@@ -52,11 +53,23 @@ function InboxItem({ a, now }: { a: Approval; now: number }) {
         </span>
       </div>
       {a.prompt && <p className="approval-card__prompt">{a.prompt}</p>}
-      {a.input && (
-        <details open>
-          <summary>Output to approve</summary>
-          <pre className="code-block inbox-item__output">{a.input}</pre>
-        </details>
+      {a.tool ? (
+        <>
+          <ToolApprovalDetails tool={a.tool} testPrefix={`inbox-item-${id}`} />
+          {a.input && (
+            <details>
+              <summary>The agent&apos;s input</summary>
+              <pre className="code-block inbox-item__output">{a.input}</pre>
+            </details>
+          )}
+        </>
+      ) : (
+        a.input && (
+          <details open>
+            <summary>Output to approve</summary>
+            <pre className="code-block inbox-item__output">{a.input}</pre>
+          </details>
+        )
       )}
       {a.runInput && (
         <p className="sy-muted small inbox-item__runinput">
@@ -64,7 +77,7 @@ function InboxItem({ a, now }: { a: Approval; now: number }) {
         </p>
       )}
       <label className="field">
-        <span>Note</span>
+        <span>{a.tool ? 'Note (a rejection’s note reaches the model as the reason)' : 'Note'}</span>
         <textarea
           rows={2}
           aria-label={`Note for ${a.nodeId} of ${a.workflowName}`}
@@ -133,7 +146,8 @@ export function ApprovalsPage() {
       {items === null && !error && <p className="sy-muted">Loading…</p>}
       {items?.length === 0 && (
         <p className="inbox__empty" data-testid="inbox-empty">
-          Nothing is waiting for you. Runs that reach an approval node show up here, from every workflow.
+          Nothing is waiting for you. Runs that reach an approval node, and agents&apos; tool calls that need a
+          reviewer, show up here, from every workflow.
         </p>
       )}
       {items && items.length > 0 && (

@@ -13,9 +13,11 @@ import {
   type Edge,
   type IsValidConnection,
   type Node,
+  type NodeChange,
   type NodeMouseHandler,
 } from '@xyflow/react';
-import { useCallback, useEffect, useRef, type DragEvent } from 'react';
+import { useCallback, useEffect, useMemo, useRef, type DragEvent } from 'react';
+import { isGroupNodeId, isIncluded, withGroups } from '../graph/groups';
 import { connectionProblem } from '../graph/connect';
 import { readableViewport } from '../graph/fit';
 import { isEditableType, type FlowNode } from '../graph/types';
@@ -31,7 +33,12 @@ import type { YamlNodeKind } from '../api/types';
 export const DND_MIME = 'application/x-switchyard-node';
 /** Drag data of the YAML palette: a step kind. */
 export const YAML_DND_MIME = 'application/x-switchyard-yaml-kind';
-const isValidYamlConnection = (c: { source: string | null; target: string | null }) => !!c.source && !!c.target && c.source !== c.target;
+/** A YAML dependency may not start or end at a node an include inlined (it is not in the file). */
+const isValidYamlConnection = (c: { source: string | null; target: string | null }) => {
+  if (!c.source || !c.target || c.source === c.target) return false;
+  const byId = nodeMap(useEditor.getState().nodes);
+  return !isIncluded(byId.get(c.source)) && !isIncluded(byId.get(c.target));
+};
 const SNAP: [number, number] = [16, 16];
 const PRO = { hideAttribution: true };
 /** Above this many nodes, render only what is on screen. */
@@ -45,8 +52,14 @@ const MINIMAP_COLORS: Record<string, string> = {
   if: '#c98a1b',
   approval: '#b04fc0',
   yaml: '#6b7280',
+  includeGroup: 'transparent',
 };
 const minimapColor = (n: Node) => MINIMAP_COLORS[n.type ?? ''] ?? '#888';
+
+/** Drops React Flow's changes to group boxes: they are derived, not stored. */
+function storedOnly<T extends NodeChange<FlowNode>>(changes: T[]): T[] {
+  return changes.some((c) => 'id' in c && isGroupNodeId(c.id)) ? changes.filter((c) => !('id' in c && isGroupNodeId(c.id))) : changes;
+}
 
 let nodeMapCache: { nodes: FlowNode[]; map: Map<string, FlowNode> } | null = null;
 function nodeMap(nodes: FlowNode[]): Map<string, FlowNode> {
@@ -120,9 +133,11 @@ export function EditorCanvas({
   snap: boolean;
   onNodeActivate: (id: string) => void;
 }) {
-  const nodes = useEditor((s) => s.nodes);
+  const stored = useEditor((s) => s.nodes);
+  const nodes = useMemo(() => withGroups(stored), [stored]);
   const edges = useEditor((s) => s.edges);
-  const onNodesChange = useEditor((s) => s.onNodesChange);
+  const onStoreNodesChange = useEditor((s) => s.onNodesChange);
+  const onNodesChange = useCallback((c: NodeChange<FlowNode>[]) => onStoreNodesChange(storedOnly(c)), [onStoreNodesChange]);
   const onEdgesChange = useEditor((s) => s.onEdgesChange);
   const connect = useEditor((s) => s.connect);
   const readOnly = useEditor((s) => s.kind === 'yaml' && !s.editable);
@@ -159,7 +174,9 @@ export function EditorCanvas({
     },
     [rf],
   );
-  const onNodeClick: NodeMouseHandler<FlowNode> = useCallback((_, n) => onNodeActivate(n.id), [onNodeActivate]);
+  const onNodeClick: NodeMouseHandler<FlowNode> = useCallback((_, n) => {
+    if (!isGroupNodeId(n.id)) onNodeActivate(n.id);
+  }, [onNodeActivate]);
 
   return (
     <CanvasModeContext.Provider value="edit">
@@ -200,16 +217,63 @@ export function EditorCanvas({
   );
 }
 
+/**
+ * Brings a node that starts waiting on a tool call into view once its
+ * card (arguments, diff, buttons) has made it taller: the reviewer should
+ * not have to hunt for the buttons below the fold.
+ */
+function useRevealToolApprovals() {
+  const rf = useReactFlow();
+  const keys = useRun((s) =>
+    s.replay
+      ? ''
+      : (s.run?.pendingApprovals ?? [])
+          .filter((p) => p.tool)
+          .map((p) => `${p.nodeId}\u0000${p.tool!.callId}`)
+          .join('\u0001'),
+  );
+  const ids = useMemo(() => (keys ? keys.split('\u0001').map((k) => k.split('\u0000')[0]!) : []), [keys]);
+  const sizes = useRun((s) =>
+    ids
+      .map((id) => {
+        const m = s.nodes.find((n) => n.id === id)?.measured;
+        return `${m?.width ?? 0}x${m?.height ?? 0}`;
+      })
+      .join(','),
+  );
+  // Waits seen, with the node's size when the wait appeared (null once shown).
+  const seen = useRef(new Map<string, string | null>());
+  useEffect(() => {
+    const list = keys ? keys.split('\u0001') : [];
+    const size = sizes.split(',');
+    const reveal: string[] = [];
+    list.forEach((k, i) => {
+      const before = seen.current.get(k);
+      if (before === undefined) seen.current.set(k, size[i] ?? '');
+      else if (before !== null && before !== size[i]) {
+        seen.current.set(k, null);
+        reveal.push(k.split('\u0000')[0]!);
+      }
+    });
+    if (reveal.length === 0) return;
+    const zoom = rf.getZoom();
+    void rf.fitView({ nodes: reveal.map((id) => ({ id })), padding: 0.1, maxZoom: zoom, minZoom: Math.min(zoom, 0.5), duration: 200 });
+  }, [keys, sizes, rf]);
+}
+
 export function RunCanvas() {
-  const nodes = useRun((s) => s.nodes);
+  const stored = useRun((s) => s.nodes);
+  const nodes = useMemo(() => withGroups(stored), [stored]);
   const edges = useRun((s) => s.edges);
-  const onNodesChange = useRun((s) => s.onNodesChange);
+  const onStoreNodesChange = useRun((s) => s.onNodesChange);
+  const onNodesChange = useCallback((c: NodeChange<FlowNode>[]) => onStoreNodesChange(storedOnly(c)), [onStoreNodesChange]);
   const select = useRun((s) => s.select);
   const fitRequest = useRun((s) => s.fitRequest);
   const colorMode = useColorMode();
   const far = useFarClass();
   useFitOnRequest(fitRequest);
-  const onNodeClick: NodeMouseHandler<FlowNode> = useCallback((_, n) => select(n.id), [select]);
+  useRevealToolApprovals();
+  const onNodeClick: NodeMouseHandler<FlowNode> = useCallback((_, n) => select(isGroupNodeId(n.id) ? null : n.id), [select]);
   const onPaneClick = useCallback(() => select(null), [select]);
   return (
     <CanvasModeContext.Provider value="run">

@@ -5,11 +5,26 @@ import { mainField, settingsEdits, settingsFor, settingsText, TRIGGER_RULES, yam
 import type { VariableContext } from '../editor/prompt';
 import type { CompletionNode } from '../editor/variables';
 import { conditionLabel } from '../graph/handles';
-import { CONDITION_OPERATORS, agentData, conditionsOf, str, type ConditionOperator, type FlowNode } from '../graph/types';
+import { CONDITION_OPERATORS, agentData, conditionsOf, str, type AgentTools, type ConditionOperator, type FlowNode } from '../graph/types';
+import {
+  BUILTIN_HINTS,
+  builtinOf,
+  knownBuiltins,
+  type BuiltinTool,
+  extraPatterns,
+  mcpOf,
+  needsApproval,
+  parsePatterns,
+  setBuiltin,
+  setExtraPatterns,
+  setMcp,
+  setNeedsApproval,
+} from '../graph/agentTools';
 import { useApp } from '../store/app';
 import { useEditor } from '../store/editor';
 import { useValidation } from '../store/validation';
 import { TYPE_LABEL } from '../nodes/NodeShell';
+import { isIncluded } from '../graph/groups';
 import type { PromptEditorProps } from './PromptEditor';
 
 // The code editor (CodeMirror) is its own chunk, fetched when the inspector first shows.
@@ -109,6 +124,10 @@ function AgentFields({ node, readOnly }: { node: FlowNode; readOnly: boolean }) 
   const tools = a.tools ?? {};
   const setTool = (k: 'web_search' | 'subagents', v: boolean) =>
     update(node.id, { tools: { ...tools, [k]: v } }, `tools.${k}`);
+  const setTools = (next: AgentTools, field: string) => {
+    // No write without a change: a graph without these keys stays without them.
+    if (JSON.stringify(next) !== JSON.stringify(tools)) update(node.id, { tools: next }, `tools.${field}`);
+  };
   return (
     <>
       <Field label="Agent name">
@@ -226,8 +245,141 @@ function AgentFields({ node, readOnly }: { node: FlowNode; readOnly: boolean }) 
           />
           Subagents <span className="sy-muted">(adds a dashed “subagents” handle; connect agents to it)</span>
         </label>
+        <BuiltinTools tools={a.tools} readOnly={readOnly} onChange={setTools} />
+        <ApprovalPatterns key={node.id} tools={a.tools} readOnly={readOnly} onChange={setTools} />
+        <McpServers tools={a.tools} readOnly={readOnly} onChange={setTools} />
       </fieldset>
     </>
+  );
+}
+
+type ToolsProps = { tools: AgentTools | undefined; readOnly: boolean; onChange: (next: AgentTools, field: string) => void };
+
+/** The built-in tools checklist, each with its "needs approval" toggle. */
+function BuiltinTools({ tools, readOnly, onChange }: ToolsProps) {
+  const on = builtinOf(tools);
+  const fromServer = useApp((s) => s.config?.builtinTools);
+  const known = knownBuiltins(fromServer);
+  // Names the node has that this server does not offer stay visible (to turn off).
+  const shown = [...known, ...on.filter((b) => !known.includes(b))];
+  return (
+    <div className="tools-builtin" role="group" aria-labelledby="tools-builtin-title" data-testid="inspector-builtin-tools">
+      <div className="tools__title" id="tools-builtin-title">
+        Built-in tools <span className="sy-muted">(work in the run&apos;s workspace; none by default)</span>
+      </div>
+      <table className="tools-table">
+        <tbody>
+          {shown.map((b) => {
+            const enabled = on.includes(b);
+            const offered = known.includes(b);
+            return (
+              <tr key={b}>
+                <td>
+                  <label className="check">
+                    <input
+                      type="checkbox"
+                      checked={enabled}
+                      disabled={readOnly}
+                      onChange={(e) => onChange(setBuiltin(tools, b, e.target.checked, known), 'builtin')}
+                      data-testid={`inspector-tool-${b}`}
+                    />
+                    <b>{b}</b>
+                  </label>
+                </td>
+                <td className="sy-muted small">
+                  {offered ? (BUILTIN_HINTS[b as BuiltinTool] ?? '') : <span style={{ color: 'var(--warning)' }}>not offered by this server</span>}
+                </td>
+                <td>
+                  <label className={`check tools-approve${enabled ? '' : ' is-off'}`} title={`Each ${b} call waits for a reviewer (inbox, canvas)`}>
+                    <input
+                      type="checkbox"
+                      checked={needsApproval(tools, b)}
+                      disabled={readOnly || !enabled}
+                      onChange={(e) => onChange(setNeedsApproval(tools, b, e.target.checked, shown), 'approve')}
+                      data-testid={`inspector-approve-${b}`}
+                      aria-label={`${b} needs approval`}
+                    />
+                    needs approval
+                  </label>
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/**
+ * More approval patterns, one per line. The text is the field's own while
+ * typing (a blank line stays); the node gets the parsed list.
+ */
+function ApprovalPatterns({ tools, readOnly, onChange }: ToolsProps) {
+  const fromServer = useApp((s) => s.config?.builtinTools);
+  const known = [...knownBuiltins(fromServer), ...builtinOf(tools)];
+  const stored = extraPatterns(tools, known);
+  const [text, setText] = useState(() => stored.join('\n'));
+  const storedKey = stored.join('\n');
+  useEffect(() => {
+    // Changed elsewhere (undo, another control): show the node's list.
+    setText((cur) => (parsePatterns(cur).join('\n') === storedKey ? cur : storedKey));
+  }, [storedKey]);
+  const id = useId();
+  return (
+    <div className="field tools-patterns">
+      <label htmlFor={id}>More tools that need approval</label>
+      <textarea
+        id={id}
+        rows={3}
+        value={text}
+        readOnly={readOnly}
+        placeholder={'Bash(git push:*)\nmcp__github__create_*'}
+        onChange={(e) => {
+          setText(e.target.value);
+          onChange(setExtraPatterns(tools, parsePatterns(e.target.value), known), 'approve-patterns');
+        }}
+        aria-describedby={`${id}-hint`}
+        data-testid="inspector-approve-patterns"
+      />
+      <div className="field__hint" id={`${id}-hint`}>
+        One pattern per line: a tool name, a <code>*</code> glob (<code>mcp__github__create_*</code>) or a command prefix (
+        <code>Bash(git push:*)</code>).
+      </div>
+    </div>
+  );
+}
+
+/** The MCP servers of `serve --mcp-config` the agent may use. */
+function McpServers({ tools, readOnly, onChange }: ToolsProps) {
+  const configured = useApp((s) => s.config?.mcpServers);
+  const chosen = mcpOf(tools);
+  const names = (configured ?? []).map((m) => m.name).filter((n) => typeof n === 'string' && n !== '');
+  const missing = chosen.filter((m) => !names.includes(m));
+  return (
+    <div className="tools-mcp" role="group" aria-labelledby="tools-mcp-title" data-testid="inspector-mcp">
+      <div className="tools__title" id="tools-mcp-title">
+        MCP servers
+      </div>
+      {names.length === 0 && (
+        <div className="sy-muted small" data-testid="inspector-mcp-none">
+          No MCP servers configured (start the server with <code>--mcp-config</code>).
+        </div>
+      )}
+      {[...names, ...missing].map((m) => (
+        <label className="check" key={m}>
+          <input
+            type="checkbox"
+            checked={chosen.includes(m)}
+            disabled={readOnly}
+            onChange={(e) => onChange(setMcp(tools, m, e.target.checked), 'mcp')}
+            data-testid={`inspector-mcp-${m}`}
+          />
+          {m}
+          {missing.includes(m) && <span className="problem__sev" style={{ color: 'var(--warning)' }}> not configured on this server</span>}
+        </label>
+      ))}
+    </div>
   );
 }
 
@@ -458,9 +610,16 @@ function GenericFields({ node }: { node: FlowNode }) {
   const rest = Object.fromEntries(Object.entries(node.data).filter(([k]) => k !== 'text' && k !== 'detail'));
   const editable = useEditor((s) => s.kind === 'yaml' && s.editable);
   const kind = String(node.data.kind ?? '');
+  const included = isIncluded(node);
   return (
     <div className="field">
-      {editable && (YAML_KINDS as readonly string[]).includes(kind) ? (
+      {included && (
+        <div className="banner banner--warning inspector-included" data-testid="inspector-included">
+          From the included workflow <b>{str(node.data.groupLabel) || str(node.data.group)}</b> (include step{' '}
+          <code>{str(node.data.group)}</code>): read-only here; edit the included file.
+        </div>
+      )}
+      {editable && !included && (YAML_KINDS as readonly string[]).includes(kind) ? (
         <>
           <YamlMainField key={node.id} node={node} />
           <YamlSettings key={`${node.id}-settings`} node={node} />
@@ -524,6 +683,7 @@ export function Inspector() {
       </div>
     );
   const n = sel;
+  const deletable = canDelete && !isIncluded(n);
   return (
     <div className="inspector" data-testid="inspector" aria-label={`Inspector for ${n.id}`}>
       <div className="inspector__head">
@@ -531,7 +691,7 @@ export function Inspector() {
         <span className="inspector__id">
           id <code>{n.id}</code>
         </span>
-        {canDelete && (
+        {deletable && (
           <button className="btn btn--small btn--danger" onClick={deleteSelected} data-testid="inspector-delete" aria-label="Delete node">
             Delete
           </button>

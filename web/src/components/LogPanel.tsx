@@ -22,7 +22,20 @@ const TYPE_TEXT: Record<string, string> = {
   subagent_call_start: 'subagent call',
   subagent_call_end: 'subagent done',
   subagent_call_error: 'subagent error',
+  llm_turn: 'model turn',
+  tool_call: 'tool call',
+  tool_result: 'tool result',
+  output: 'output',
+  process_start: 'process',
 };
+
+/** The first line of a long text, cut: a tool's whole output stays in the node's transcript. */
+function firstLine(text: string, max = 160): string {
+  const nl = text.indexOf('\n');
+  const line = nl >= 0 ? text.slice(0, nl) : text;
+  const more = nl >= 0 || line.length > max;
+  return more ? `${line.slice(0, max)}…` : line;
+}
 
 function callSummary(content: string): string {
   try {
@@ -35,10 +48,16 @@ function callSummary(content: string): string {
 }
 
 const Line = memo(function Line({ line, label }: { line: LogLine; label: string }) {
-  const text = line.type.startsWith('subagent_call_') ? callSummary(line.content) : line.content;
+  const text = line.type.startsWith('subagent_call_')
+    ? callSummary(line.content)
+    : line.type === 'tool_result'
+      ? firstLine(line.content)
+      : line.type === 'llm_turn' && !line.content
+        ? '(no text)'
+        : line.content;
   return (
     <li
-      className={`log-line log-line--${line.type}${line.streaming ? ' is-streaming' : ''}`}
+      className={`log-line log-line--${line.type}${line.type === 'tool_result' ? ` log-line--tool-${line.status ?? 'ok'}` : ''}${line.streaming ? ' is-streaming' : ''}`}
       style={line.depth ? { paddingLeft: `${0.5 + line.depth * 1.25}rem` } : undefined}
       data-testid="log-line"
       data-seq={line.seq}
@@ -54,7 +73,9 @@ const Line = memo(function Line({ line, label }: { line: LogLine; label: string 
       <span className="log-line__node">{label}</span>
       <span className="log-line__type">{TYPE_TEXT[line.type] ?? line.type}</span>
       <span className="log-line__text">
+        {line.meta && line.type === 'tool_result' && <span className="log-line__meta">{line.meta} </span>}
         {line.type === 'step_end' ? line.status : line.type === 'run_status' ? line.content : text}
+        {line.meta && line.type === 'llm_turn' && <span className="log-line__meta"> — {line.meta}</span>}
         {line.type === 'step_end' && line.content && line.content !== line.status ? ` — ${line.content}` : ''}
         {line.note ? ` Note: ${line.note}` : ''}
       </span>

@@ -13,6 +13,7 @@ import { PanelToggle } from './PanelToggle';
 import { fmtCost } from './RunsPage';
 import { usePanels } from '../store/panels';
 import { LogPanel } from './LogPanel';
+import { ToolApprovalDetails, TranscriptView } from './ToolViews';
 
 const STREAM_TEXT: Record<string, string> = {
   idle: '',
@@ -45,14 +46,18 @@ function ApprovalCard({ p }: { p: PendingApproval }) {
         <span className="sy-muted small">waiting since {fmtTime(p.since)}</span>
       </div>
       {p.prompt && <p className="approval-card__prompt">{p.prompt}</p>}
-      {p.input && (
-        <details open>
-          <summary>Output to approve</summary>
-          <pre className="code-block">{p.input}</pre>
-        </details>
+      {p.tool ? (
+        <ToolApprovalDetails tool={p.tool} testPrefix={`approval-card-${p.nodeId}`} />
+      ) : (
+        p.input && (
+          <details open>
+            <summary>Output to approve</summary>
+            <pre className="code-block">{p.input}</pre>
+          </details>
+        )
       )}
       <label className="field">
-        <span>Note</span>
+        <span>{p.tool ? 'Note (a rejection’s note reaches the model)' : 'Note'}</span>
         <textarea rows={2} aria-label={`Approval note for ${p.nodeId}`} value={note} onChange={(e) => setNote(e.target.value)} data-testid={`approval-note-${p.nodeId}`} />
       </label>
       <div className="approval-card__buttons">
@@ -80,7 +85,7 @@ function Approvals() {
       <h2 className="side-title">Waiting for approval ({list.length})</h2>
       <ul>
         {list.map((p) => (
-          <ApprovalCard key={p.nodeId} p={p} />
+          <ApprovalCard key={`${p.nodeId}/${p.tool?.callId ?? ''}`} p={p} />
         ))}
       </ul>
     </section>
@@ -121,6 +126,7 @@ function NodeDetails() {
   const st = useRun((s) => (id ? (viewLog(s).nodes[id] ?? idleState()) : null));
   const output = useRun((s) => (id && !s.replay ? s.run?.outputs?.[id] : undefined));
   const log = useRun(viewLog);
+  const transcript = id ? log.transcripts[id] : undefined;
   const setFilter = useRun((s) => s.setFilter);
   if (!id || !st) return <div className="panel-empty">Click a node to see its prompt, output and errors.</div>;
   const d = (node?.data ?? {}) as { agentName?: string; label?: string };
@@ -185,6 +191,14 @@ function NodeDetails() {
             {st.prompt}
           </pre>
         </details>
+      )}
+      {transcript && transcript.items.length > 0 && (
+        <div className="detail-block">
+          <h3>
+            Tool calls <span className="sy-muted">({st.toolCalls})</span>
+          </h3>
+          <TranscriptView transcript={transcript} />
+        </div>
       )}
       <div className="detail-block">
         <h3>Output{st.status === 'running' ? ' (streaming)' : ''}</h3>
@@ -304,6 +318,19 @@ function RunHeader() {
         {run && `started ${fmtTime(run.createdAt)}`}
         {run?.finishedAt && ` · finished ${fmtTime(run.finishedAt)}`}
       </span>
+      {run?.workDir && (
+        <span className="sy-muted small" data-testid="run-workdir" title={run.workDir}>
+          {run.branch ? (
+            <>
+              worktree <code>{run.branch}</code>
+            </>
+          ) : (
+            <>
+              in <code>{shortPath(run.workDir)}</code>
+            </>
+          )}
+        </span>
+      )}
       <div className="toolbar__group toolbar__run">
         {known && (
           <button
@@ -435,4 +462,10 @@ export function RunPage({ id }: { id: string }) {
       </div>
     </ReactFlowProvider>
   );
+}
+
+/** shortPath keeps the last two parts of a long folder path. */
+function shortPath(p: string): string {
+  const parts = p.split('/').filter(Boolean);
+  return parts.length > 2 ? `…/${parts.slice(-2).join('/')}` : p;
 }

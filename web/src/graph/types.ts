@@ -10,7 +10,16 @@ export const CONDITION_OPERATORS: readonly ConditionOperator[] = ['equal', 'cont
 export type IfCondition = { operator: ConditionOperator; value: string };
 
 export type StartData = { initialInput?: string };
-export type AgentTools = { web_search?: boolean; subagents?: boolean };
+export type AgentTools = {
+  web_search?: boolean;
+  subagents?: boolean;
+  /** Built-in tools the agent may call (Read, Write, Edit, Glob, Grep, Bash, LS); none when absent. */
+  builtin?: string[];
+  /** Tool patterns whose calls wait for a reviewer: names, `*` globs, `Bash(git push:*)`. */
+  approve?: string[];
+  /** MCP servers (of `serve --mcp-config`) the agent may use, by name. */
+  mcp?: string[];
+};
 export type AgentData = {
   agentName?: string;
   systemPrompt?: string;

@@ -1,7 +1,7 @@
 import { Handle, Position } from '@xyflow/react';
 import { memo, type ReactNode } from 'react';
 import type { HandleSpec } from '../graph/handles';
-import { useNodeMeta, useNodeProblems, useNodeStatus } from './mode';
+import { useNodeMeta, useNodeProblems, useNodeStatus, useNodeWaitTool, waitToolText } from './mode';
 
 export const TYPE_LABEL: Record<string, string> = {
   start: 'Start',
@@ -43,6 +43,8 @@ export const NodeShell = memo(function NodeShell(p: Props) {
   const problems = useNodeProblems(p.id);
   const status = useNodeStatus(p.id);
   const meta = useNodeMeta(p.id);
+  const waitTool = useNodeWaitTool(p.id);
+  const waitText = status === 'waiting' && waitTool ? waitToolText(waitTool) : '';
   const errs = problems.filter((x) => x.severity === 'error').length;
   const warns = problems.length - errs;
   const exec = p.outputs.filter((h) => h.kind === 'exec');
@@ -64,7 +66,7 @@ export const NodeShell = memo(function NodeShell(p: Props) {
       data-testid={`node-${p.id}`}
       data-node-type={p.type}
       data-run-status={status ?? undefined}
-      aria-label={`${TYPE_LABEL[p.type] ?? p.type} node ${p.title}${status ? `, ${status}` : ''}${errs ? `, ${errs} error(s)` : ''}`}
+      aria-label={`${TYPE_LABEL[p.type] ?? p.type} node ${p.title}${status ? `, ${status}` : ''}${waitText ? ` for approval of ${waitText}` : ''}${errs ? `, ${errs} error(s)` : ''}`}
     >
       {p.input && <Handle type="target" position={Position.Left} id="input" className="sy-handle sy-handle--in" />}
       <div className="sy-node__head">
@@ -88,6 +90,11 @@ export const NodeShell = memo(function NodeShell(p: Props) {
           </span>
         )}
       </div>
+      {waitText && (
+        <div className="sy-node__wait" data-testid={`node-wait-tool-${p.id}`} title={waitTool?.prompt}>
+          <span aria-hidden="true">‖</span> waits for approval of <b>{waitText}</b>
+        </div>
+      )}
       {meta && (
         <div className="sy-node__meta" data-testid={`node-meta-${p.id}`}>
           {meta}

@@ -1,6 +1,6 @@
 import { createContext, useContext } from 'react';
 import type { Problem, PendingApproval } from '../api/types';
-import { edgeFired, nodeMeta, type NodeRunStatus } from '../run/reducer';
+import { edgeFired, nodeMeta, type NodeRunStatus, type WaitTool } from '../run/reducer';
 import { useRun, viewLog } from '../store/run';
 import { useValidation } from '../store/validation';
 
@@ -52,4 +52,16 @@ export function useNodeMeta(id: string): string {
 export function useEdgeFired(e: { source: string; target: string; sourceHandle?: string | null; subagent?: boolean }): boolean {
   const mode = useCanvasMode();
   return useRun((s) => mode === 'run' && edgeFired(viewLog(s), e));
+}
+
+/** The tool call this node waits on a reviewer for (run mode; replay too). */
+export function useNodeWaitTool(id: string): WaitTool | null {
+  const mode = useCanvasMode();
+  return useRun((s) => (mode === 'run' ? (viewLog(s).nodes[id]?.waitTool ?? null) : null));
+}
+
+/** "Write calc.sh" from a wait prompt "Allow Write calc.sh?", else the tool's name. */
+export function waitToolText(w: WaitTool): string {
+  const m = /^Allow (.+)\?$/s.exec(w.prompt.trim());
+  return m ? m[1]! : w.tool;
 }

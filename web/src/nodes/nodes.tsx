@@ -2,10 +2,13 @@ import { useUpdateNodeInternals, type NodeProps } from '@xyflow/react';
 import { memo, useEffect, useMemo, useRef, useState } from 'react';
 import { sourceHandles } from '../graph/handles';
 import { agentData, conditionsOf, str, type FlowNode } from '../graph/types';
+import { toolChips } from '../graph/agentTools';
+import type { GroupData } from '../graph/groups';
 import { useApp } from '../store/app';
 import { useRun } from '../store/run';
 import { NodeShell } from './NodeShell';
 import { usePendingApproval } from './mode';
+import { ToolApprovalDetails } from '../components/ToolViews';
 
 /**
  * Tells React Flow to re-measure handles when a node's handle set changes
@@ -36,22 +39,43 @@ export const StartNode = memo(function StartNode({ id, data, selected }: NodePro
   );
 });
 
+/** True while the node waits for a reviewer on a tool call (run page). */
+function useToolPending(id: string): boolean {
+  return !!usePendingApproval(id)?.tool;
+}
+
 export const AgentNode = memo(function AgentNode({ id, data, selected }: NodeProps<FlowNode>) {
   const a = agentData(data);
+  const toolPending = useToolPending(id);
+  const tools = toolChips(a.tools);
   const defaultModel = useApp((s) => s.config?.defaultModel ?? '');
   const outputs = useMemo(() => sourceHandles({ type: 'agent', data }), [data]);
   const subOn = a.tools?.subagents === true;
   useHandlesChanged(id, subOn);
   const model = a.model || (defaultModel ? `${defaultModel} (default)` : 'default model');
   return (
-    <NodeShell id={id} type="agent" title={a.agentName || id} selected={!!selected} input outputs={outputs}>
+    <NodeShell
+      id={id}
+      type="agent"
+      title={a.agentName || id}
+      selected={!!selected}
+      input
+      outputs={outputs}
+      extraClass={toolPending ? 'is-pending has-tool-approval' : ''}
+    >
       <div className="sy-node__line">
         <span className="sy-chip">{model}</span>
         {a.reasoningEffort && <span className="sy-chip">{a.reasoningEffort}</span>}
         {a.tools?.web_search && <span className="sy-chip sy-chip--tool">web</span>}
         {subOn && <span className="sy-chip sy-chip--sub">subagents</span>}
+        {tools.map((c) => (
+          <span key={c.text} className={`sy-chip sy-chip--tool${c.approve ? ' sy-chip--approve' : ''}`} title={c.title}>
+            {c.text}
+          </span>
+        ))}
       </div>
       {a.userPrompt && <div className="sy-node__line sy-muted sy-node__prompt">{clip(a.userPrompt, 90)}</div>}
+      <ApprovalForm nodeId={id} toolsOnly />
     </NodeShell>
   );
 });
@@ -67,8 +91,14 @@ export const IfNode = memo(function IfNode({ id, data, selected }: NodeProps<Flo
   );
 });
 
-function ApprovalForm({ nodeId }: { nodeId: string }) {
-  const pending = usePendingApproval(nodeId);
+/**
+ * Approve or reject what a node waits on, on the node itself: an approval
+ * node's output, or (with `toolsOnly`, on agent and YAML steps) an agent's
+ * tool call, shown with its arguments and diff.
+ */
+function ApprovalForm({ nodeId, toolsOnly = false }: { nodeId: string; toolsOnly?: boolean }) {
+  const found = usePendingApproval(nodeId);
+  const pending = toolsOnly && !found?.tool ? undefined : found;
   const busy = useRun((s) => !!s.busy[nodeId]);
   const decide = useRun((s) => s.decide);
   const toast = useApp((s) => s.toast);
@@ -82,7 +112,9 @@ function ApprovalForm({ nodeId }: { nodeId: string }) {
   return (
     // Clicks here answer the approval; they do not select the node.
     <div className="sy-approval nodrag nopan nowheel" onClick={(e) => e.stopPropagation()} data-testid={`node-approval-form-${nodeId}`}>
-      {pending.input && (
+      {pending.tool ? (
+        <ToolApprovalDetails tool={pending.tool} testPrefix={`node-approval-${nodeId}`} compact />
+      ) : pending.input && (
         <pre className="sy-approval__input" aria-label="Output to approve">
           {pending.input}
         </pre>
@@ -91,7 +123,7 @@ function ApprovalForm({ nodeId }: { nodeId: string }) {
         <input
           value={note}
           onChange={(e) => setNote(e.target.value)}
-          placeholder="Note (optional)"
+          placeholder={pending.tool ? 'Note (a rejection tells the model why)' : 'Note (optional)'}
           data-testid={`node-approval-note-${nodeId}`}
           aria-label={`Approval note for ${nodeId} (on canvas)`}
         />
@@ -143,6 +175,8 @@ export const ApprovalNode = memo(function ApprovalNode({ id, data, selected }: N
 export const YamlNode = memo(function YamlNode({ id, data, selected }: NodeProps<FlowNode>) {
   const outputs = useMemo(() => sourceHandles({ type: 'yaml', data }), [data]);
   const detail = str(data.detail);
+  const toolPending = useToolPending(id);
+  const group = str(data.group);
   return (
     <NodeShell
       id={id}
@@ -152,8 +186,22 @@ export const YamlNode = memo(function YamlNode({ id, data, selected }: NodeProps
       selected={!!selected}
       input
       outputs={outputs}
+      extraClass={[toolPending ? 'is-pending has-tool-approval' : '', group ? 'in-group' : ''].filter(Boolean).join(' ')}
     >
       {detail && <div className="sy-node__line sy-muted sy-node__prompt">{clip(detail, 90)}</div>}
+      <ApprovalForm nodeId={id} toolsOnly />
     </NodeShell>
+  );
+});
+
+/** A YAML include's box, behind the nodes it inlined (see graph/groups.ts). */
+export const IncludeGroupNode = memo(function IncludeGroupNode({ data }: NodeProps<FlowNode>) {
+  const d = data as GroupData;
+  return (
+    <div className="sy-group" data-testid={`group-${d.group}`} data-group-label={d.label}>
+      <div className="sy-group__label" title={`Inlined by the include step "${d.group}"; read-only here (edit ${d.label})`}>
+        <span className="sy-group__kind">include</span> <b>{d.label}</b> <code className="sy-group__id">{d.group}</code>
+      </div>
+    </div>
   );
 });

@@ -1,6 +1,7 @@
 import type { EdgeTypes, NodeTypes } from '@xyflow/react';
 import { ExecEdge, SubagentEdge } from './edges';
-import { AgentNode, ApprovalNode, IfNode, StartNode, YamlNode } from './nodes';
+import { GROUP_NODE_TYPE } from '../graph/groups';
+import { AgentNode, ApprovalNode, IfNode, IncludeGroupNode, StartNode, YamlNode } from './nodes';
 
 // Module-level constants: React Flow re-mounts every node if these objects
 // change identity between renders.
@@ -10,6 +11,7 @@ export const nodeTypes: NodeTypes = {
   if: IfNode,
   approval: ApprovalNode,
   yaml: YamlNode,
+  [GROUP_NODE_TYPE]: IncludeGroupNode,
 };
 
 export const edgeTypes: EdgeTypes = {

@@ -1,5 +1,6 @@
 import type { RunEvent, SubagentCallInfo } from '../api/types';
 import { isTerminal } from '../api/types';
+import { emptyTranscript, fmtBytes, parentCallOf, TranscriptDraft, type Transcript } from './transcript';
 
 export type NodeRunStatus = 'idle' | 'running' | 'completed' | 'failed' | 'skipped' | 'waiting' | 'stopped';
 
@@ -28,7 +29,13 @@ export type NodeRunState = {
   tokens: number;
   /** Output handles the node fired, over all visits ('' = its default output). */
   fired: readonly string[];
+  /** Tool calls the node's agent loop made (its subagents' included). */
+  toolCalls: number;
+  /** The tool call the node waits on a reviewer for, while it does. */
+  waitTool: WaitTool | null;
 };
+
+export type WaitTool = { callId: string; tool: string; prompt: string };
 
 export type LogLine = {
   /** Seq of the event that opened the line; stable React key. */
@@ -45,6 +52,8 @@ export type LogLine = {
   status?: string;
   /** The person's note on an approval decision (input_received data.note). */
   note?: string;
+  /** Tool events: "ok · 12 ms · 1.2 KB" and the like. */
+  meta?: string;
 };
 
 export type SubagentCall = {
@@ -71,12 +80,14 @@ export type RunLog = {
   openStream: Readonly<Record<string, number>>;
   /** nodeId → depth of the subagent call it is serving. */
   callDepth: Readonly<Record<string, number>>;
+  /** nodeId → its agent loop's turns and tool calls. */
+  transcripts: Readonly<Record<string, Transcript>>;
 };
 
 export const SYSTEM_NODE = 'system';
 
 export function emptyRunLog(): RunLog {
-  return { lastSeq: 0, runStatus: null, nodes: {}, lines: [], calls: {}, callOrder: [], openStream: {}, callDepth: {} };
+  return { lastSeq: 0, runStatus: null, nodes: {}, lines: [], calls: {}, callOrder: [], openStream: {}, callDepth: {}, transcripts: {} };
 }
 
 export function emptyNodeState(): NodeRunState {
@@ -96,6 +107,8 @@ export function emptyNodeState(): NodeRunState {
     totalMs: 0,
     tokens: 0,
     fired: [],
+    toolCalls: 0,
+    waitTool: null,
   };
 }
 
@@ -144,6 +157,17 @@ export function usageTokens(data: RunEvent['data']): number {
   return n('totalTokens') || n('promptTokens') + n('completionTokens');
 }
 
+/** A tool_result's facts for its log line: "ok · 12 ms · 1.2 KB · cut". */
+export function resultMeta(data: RunEvent['data']): string {
+  const parts = [data?.denied === true ? 'denied' : data?.ok === false ? 'error' : 'ok'];
+  const ms = dataNumber(data, 'durationMs');
+  if (ms !== null) parts.push(fmtDuration(ms));
+  const b = dataNumber(data, 'bytes');
+  if (b !== null) parts.push(fmtBytes(b));
+  if (data?.cut === true) parts.push('cut');
+  return parts.join(' · ');
+}
+
 function dataString(data: RunEvent['data'], key: string): string | null {
   const v = data?.[key];
   if (v === undefined || v === null) return null;
@@ -170,6 +194,21 @@ export function applyEvents(prev: RunLog, batch: readonly RunEvent[]): RunLog {
   const openStream: Record<string, number> = { ...prev.openStream };
   const callDepth: Record<string, number> = { ...prev.callDepth };
   const fresh = new Set<string>(); // node states already copied in this batch
+  const drafts = new Map<string, TranscriptDraft>();
+  const transcript = (id: string): TranscriptDraft => {
+    let d = drafts.get(id);
+    if (!d) {
+      d = new TranscriptDraft(prev.transcripts[id] ?? emptyTranscript());
+      drafts.set(id, d);
+    }
+    return d;
+  };
+  /** Depth of the agent loop an event comes from: a subagent's is its call's. */
+  const loopDepth = (e: RunEvent): number => {
+    const parent = parentCallOf(e);
+    if (parent) return calls[parent]?.depth ?? 1;
+    return callDepth[e.nodeId] ?? 0;
+  };
 
   const node = (id: string): NodeRunState => {
     let s = nodes[id];
@@ -234,6 +273,15 @@ export function applyEvents(prev: RunLog, batch: readonly RunEvent[]): RunLog {
         }
         continue;
       }
+      if (e.type === 'llm_turn' && line) {
+        // The streamed text was a turn that called tools: its line becomes the turn's.
+        lines[open] = { ...line, type: 'llm_turn', content: e.content ?? line.content, lastSeq: e.seq, streaming: false, meta: turnMeta(e) };
+        if (isNode) {
+          node(e.nodeId).text = '';
+          transcript(e.nodeId).apply(e);
+        }
+        continue;
+      }
       if (line) lines[open] = { ...line, streaming: false };
     }
 
@@ -247,6 +295,7 @@ export function applyEvents(prev: RunLog, batch: readonly RunEvent[]): RunLog {
           s.startedAt = e.timestamp;
           s.endedAt = null;
           s.visits = Math.max(s.visits + 1, dataNumber(e.data, 'visit') ?? 0);
+          s.waitTool = null;
         }
         push(e);
         break;
@@ -276,11 +325,55 @@ export function applyEvents(prev: RunLog, batch: readonly RunEvent[]): RunLog {
         push(e);
         break;
       case 'wait_input':
-        if (isNode) node(e.nodeId).status = 'waiting';
+        if (isNode) {
+          const s = node(e.nodeId);
+          s.status = 'waiting';
+          const tool = e.data?.['tool'];
+          if (typeof tool === 'object' && tool !== null) {
+            const t = tool as Record<string, unknown>;
+            s.waitTool = { callId: String(t.callId ?? ''), tool: String(t.tool ?? ''), prompt: e.content ?? '' };
+            transcript(e.nodeId).apply(e);
+          } else {
+            s.waitTool = null;
+          }
+        }
         push(e);
         break;
+      case 'llm_turn':
+        if (isNode) {
+          node(e.nodeId).text = '';
+          transcript(e.nodeId).apply(e);
+        }
+        push(e, { depth: loopDepth(e), meta: turnMeta(e) });
+        break;
+      case 'tool_call':
+        if (isNode) {
+          node(e.nodeId).toolCalls += 1;
+          transcript(e.nodeId).apply(e);
+        }
+        push(e, { depth: loopDepth(e) + 1 });
+        break;
+      case 'tool_result': {
+        if (isNode) transcript(e.nodeId).apply(e);
+        const st = e.data?.denied === true ? 'denied' : e.data?.ok === false ? 'error' : 'ok';
+        push(e, { depth: loopDepth(e) + 1, status: st, meta: `${String(e.data?.tool ?? '')} · ${resultMeta(e.data)}` });
+        break;
+      }
+      case 'output': {
+        // A Bash tool's streamed output goes to its call too, and its log
+        // line under the call's (bash nodes have no transcript).
+        const known = isNode && (prev.transcripts[e.nodeId] !== undefined || drafts.has(e.nodeId));
+        if (known && transcript(e.nodeId).attachOutput(e)) push(e, { depth: (callDepth[e.nodeId] ?? 0) + 1 });
+        else push(e);
+        break;
+      }
       case 'input_received': {
-        if (isNode) node(e.nodeId).status = 'running';
+        if (isNode) {
+          const s = node(e.nodeId);
+          s.status = 'running';
+          s.waitTool = null;
+          if (e.data?.['callId']) transcript(e.nodeId).apply(e);
+        }
         // The engine puts a reject note in the text but an approve note
         // only in data; show it either way, once.
         const note = dataString(e.data, 'note')?.trim() ?? '';
@@ -293,6 +386,9 @@ export function applyEvents(prev: RunLog, batch: readonly RunEvent[]): RunLog {
           const s = node(e.nodeId);
           s.status = st;
           s.endedAt = e.timestamp;
+          s.waitTool = null;
+          // A call still open when its node ends never finished.
+          if (prev.transcripts[e.nodeId] !== undefined || drafts.has(e.nodeId)) transcript(e.nodeId).stopOpen();
           const out = dataString(e.data, 'output');
           if (out !== null) s.output = out;
           const err = dataString(e.data, 'error');
@@ -321,9 +417,12 @@ export function applyEvents(prev: RunLog, batch: readonly RunEvent[]): RunLog {
           // Nodes still marked active when the run ends did not finish.
           for (const [id, s] of Object.entries(nodes)) {
             if (s.status === 'running' || s.status === 'waiting') {
-              node(id).status = e.content === 'failed' ? 'failed' : 'stopped';
+              const n = node(id);
+              n.status = e.content === 'failed' ? 'failed' : 'stopped';
+              n.waitTool = null;
             }
           }
+          for (const id of new Set([...Object.keys(prev.transcripts), ...drafts.keys()])) transcript(id).stopOpen();
         }
         push(e, { status: e.content });
         break;
@@ -407,7 +506,19 @@ export function applyEvents(prev: RunLog, batch: readonly RunEvent[]): RunLog {
     }
   }
 
-  return { lastSeq, runStatus, nodes, lines, calls, callOrder, openStream, callDepth };
+  let transcripts = prev.transcripts;
+  for (const [id, d] of drafts) {
+    const t = d.result();
+    if (t === prev.transcripts[id] || (t.items.length === 0 && prev.transcripts[id] === undefined)) continue;
+    if (transcripts === prev.transcripts) transcripts = { ...prev.transcripts };
+    (transcripts as Record<string, Transcript>)[id] = t;
+  }
+  return { lastSeq, runStatus, nodes, lines, calls, callOrder, openStream, callDepth, transcripts };
+}
+
+function turnMeta(e: RunEvent): string {
+  const k = dataNumber(e.data, 'toolCalls') ?? 0;
+  return `turn ${dataNumber(e.data, 'turn') ?? '?'} · ${k} tool call${k === 1 ? '' : 's'}`;
 }
 
 /** Calls made directly by `nodeId` (not by its subagents), in call order. */
@@ -452,12 +563,13 @@ export function fmtDuration(ms: number): string {
   return `${m} min ${Math.round((ms % 60_000) / 1000)} s`;
 }
 
-/** A node's run facts for its canvas badge: visits, last duration, tokens. */
+/** A node's run facts for its canvas badge: visits, last duration, tool calls, tokens. */
 export function nodeMeta(s: NodeRunState | undefined): string {
   if (!s) return '';
   const parts: string[] = [];
   if (s.visits > 1) parts.push(`×${s.visits}`);
   if (s.durationMs !== null) parts.push(fmtDuration(s.durationMs));
+  if (s.toolCalls > 0) parts.push(`${s.toolCalls} tool call${s.toolCalls === 1 ? '' : 's'}`);
   if (s.tokens > 0) parts.push(`${s.tokens.toLocaleString('en-US')} tok`);
   return parts.join(' · ');
 }

@@ -13,6 +13,7 @@ import { starterGraph } from '../graph/templates';
 import { checkpoint, emptyHistory, redo as redoH, undo as undoH, type History, type Snapshot } from '../graph/history';
 import { nextId } from '../graph/ids';
 import { elkLayout } from '../graph/elkLayout';
+import { isIncluded } from '../graph/groups';
 import { edgeViewType, toGraph } from '../graph/serialize';
 import {
   SUBAGENT_HANDLE,
@@ -377,7 +378,12 @@ export const useEditor = create<EditorState>((set, get) => {
     deleteSelected: () => {
       const s = get();
       if (yamlEditable()) {
-        const edits = deletionEdits(s.nodes, s.edges);
+        // Nodes an include inlined, and their edges, are not in the file.
+        const included = new Set(s.nodes.filter(isIncluded).map((n) => n.id));
+        const edits = deletionEdits(
+          s.nodes.filter((n) => !included.has(n.id)),
+          s.edges.filter((e) => !included.has(e.source) && !included.has(e.target)),
+        );
         if (edits.length) void get().applyYamlEdits(edits).catch(reportYamlError('delete'));
         return;
       }

@@ -2,9 +2,20 @@ import { create } from 'zustand';
 import { api, errorMessage } from '../api/client';
 import type { Approval } from '../api/types';
 
-/** Identifies one wait: a node asked again (after a reject loop) is a new one. */
+/**
+ * Identifies one wait: a node asked again (after a reject loop) is a new
+ * one, and so is each tool call an agent waits on (a node may wait on
+ * several calls of one turn in a row).
+ */
 export function approvalKey(a: Approval): string {
-  return `${a.runId}/${a.nodeId}/${a.since}`;
+  const k = `${a.runId}/${a.nodeId}/${a.since}`;
+  return a.tool ? `${k}/${a.tool.callId}` : k;
+}
+
+/** A notification's title and text for a new approval. */
+export function approvalNotice(a: Approval): { title: string; body: string } {
+  if (a.tool) return { title: `Tool call needs approval: ${a.workflowName}`, body: `${a.nodeId}: ${a.prompt || `Allow ${a.tool.tool}?`}` };
+  return { title: `Approval needed: ${a.workflowName}`, body: a.prompt ? `${a.nodeId}: ${a.prompt}` : a.nodeId };
 }
 
 /** The approvals in `next` that were not in `prev` (none on the first load). */
@@ -53,10 +64,8 @@ let again = false;
 function announce(list: Approval[]): void {
   for (const a of list) {
     try {
-      const n = new Notification(`Approval needed: ${a.workflowName}`, {
-        body: a.prompt ? `${a.nodeId}: ${a.prompt}` : a.nodeId,
-        tag: approvalKey(a),
-      });
+      const { title, body } = approvalNotice(a);
+      const n = new Notification(title, { body, tag: approvalKey(a) });
       n.onclick = () => {
         window.focus();
         window.history.pushState(null, '', '/approvals');

@@ -3,7 +3,7 @@ import { api, ApiError } from '../api/client';
 import type { Problem } from '../api/types';
 import { toGraph } from '../graph/serialize';
 import { useApp } from './app';
-import { useEditor } from './editor';
+import { isDirty, useEditor } from './editor';
 
 export type ValidationStatus = 'idle' | 'pending' | 'done' | 'unavailable';
 
@@ -149,7 +149,10 @@ export function startYamlValidation(): () => void {
       const r = await api.validateYaml(source, ed.yamlPath || undefined, c.signal);
       const now = useEditor.getState();
       if (c.signal.aborted || now.kind !== 'yaml' || now.source !== source) return;
-      now.applyProjection(r.graph);
+      // Text as loaded or saved: the canvas already has the server's own
+      // projection of the file, which (unlike this one) expands include:
+      // blocks into their grouped nodes.
+      if (isDirty(now)) now.applyProjection(r.graph);
       setYamlProblems(Array.isArray(r.problems) ? r.problems : [], source);
     } catch {
       // Unreachable server: the app shows it; the next change tries again.
