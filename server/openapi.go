@@ -167,6 +167,13 @@ func schemas() obj {
 			"costUsd": obj{"type": "number", "minimum": 0,
 				"description": "US dollars, when the server has a price table (SWITCHYARD_PRICES) with a price for at least one of the models used; models without a price add nothing."},
 		}}
+	workflowRunProps := obj{
+		"outputs": obj{"type": "object", "additionalProperties": str(), "description": "Each completed node's output, by node id."},
+		"done":    obj{"type": "boolean", "description": "The run ended or paused within the wait."},
+	}
+	for k, v := range summaryProps {
+		workflowRunProps[k] = v
+	}
 	detailProps := obj{}
 	for k, v := range summaryProps {
 		detailProps[k] = v
@@ -258,6 +265,12 @@ func schemas() obj {
 		"StatusMessage": object([]string{"runId", "status", "waitingForInput"}, obj{
 			"runId": str(), "status": ref("RunStatus"), "workflowId": str(), "waitingForInput": obj{"type": "boolean"},
 		}),
+		"RunWorkflow": object(nil, obj{
+			"input": obj{"type": "string", "description": "The run's input ($ARGUMENTS)."},
+			"wait": obj{"description": "How long to wait for the run to end or pause: a number of seconds, or a duration such as \"90s\" (at most 10 minutes). Absent or 0: answer at once.",
+				"oneOf": []obj{{"type": "number", "minimum": 0}, {"type": "string"}}},
+		}),
+		"WorkflowRunResult": object(append([]string{"outputs", "done"}, summaryReq...), workflowRunProps),
 		"CreateRun": object(nil, obj{
 			"workflowId": str(), "graph": ref("GraphInput"), "input": str(),
 		}),
@@ -429,6 +442,12 @@ func paths() obj {
 			"put": operation{"putYAMLPositions", "Replace a YAML workflow's node positions (an empty object forgets them). 403 under serve --read-only-workflows.", nil,
 				body(ref("YAMLPositions")),
 				withErrors(obj{"200": resp("Positions", ref("YAMLPositions"))}, "400", "404", "413")}.build(),
+		},
+		"/api/workflows/{id}/runs": obj{
+			"parameters": []obj{workflowIDParamDoc},
+			"post": operation{"runWorkflow", "Run a saved workflow (drawn or YAML) and, with wait, answer when the run ends or pauses: the way to call a workflow from another system (a webhook that answers when the last node finishes). 200 with the status and outputs when it ended or paused within the wait; 202 when it still runs (follow Location, GET /api/runs/{id}, or its websocket).", nil,
+				body(ref("RunWorkflow")),
+				withErrors(obj{"200": resp("The run, ended or paused", ref("WorkflowRunResult")), "202": resp("The run, still running", ref("WorkflowRunResult"))}, "400", "404", "413", "503")}.build(),
 		},
 		"/api/workflows/{id}/versions": obj{
 			"parameters": []obj{workflowIDParamDoc},
