@@ -49,6 +49,8 @@ type runDetail struct {
 	// Branch the git branch of a worktree the run got for isolation.
 	WorkDir string `json:"workDir,omitempty"`
 	Branch  string `json:"branch,omitempty"`
+	// ForkOf names the run this one was forked from (POST .../fork).
+	ForkOf *forkOf `json:"forkOf,omitempty"`
 }
 
 // nodeJSON is one node's state in a run (the executor's private wait
@@ -118,6 +120,7 @@ func (s *Server) runDetail(ctx context.Context, runID string) (*runDetail, error
 	}
 	d := toDetail(r, nodes)
 	d.WorkDir, d.Branch = r.WorkDir, s.e.WorktreeBranch(r)
+	d.ForkOf = s.forkOfRun(ctx, runID)
 	s.decorateYAMLRun(d, r) // YAML runs: source workflow id and DAG projection (yaml_runs.go)
 	return d, nil
 }

@@ -183,6 +183,7 @@ func schemas() obj {
 	detailProps["source"] = str()
 	detailProps["nodes"] = arrayOf(ref("NodeState"))
 	detailProps["workDir"] = obj{"type": "string", "description": "The folder the run works in: its working directory, workspace or git worktree."}
+	detailProps["forkOf"] = object([]string{"runId", "nodeId"}, obj{"runId": str(), "nodeId": str()})
 	detailProps["branch"] = obj{"type": "string", "description": "The branch of the git worktree the run got (worktree: {enabled: true}): switchyard/<run id>."}
 	workflowProps := obj{
 		"id": str(), "name": str(), "description": str(), "kind": obj{"enum": []string{"graph", "yaml"}},
@@ -271,6 +272,11 @@ func schemas() obj {
 				"oneOf": []obj{{"type": "number", "minimum": 0}, {"type": "string"}}},
 		}),
 		"WorkflowRunResult": object(append([]string{"outputs", "done"}, summaryReq...), workflowRunProps),
+		"ForkRun": object([]string{"nodeId"}, obj{
+			"nodeId": obj{"type": "string", "description": "The node to run from: it and everything after it run again."},
+			"pinned": obj{"type": "object", "additionalProperties": str(), "description": "Edited outputs of nodes upstream of nodeId, by node id (pinned data)."},
+			"input":  obj{"type": "string", "description": "The new run's input; the parent's when absent."},
+		}),
 		"CreateRun": object(nil, obj{
 			"workflowId": str(), "graph": ref("GraphInput"), "input": str(),
 		}),
@@ -481,6 +487,12 @@ func paths() obj {
 			"parameters": []obj{runIDParamDoc},
 			"get": operation{"getRun", "A run with its outputs, graph and node states.", nil, nil,
 				withErrors(obj{"200": resp("Run", ref("Run"))}, "400", "404")}.build(),
+		},
+		"/api/runs/{id}/fork": obj{
+			"parameters": []obj{runIDParamDoc},
+			"post": operation{"forkRun", "Run from a node (fork): a new run of the same workflow in which every node upstream of nodeId reuses its result from this run (or the pinned output), and nodeId and what follows run again. The run must have ended (409 otherwise); the new run is linked to it (forkOf).", nil,
+				body(ref("ForkRun")),
+				withErrors(obj{"201": resp("The new run", ref("Run"))}, "400", "404", "409", "413", "503")}.build(),
 		},
 		"/api/runs/{id}/events": obj{
 			"parameters": []obj{runIDParamDoc},

@@ -363,6 +363,7 @@ func (s *Server) routes() *echo.Echo {
 	e.POST("/api/runs/:id/approvals/:nodeId", s.decide)
 	e.POST("/api/runs/:id/cancel", s.cancelRun)
 	e.POST("/api/runs/:id/continue", s.continueRun)
+	e.POST("/api/runs/:id/fork", s.forkRun)
 	e.GET("/api/ws", s.statusWS)
 	e.GET("/api/approvals", s.listApprovals)
 

@@ -66,3 +66,45 @@ func TestRunWorkflowAndWait(t *testing.T) {
 		t.Errorf("unknown workflow: %d %s", resp.status, resp.body)
 	}
 }
+
+// TestForkRunOverHTTP: POST /api/runs/{id}/fork starts a run from a node
+// that reuses upstream results (with a pinned output), linked to its
+// parent (forkOf); forking a paused run is 409, an unknown node 400.
+func TestForkRunOverHTTP(t *testing.T) {
+	v := newEnv(t)
+	var parent runJSON
+	v.must(http.StatusCreated, "POST", "/api/runs", map[string]any{"graph": threeNodeGraph(), "input": "topic"}, &parent)
+	v.wait(parent.RunID)
+	var fork struct {
+		RunID  string `json:"runId"`
+		ForkOf *struct {
+			RunID  string `json:"runId"`
+			NodeID string `json:"nodeId"`
+		} `json:"forkOf"`
+	}
+	v.must(http.StatusCreated, "POST", "/api/runs/"+parent.RunID+"/fork",
+		map[string]any{"nodeId": "a2", "pinned": map[string]string{"a1": "pinned text"}}, &fork)
+	v.wait(fork.RunID)
+	var got struct {
+		Status  string            `json:"status"`
+		Outputs map[string]string `json:"outputs"`
+		ForkOf  *struct {
+			RunID  string `json:"runId"`
+			NodeID string `json:"nodeId"`
+		} `json:"forkOf"`
+	}
+	v.must(http.StatusOK, "GET", "/api/runs/"+fork.RunID, nil, &got)
+	if got.Status != "completed" || got.Outputs["a2"] != "echo: pinned text" || got.ForkOf == nil ||
+		got.ForkOf.RunID != parent.RunID || got.ForkOf.NodeID != "a2" {
+		t.Errorf("fork: %+v", got)
+	}
+	var paused runJSON
+	v.must(http.StatusCreated, "POST", "/api/runs", map[string]any{"graph": approvalGraph()}, &paused)
+	v.wait(paused.RunID)
+	if r := v.request("POST", "/api/runs/"+paused.RunID+"/fork", map[string]any{"nodeId": "w"}); r.status != http.StatusConflict {
+		t.Errorf("fork of a paused run: %d %s", r.status, r.body)
+	}
+	if r := v.request("POST", "/api/runs/"+parent.RunID+"/fork", map[string]any{"nodeId": "zz"}); r.status != http.StatusBadRequest {
+		t.Errorf("unknown node: %d %s", r.status, r.body)
+	}
+}
