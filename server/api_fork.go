@@ -56,13 +56,15 @@ func (s *Server) forkRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	d.ForkOf = &forkOf{RunID: id, NodeID: req.NodeID}
 	c.Response().Header().Set("Location", "/api/runs/"+run.ID)
 	return c.JSON(http.StatusCreated, d)
 }
 
-// forkOfRun reads whether a run is a fork: its first events say.
+// forkOfRun reads whether a run is a fork: a fork's first event says
+// (GET /api/runs/{id} only: one small read, not on the hot paths).
 func (s *Server) forkOfRun(ctx context.Context, runID string) *forkOf {
-	evs, err := s.st.Events(ctx, runID, 0, 3)
+	evs, err := s.st.Events(ctx, runID, 0, 1)
 	if err != nil {
 		return nil
 	}

@@ -120,7 +120,6 @@ func (s *Server) runDetail(ctx context.Context, runID string) (*runDetail, error
 	}
 	d := toDetail(r, nodes)
 	d.WorkDir, d.Branch = r.WorkDir, s.e.WorktreeBranch(r)
-	d.ForkOf = s.forkOfRun(ctx, runID)
 	s.decorateYAMLRun(d, r) // YAML runs: source workflow id and DAG projection (yaml_runs.go)
 	return d, nil
 }
@@ -282,6 +281,7 @@ func (s *Server) getRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	d.ForkOf = s.forkOfRun(c.Request().Context(), id)
 	return c.JSON(http.StatusOK, d)
 }
 
