@@ -38,8 +38,10 @@ type chaosDB interface {
 	events(ctx context.Context, types ...string) (map[string][]engine.Event, error)
 }
 
-func eventsQuery(types []string, param func(i int) string) (string, []any) {
-	q := `SELECT run_id, seq, node_id, type, content, data FROM run_events`
+// eventsQuery selects events; micros is the dialect's timestamp as
+// microseconds since 1970.
+func eventsQuery(micros string, types []string, param func(i int) string) (string, []any) {
+	q := `SELECT run_id, seq, node_id, type, content, ` + micros + `, data FROM run_events`
 	var args []any
 	if len(types) > 0 {
 		var ps []string
@@ -64,9 +66,11 @@ func scanEvents(rows scanner) (map[string][]engine.Event, error) {
 	for rows.Next() {
 		var ev engine.Event
 		var data *string
-		if err := rows.Scan(&ev.RunID, &ev.Seq, &ev.NodeID, &ev.Type, &ev.Content, &data); err != nil {
+		var ts int64
+		if err := rows.Scan(&ev.RunID, &ev.Seq, &ev.NodeID, &ev.Type, &ev.Content, &ts, &data); err != nil {
 			return nil, err
 		}
+		ev.Timestamp = time.UnixMicro(ts)
 		if data != nil {
 			ev.Data = json.RawMessage(*data)
 		}
@@ -125,7 +129,7 @@ func (s sqliteChaosDB) events(ctx context.Context, types ...string) (map[string]
 		return nil, err
 	}
 	defer db.Close()
-	q, args := eventsQuery(types, func(int) string { return "?" })
+	q, args := eventsQuery("ts", types, func(int) string { return "?" })
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -158,7 +162,7 @@ func (p *pgChaosDB) events(ctx context.Context, types ...string) (map[string][]e
 		return nil, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	q, args := eventsQuery(types, func(i int) string { return fmt.Sprintf("$%d", i) })
+	q, args := eventsQuery("(extract(epoch FROM ts) * 1000000)::bigint", types, func(i int) string { return fmt.Sprintf("$%d", i) })
 	rows, err := conn.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -170,15 +174,17 @@ func (p *pgChaosDB) events(ctx context.Context, types ...string) (map[string][]e
 // --- the side-effect file ---
 
 // sideLines counts the lines of the side-effect file: bash steps write
-// "B <key>/<node>", tool calls "CALL <id>" or "GATED <id>".
+// "B <key>/<node> <pid>", tool calls "CALL <id> <pid>" or "GATED <id>
+// <pid>" (the pid of the shell that wrote it, for diagnoses).
 type sideLines struct {
 	steps map[string]int
 	calls map[string]int
+	pids  map[string][]string // step name or call id -> the writers' pids
 	bad   []string
 }
 
 func readSide(path string) (sideLines, error) {
-	s := sideLines{steps: map[string]int{}, calls: map[string]int{}}
+	s := sideLines{steps: map[string]int{}, calls: map[string]int{}, pids: map[string][]string{}}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return s, nil
@@ -190,10 +196,12 @@ func readSide(path string) (sideLines, error) {
 		f := strings.Fields(line)
 		switch {
 		case len(f) == 0:
-		case len(f) == 2 && f[0] == "B":
+		case len(f) == 3 && f[0] == "B":
 			s.steps[f[1]]++
-		case len(f) == 2 && (f[0] == "CALL" || f[0] == "GATED"):
+			s.pids[f[1]] = append(s.pids[f[1]], f[2])
+		case len(f) == 3 && (f[0] == "CALL" || f[0] == "GATED"):
 			s.calls[f[1]]++
+			s.pids[f[1]] = append(s.pids[f[1]], f[2])
 		default:
 			s.bad = append(s.bad, line)
 		}
@@ -223,22 +231,21 @@ func toolDataOf(raw json.RawMessage) toolData {
 // freeze notes the lines of every bash step and tool call whose completion
 // is durable: they must never change again. The database is read before
 // the file: a completion's line was written before the completion was.
-// A read that fails (the database restarting) is skipped.
-func (c *chaos) freeze() {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+// The monkey ignores a read that fails (the database restarting).
+func (c *chaos) freeze() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	runs, err := c.db.runs(ctx)
 	if err != nil {
-		return
+		return fmt.Errorf("read runs: %w", err)
 	}
 	evs, err := c.db.events(ctx, engine.EvStepEnd, engine.EvToolResult)
 	if err != nil {
-		return
+		return fmt.Errorf("read events: %w", err)
 	}
 	lines, err := readSide(c.side)
 	if err != nil {
-		c.t.Errorf("read %s: %v", c.side, err)
-		return
+		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -263,6 +270,7 @@ func (c *chaos) freeze() {
 			}
 		}
 	}
+	return nil
 }
 
 // --- the final checks ---
@@ -400,6 +408,7 @@ func (c *chaos) check() chaosFigures {
 				if ok && l != fz {
 					f.dupSteps++
 					c.vs.add("finished step ran again", "run %s: %s had %d lines when its completion was durable, %d at the end", r.id, n, fz, l)
+					c.diagnose(r, evs, n, "", lines.pids[name])
 				}
 			}
 		}
@@ -520,6 +529,14 @@ func (c *chaos) checkDecisions(r *chaosRun, evs []engine.Event, f *chaosFigures)
 			f.singleWinners++
 		case c.disturbed(from, to):
 			f.reAcked++
+			if f.reAcked <= 3 {
+				var got []string
+				for _, rc := range wins {
+					got = append(got, fmt.Sprintf("%s %q %v", rc.decision, rc.note, rc.codes))
+				}
+				c.t.Logf("re-acknowledged after a fault: run %s: %s (%s .. %s): %s; logged %+v", r.id, wk,
+					from.Format("15:04:05.000"), to.Format("15:04:05.000"), strings.Join(got, "; "), as)
+			}
 		default:
 			f.doubleDecisions++
 			var got []string
@@ -599,6 +616,40 @@ func (c *chaos) checkCalls(r *chaosRun, sr storedRun, evs []engine.Event, logged
 		if ok && l != fz {
 			f.dupCalls++
 			c.vs.add("finished tool call ran again", "run %s: %s had %d lines when its result was durable, %d at the end", r.id, id, fz, l)
+			c.diagnose(r, evs, node, id, lines.pids[id])
 		}
 	}
+}
+
+// diagnose logs what explains a duplicated effect of a node (of one of its
+// tool calls, when call is set): the node's events, the pids that wrote
+// the lines, the faults, and what the processes logged about the run.
+func (c *chaos) diagnose(r *chaosRun, evs []engine.Event, node, call string, pids []string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "diagnosis of run %s (%s), node %s %s: lines written by pids %v\n", r.id, r.key, node, call, pids)
+	for _, ev := range evs {
+		if ev.NodeID != node && ev.NodeID != engine.SystemNodeID {
+			continue
+		}
+		if call != "" && (ev.Type == engine.EvToolCall || ev.Type == engine.EvToolResult) && toolDataOf(ev.Data).CallID != call {
+			continue
+		}
+		fmt.Fprintf(&b, "  %s seq %d %s %s %s %s\n", ev.Timestamp.Format("15:04:05.000000"), ev.Seq, ev.NodeID, ev.Type,
+			truncate(ev.Content, 80), truncate(string(ev.Data), 200))
+	}
+	c.mu.Lock()
+	for _, f := range c.faults {
+		fmt.Fprintf(&b, "  fault %s .. %s: %s\n", f.at.Format("15:04:05.000000"), f.until.Format("15:04:05.000000"), f.what)
+	}
+	c.mu.Unlock()
+	c.h.mu.Lock()
+	for _, p := range c.h.procs {
+		for _, line := range strings.Split(p.stderr.String(), "\n") {
+			if strings.Contains(line, r.id) {
+				fmt.Fprintf(&b, "  pid %d: %s\n", p.pid(), truncate(line, 400))
+			}
+		}
+	}
+	c.h.mu.Unlock()
+	c.t.Log(b.String())
 }

@@ -132,7 +132,10 @@ type racer struct {
 }
 
 // chaosFault is a SIGKILL (at == until) or the database restart.
-type chaosFault struct{ at, until time.Time }
+type chaosFault struct {
+	at, until time.Time
+	what      string
+}
 
 // chaos is one store's chaos run: its processes, workload and records.
 type chaos struct {
@@ -223,9 +226,9 @@ func (c *chaos) chaosLLM(key, toolNode string) {
 			return fakeReply{Text: "done " + key, Latency: lat}, true
 		}
 		id := fmt.Sprintf("call_%s_%s_%d", key, toolNode, k)
-		cmd := fmt.Sprintf("sleep 0.%d; echo CALL %s >> %s", 1+rand.IntN(3), id, c.side)
+		cmd := fmt.Sprintf("sleep 0.%d; echo CALL %s $$ >> %s", 1+rand.IntN(3), id, c.side)
 		if k == chaosGatedCall {
-			cmd = fmt.Sprintf("echo GATED %s >> %s", id, c.side)
+			cmd = fmt.Sprintf("echo GATED %s $$ >> %s", id, c.side)
 		}
 		args, _ := json.Marshal(map[string]string{"command": cmd})
 		return fakeReply{ToolCalls: []fakeopenai.ToolCall{{ID: id, Name: "Bash", Arguments: string(args)}}, Latency: lat}, true
@@ -267,7 +270,7 @@ func writeChaosWorkflows(t *testing.T, dir, side string) {
 		if n.deps != "" {
 			fmt.Fprintf(&bash, "    depends_on: %s\n", n.deps)
 		}
-		fmt.Fprintf(&bash, "    bash: \"sleep %s; echo B $ARGUMENTS/%s >> %s; echo %s\"\n", n.sleep, n.id, side, n.id)
+		fmt.Fprintf(&bash, "    bash: \"sleep %s; echo B $ARGUMENTS/%s $$ >> %s; echo %s\"\n", n.sleep, n.id, side, n.id)
 		if n.id == "b2" {
 			bash.WriteString("  - id: gate\n    depends_on: [b1]\n    approval:\n      message: \"ship $ARGUMENTS?\"\n")
 		}
@@ -495,12 +498,12 @@ func (c *chaos) killRestart(i int, pause time.Duration) {
 	if p != nil {
 		p.kill()
 		now := time.Now()
-		c.addFault(chaosFault{at: now, until: now})
+		c.addFault(chaosFault{at: now, until: now, what: fmt.Sprintf("SIGKILL of pid %d (slot %d)", p.pid(), i)})
 		c.mu.Lock()
 		c.kills++
 		c.mu.Unlock()
 	}
-	c.freeze()
+	_ = c.freeze() // the database may be down: the next one will do
 	time.Sleep(pause)
 	np := c.start(i)
 	c.mu.Lock()
@@ -544,7 +547,7 @@ func (c *chaos) monkey(rng *rand.Rand, deadline time.Time, restartMax time.Durat
 		for time.Now().Before(next) && time.Now().Before(deadline) {
 			time.Sleep(500 * time.Millisecond)
 			c.reviveDead()
-			c.freeze()
+			_ = c.freeze()
 			if middle != nil && time.Now().After(half) {
 				middle()
 				middle = nil
@@ -580,6 +583,9 @@ func (c *chaos) runChaos(clients int, restartMax time.Duration, middle func()) {
 	for n := range clients {
 		wg.Go(func() { c.client(ctx, stop, n) })
 	}
+	// A failure below (t.Fatal) still stops the clients before the
+	// harness goes.
+	defer func() { cancel(); wg.Wait() }()
 	began := time.Now()
 	c.monkey(rand.New(rand.NewPCG(c.seed, 1)), began.Add(dur), restartMax, middle)
 	close(stop)
@@ -598,7 +604,9 @@ func (c *chaos) runChaos(clients int, restartMax time.Duration, middle func()) {
 	}
 	drained := time.Now()
 	adopted := c.adopt(ctx)
-	c.freeze()
+	if err := c.freeze(); err != nil {
+		t.Fatalf("read what is durable: %v", err)
+	}
 	fig := c.check()
 	c.vs.report(t)
 	fig.adopted = adopted
@@ -700,7 +708,7 @@ func TestChaosPostgres(t *testing.T) {
 		if err := cl.Restart(ctx, func() { time.Sleep(down) }); err != nil {
 			t.Fatalf("restart the database: %v", err)
 		}
-		c.addFault(chaosFault{at: began, until: time.Now()})
+		c.addFault(chaosFault{at: began, until: time.Now(), what: "database restart"})
 		c.mu.Lock()
 		c.dbRestarts++
 		c.mu.Unlock()
