@@ -448,6 +448,8 @@ func decisionOf(logged map[string][]answer, wk string) string {
 // checkDecisions compares the log's waits and answers with what the
 // racers were told, and returns the logged answers by wait.
 func (c *chaos) checkDecisions(r *chaosRun, evs []engine.Event, f *chaosFigures) map[string][]answer {
+	double := map[string]bool{} // waits decided twice, however it shows
+	defer func() { f.doubleDecisions += len(double) }()
 	waits := map[string]bool{}
 	logged := map[string][]answer{}
 	for _, ev := range evs {
@@ -474,8 +476,10 @@ func (c *chaos) checkDecisions(r *chaosRun, evs []engine.Event, f *chaosFigures)
 			distinct[a] = true
 		}
 		if len(distinct) > 1 {
-			f.doubleDecisions++
+			double[wk] = true
 			c.vs.add("a wait answered twice in the log", "run %s: %s answered %+v", r.id, wk, as)
+			node, _, _ := strings.Cut(wk, "#")
+			c.diagnose(r, evs, node, "", nil)
 		}
 		f.reLogged += len(as) - len(distinct)
 	}
@@ -509,6 +513,8 @@ func (c *chaos) checkDecisions(r *chaosRun, evs []engine.Event, f *chaosFigures)
 		if len(as) == 0 {
 			if len(wins) > 0 {
 				c.vs.add("an acknowledged decision is not in the log", "run %s: %s, %d racers got 200", r.id, wk, len(wins))
+				c.diagnoseRaces(w)
+				c.diagnose(r, evs, w.node, "", nil)
 			}
 			continue
 		}
@@ -517,9 +523,11 @@ func (c *chaos) checkDecisions(r *chaosRun, evs []engine.Event, f *chaosFigures)
 		}
 		for _, rc := range wins {
 			if rc.decision != as[0].decision {
-				f.doubleDecisions++
+				double[wk] = true
 				c.vs.add("200 for a decision the log does not have", "run %s: %s: %q (%s) got 200, the log has %+v",
 					r.id, wk, rc.decision, rc.note, as[0])
+				c.diagnoseRaces(w)
+				c.diagnose(r, evs, w.node, "", nil)
 			}
 		}
 		switch {
@@ -527,7 +535,11 @@ func (c *chaos) checkDecisions(r *chaosRun, evs []engine.Event, f *chaosFigures)
 			f.lostAnswers++
 		case len(wins) == 1:
 			f.singleWinners++
+		case double[wk]:
+			// Counted above: the racers were told different answers.
 		case c.disturbed(from, to):
+			// The same answer, acknowledged again by a process that
+			// re-applied it after a fault (engine: runner.applied).
 			f.reAcked++
 			if f.reAcked <= 3 {
 				var got []string
@@ -538,13 +550,15 @@ func (c *chaos) checkDecisions(r *chaosRun, evs []engine.Event, f *chaosFigures)
 					from.Format("15:04:05.000"), to.Format("15:04:05.000"), strings.Join(got, "; "), as)
 			}
 		default:
-			f.doubleDecisions++
+			double[wk] = true
 			var got []string
 			for _, rc := range wins {
 				got = append(got, fmt.Sprintf("%s %q %v", rc.decision, rc.note, rc.codes))
 			}
 			c.vs.add("two racers got 200 with no fault during the race", "run %s: %s (%s .. %s): %s; logged %+v",
 				r.id, wk, from.Format("15:04:05.000"), to.Format("15:04:05.000"), strings.Join(got, "; "), as)
+			c.diagnoseRaces(w)
+			c.diagnose(r, evs, w.node, "", nil)
 		}
 	}
 	return logged
@@ -621,6 +635,22 @@ func (c *chaos) checkCalls(r *chaosRun, sr storedRun, evs []engine.Event, logged
 	}
 }
 
+// diagnoseRaces logs a wait's races: each racer's answers, in order.
+func (c *chaos) diagnoseRaces(w *chaosWait) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "races of wait %s:\n", waitKey(w.node, w.callID))
+	for _, rd := range w.rounds {
+		fmt.Fprintf(&b, "  round %s .. %s\n", rd.start.Format("15:04:05.000000"), rd.end.Format("15:04:05.000000"))
+		for _, rc := range rd.racers {
+			fmt.Fprintf(&b, "    %s %q (won %v):\n", rc.decision, rc.note, rc.won)
+			for _, s := range rc.sent {
+				fmt.Fprintf(&b, "      %s\n", s)
+			}
+		}
+	}
+	c.t.Log(b.String())
+}
+
 // diagnose logs what explains a duplicated effect of a node (of one of its
 // tool calls, when call is set): the node's events, the pids that wrote
 // the lines, the faults, and what the processes logged about the run.
@@ -645,7 +675,9 @@ func (c *chaos) diagnose(r *chaosRun, evs []engine.Event, node, call string, pid
 	c.h.mu.Lock()
 	for _, p := range c.h.procs {
 		for _, line := range strings.Split(p.stderr.String(), "\n") {
-			if strings.Contains(line, r.id) {
+			// Failed reads while the database restarts say nothing here.
+			if strings.Contains(line, r.id) && !strings.Contains(line, "msg=request") &&
+				!strings.Contains(line, `msg="request failed"`) && !strings.Contains(line, "live events from other processes") {
 				fmt.Fprintf(&b, "  pid %d: %s\n", p.pid(), truncate(line, 400))
 			}
 		}

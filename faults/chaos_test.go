@@ -23,7 +23,8 @@ package faults
 //     its completion was logged (checkLog).
 //
 // SWITCHYARD_CHAOS_SECONDS sets the chaos phase (default 25 s, 8 s under
-// -short); SWITCHYARD_FAULT_SEED replays the random choices (kill times
+// -short), SWITCHYARD_CHAOS_DB_RESTARTS the database restarts of the
+// PostgreSQL test (default 1); SWITCHYARD_FAULT_SEED replays the random choices (kill times
 // depend on the machine's speed too).
 
 import (
@@ -82,6 +83,20 @@ func chaosSeconds(t *testing.T) time.Duration {
 	return d
 }
 
+// chaosDBRestarts is how many times the PostgreSQL test restarts the
+// database: SWITCHYARD_CHAOS_DB_RESTARTS, default 1.
+func chaosDBRestarts(t *testing.T) int {
+	v := os.Getenv("SWITCHYARD_CHAOS_DB_RESTARTS")
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		t.Fatalf("SWITCHYARD_CHAOS_DB_RESTARTS=%q: want a whole number", v)
+	}
+	return n
+}
+
 // chaosRun is one run of the workload.
 type chaosRun struct {
 	key, kind, id string
@@ -128,7 +143,8 @@ type raceRound struct {
 type racer struct {
 	decision, note string
 	won            bool
-	codes          []int // every answer, 0 for a transport error
+	codes          []int    // every answer, 0 for a transport error
+	sent           []string // every try: when, to which process, the answer
 }
 
 // chaosFault is a SIGKILL (at == until) or the database restart.
@@ -458,12 +474,15 @@ func (c *chaos) race(ctx context.Context, r *chaosRun, w *chaosWait) {
 					time.Sleep(50 * time.Millisecond)
 					continue
 				}
+				at := time.Now()
 				code, body, err := p.do(http.MethodPost, "/api/runs/"+r.id+"/approvals/"+w.node,
 					map[string]string{"decision": rc.decision, "note": rc.note})
 				if err != nil {
 					code = 0
 				}
 				rc.codes = append(rc.codes, code)
+				rc.sent = append(rc.sent, fmt.Sprintf("%s..%s pid %d: %d %s", at.Format("15:04:05.000"), time.Now().Format("15:04:05.000"),
+					p.pid(), code, truncate(strings.TrimSpace(string(body)), 120)))
 				switch {
 				case code == http.StatusOK:
 					rc.won = true
@@ -538,19 +557,26 @@ func lastLines(s string, n int) string {
 }
 
 // monkey SIGKILLs a random process every 1.5-4 s until the deadline,
-// restarting it after up to restartMax; midway it calls middle (the
-// database restart) once. It freezes the durable effects twice a second.
-func (c *chaos) monkey(rng *rand.Rand, deadline time.Time, restartMax time.Duration, middle func()) {
-	half := time.Now().Add(time.Until(deadline) / 2)
+// restarting it after up to restartMax; it calls middle (the database
+// restart) at evenly spaced times, restarts times in all. It freezes the
+// durable effects twice a second.
+func (c *chaos) monkey(rng *rand.Rand, deadline time.Time, restartMax time.Duration, middle func(), restarts int) {
+	began := time.Now()
+	var at []time.Time
+	if middle != nil {
+		for k := 1; k <= restarts; k++ {
+			at = append(at, began.Add(time.Until(deadline)*time.Duration(k)/time.Duration(restarts+1)))
+		}
+	}
 	for time.Now().Before(deadline) {
 		next := time.Now().Add(time.Duration(1500+rng.IntN(2500)) * time.Millisecond)
 		for time.Now().Before(next) && time.Now().Before(deadline) {
 			time.Sleep(500 * time.Millisecond)
 			c.reviveDead()
 			_ = c.freeze()
-			if middle != nil && time.Now().After(half) {
+			if len(at) > 0 && time.Now().After(at[0]) {
 				middle()
-				middle = nil
+				at = at[1:]
 			}
 		}
 		if time.Now().After(deadline) {
@@ -558,7 +584,7 @@ func (c *chaos) monkey(rng *rand.Rand, deadline time.Time, restartMax time.Durat
 		}
 		c.killRestart(rng.IntN(len(c.slots)), time.Duration(rng.Int64N(int64(restartMax))))
 	}
-	if middle != nil {
+	for range at {
 		middle()
 	}
 }
@@ -587,7 +613,7 @@ func (c *chaos) runChaos(clients int, restartMax time.Duration, middle func()) {
 	// harness goes.
 	defer func() { cancel(); wg.Wait() }()
 	began := time.Now()
-	c.monkey(rand.New(rand.NewPCG(c.seed, 1)), began.Add(dur), restartMax, middle)
+	c.monkey(rand.New(rand.NewPCG(c.seed, 1)), began.Add(dur), restartMax, middle, chaosDBRestarts(t))
 	close(stop)
 	chaosEnd := time.Now()
 	// Drain: every client finishes its run; the processes stay up. A
@@ -688,7 +714,8 @@ func TestChaosSQLite(t *testing.T) {
 // data folder each, as on three machines), one of them SIGKILLed and
 // restarted at random while nine clients run the workload; three to five
 // racers per wait start on different processes; midway the database
-// cluster restarts (a fast shutdown, down for a second or two).
+// cluster restarts (a fast shutdown, down for a second or two; see
+// SWITCHYARD_CHAOS_DB_RESTARTS).
 func TestChaosPostgres(t *testing.T) {
 	t.Parallel()
 	cl := pgtest.StartT(t)
