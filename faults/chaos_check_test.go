@@ -279,7 +279,7 @@ func (c *chaos) freeze() error {
 type chaosFigures struct {
 	runs, adopted, kills, dbRestarts, selfExits   int
 	races, singleWinners, lostAnswers, reAcked    int
-	lost, doubleDecisions, reLogged               int
+	lost, doubleDecisions, reLogged, mixedLogs    int
 	steps, dupSteps, inFlightSteps                int
 	calls, dupCalls, inFlightCalls, rejectedCalls int
 }
@@ -290,10 +290,10 @@ func (f chaosFigures) String() string {
 		restarts = fmt.Sprintf(", %d database restart(s)", f.dbRestarts)
 	}
 	return fmt.Sprintf("%d runs (%d created by a request whose answer was lost), %d SIGKILLs%s, %d approval races (%d single winners, "+
-		"%d won by a racer whose answer was lost, %d re-acknowledged after a fault), %d lost, %d double decisions (%d answers logged again), "+
+		"%d won by a racer whose answer was lost, %d re-acknowledged after a fault), %d lost, %d double decisions (%d answers logged again), %d mixed logs, "+
 		"%d duplicated finished steps (%d in-flight steps ran again, %d steps), "+
 		"%d duplicated finished tool calls (%d in-flight calls ran again, %d calls, %d rejected), %d serve exits without a kill",
-		f.runs, f.adopted, f.kills, restarts, f.races, f.singleWinners, f.lostAnswers, f.reAcked, f.lost, f.doubleDecisions, f.reLogged,
+		f.runs, f.adopted, f.kills, restarts, f.races, f.singleWinners, f.lostAnswers, f.reAcked, f.lost, f.doubleDecisions, f.reLogged, f.mixedLogs,
 		f.dupSteps, f.inFlightSteps, f.steps, f.dupCalls, f.inFlightCalls, f.calls, f.rejectedCalls, f.selfExits)
 }
 
@@ -342,6 +342,12 @@ func (c *chaos) check() chaosFigures {
 				c.vs.add("gap in the stored event log", "run %s: event %d has seq %d", r.id, i+1, ev.Seq)
 				break
 			}
+		}
+		if why := mixedLog(evs); why != "" {
+			f.mixedLogs++
+			c.vs.add("the log mixes two drivers' histories", "run %s (%s): %s", r.id, r.key, why)
+			node, _, _ := strings.Cut(why, " ")
+			c.diagnose(r, evs, node, "", nil)
 		}
 		logVs := &violations{}
 		checkLog(logVs, r.id, evs)
@@ -427,6 +433,36 @@ func (c *chaos) check() chaosFigures {
 		}
 	}
 	return f
+}
+
+// mixedLog reports a log that is not one driver's history: a bash step
+// completed with no process since its last start, or a tool result with
+// no call before it. Events a stale driver wrote after another moved the
+// log on leave such holes (TestChaosReproStaleRunnerRevived).
+func mixedLog(evs []engine.Event) string {
+	proc := map[string]bool{}  // node -> a process started since its last step_start
+	typ := map[string]string{} // node -> its type, from its step_start
+	calls := map[string]bool{}
+	for _, ev := range evs {
+		switch ev.Type {
+		case engine.EvStepStart:
+			proc[ev.NodeID] = false
+			typ[ev.NodeID] = stepOf(ev.Data).Type
+		case engine.EvProcessStart:
+			proc[ev.NodeID] = true
+		case engine.EvStepEnd:
+			if typ[ev.NodeID] == "yaml.bash" && stepOf(ev.Data).Status == string(engine.NodeCompleted) && !proc[ev.NodeID] {
+				return fmt.Sprintf("%s completed (seq %d) with no process since its last step_start", ev.NodeID, ev.Seq)
+			}
+		case engine.EvToolCall:
+			calls[toolDataOf(ev.Data).CallID] = true
+		case engine.EvToolResult:
+			if id := toolDataOf(ev.Data).CallID; !calls[id] {
+				return fmt.Sprintf("%s has a result for call %s (seq %d) with no tool_call before it", ev.NodeID, id, ev.Seq)
+			}
+		}
+	}
+	return ""
 }
 
 func runError(evs []engine.Event) string {
