@@ -14,18 +14,28 @@ package faults
 //     decisions say (completed, or cancelled by a rejected YAML approval);
 //   - no double decision: each wait has one answer in the log, every
 //     racer that got 200 sent that answer, and without a fault in the
-//     race's window exactly one racer got 200;
+//     race's window exactly one racer got 200 (after a fault, a process
+//     that re-applied a claimed answer acknowledges the same answer again:
+//     counted as "re-acknowledged", see engine runner.applied);
 //   - no duplicated finished effect: a bash step or tool call whose
 //     completion (step_end, tool_result) was durable never appends its
 //     line again; lines of calls and steps that were in flight at a kill
 //     may repeat and are counted apart; a rejected tool call never ran;
-//   - gapless event logs, and no node completed twice or restarted after
-//     its completion was logged (checkLog).
+//   - gapless event logs that are one driver's history (a completed bash
+//     step shows its process, a tool result follows its call), and no
+//     node completed twice or restarted after its completion was logged
+//     (checkLog).
+//
+// Each run has exactly one wait (an approval node or a gated tool call),
+// and racers name the node: a wait is keyed by node and call id.
 //
 // SWITCHYARD_CHAOS_SECONDS sets the chaos phase (default 25 s, 8 s under
 // -short), SWITCHYARD_CHAOS_DB_RESTARTS the database restarts of the
-// PostgreSQL test (default 1); SWITCHYARD_FAULT_SEED replays the random choices (kill times
-// depend on the machine's speed too).
+// PostgreSQL test (default 1); SWITCHYARD_FAULT_SEED replays the random
+// choices (kill times depend on the machine's speed too). A broken promise
+// logs its diagnosis: the node's events with their times, the faults, and
+// what the processes logged about the run. chaos_repro_test.go stages the
+// interleavings behind the bugs this test found.
 
 import (
 	"context"
