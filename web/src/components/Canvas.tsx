@@ -27,6 +27,8 @@ import { edgeTypes, nodeTypes } from '../nodes/types';
 import { useApp } from '../store/app';
 import { errorMessage } from '../api/client';
 import { useEditor } from '../store/editor';
+import { connect } from '../store/editing';
+import { useYamlFile } from '../store/yamlFile';
 import { useRun } from '../store/run';
 import type { YamlNodeKind } from '../api/types';
 
@@ -139,8 +141,8 @@ export function EditorCanvas({
   const onStoreNodesChange = useEditor((s) => s.onNodesChange);
   const onNodesChange = useCallback((c: NodeChange<FlowNode>[]) => onStoreNodesChange(storedOnly(c)), [onStoreNodesChange]);
   const onEdgesChange = useEditor((s) => s.onEdgesChange);
-  const connect = useEditor((s) => s.connect);
-  const readOnly = useEditor((s) => s.kind === 'yaml' && !s.editable);
+  const yamlEditable = useYamlFile((s) => s.editable);
+  const readOnly = useEditor((s) => s.kind === 'yaml') && !yamlEditable;
   const yamlMode = useEditor((s) => s.kind === 'yaml');
   const fitRequest = useEditor((s) => s.fitRequest);
   const colorMode = useColorMode();
@@ -161,9 +163,9 @@ export function EditorCanvas({
       if (yamlKind) {
         e.preventDefault();
         const p = rf.screenToFlowPosition({ x: e.clientX, y: e.clientY });
-        void useEditor
+        void useYamlFile
           .getState()
-          .addYamlNode(yamlKind as YamlNodeKind, { x: p.x - 110, y: p.y - 30 })
+          .addNode(yamlKind as YamlNodeKind, { x: p.x - 110, y: p.y - 30 })
           .catch((err) => useApp.getState().toast(`Could not add the step: ${errorMessage(err)}`, 'error'));
         return;
       }

@@ -3,7 +3,9 @@ import { lazy, Suspense, useCallback, useEffect, useRef, useState } from 'react'
 import { api, ApiError, errorMessage } from '../api/client';
 import { toGraph } from '../graph/serialize';
 import { useApp } from '../store/app';
-import { isDirty, useEditor, type YamlView } from '../store/editor';
+import { isDirty, useEditor } from '../store/editor';
+import { deleteSelected, hasUnsavedChanges, newWorkflow, openWorkflow, redo, undo } from '../store/editing';
+import { isYamlDirty, useYamlFile, type YamlView } from '../store/yamlFile';
 import { navigate, runPath, workflowPath } from '../store/router';
 import { indexProblems, runBlocker, useValidation } from '../store/validation';
 import { EditorCanvas, useReadableFit } from './Canvas';
@@ -25,8 +27,8 @@ const YamlTextEditor = lazy(() => import('./YamlTextEditor').then((m) => ({ defa
 
 /** Canvas / Split / Text for a YAML workflow. */
 function YamlViewToggle() {
-  const view = useEditor((s) => s.yamlView);
-  const setView = useEditor((s) => s.setYamlView);
+  const view = useYamlFile((s) => s.view);
+  const setView = useYamlFile((s) => s.setView);
   const views: Array<[YamlView, string]> = [
     ['canvas', 'Canvas'],
     ['split', 'Split'],
@@ -51,14 +53,14 @@ function YamlViewToggle() {
 
 /** A save refused because the file changed on disk: yours, disk and base side by side. */
 function YamlConflictView() {
-  const c = useEditor((s) => s.yamlConflict);
+  const c = useYamlFile((s) => s.conflict);
   const toast = useApp((s) => s.toast);
   const [busy, setBusy] = useState(false);
   if (!c) return null;
   const choose = async (choice: 'disk' | 'mine') => {
     setBusy(true);
     try {
-      await useEditor.getState().resolveYamlConflict(choice);
+      await useYamlFile.getState().resolveConflict(choice);
       toast(choice === 'disk' ? 'Loaded the file as it is on disk' : 'Saved your text over the file', 'success');
       void useApp.getState().loadWorkflows();
     } catch (e) {
@@ -68,7 +70,7 @@ function YamlConflictView() {
     }
   };
   const panes: Array<[string, string, string | undefined]> = [
-    ['yours', 'Yours', c.yours ?? useEditor.getState().source],
+    ['yours', 'Yours', c.yours ?? useYamlFile.getState().source],
     ['disk', 'On disk now', c.disk],
     ['base', 'Base (what you started from)', c.base],
   ];
@@ -94,7 +96,7 @@ function YamlConflictView() {
           <button className="btn btn--danger" disabled={busy} onClick={() => void choose('mine')} data-testid="yaml-conflict-keep-mine">
             Keep mine (overwrite)
           </button>
-          <button className="btn" disabled={busy} onClick={() => useEditor.setState({ yamlConflict: null })} data-testid="yaml-conflict-close">
+          <button className="btn" disabled={busy} onClick={() => useYamlFile.getState().dismissConflict()} data-testid="yaml-conflict-close">
             Keep editing
           </button>
         </div>
@@ -207,8 +209,12 @@ function Toolbar({
   const fit = useReadableFit();
   const name = useEditor((s) => s.name);
   const kind = useEditor((s) => s.kind);
-  const dirty = useEditor(isDirty);
-  const saving = useEditor((s) => s.saving);
+  const graphDirty = useEditor(isDirty);
+  const yamlDirty = useYamlFile(isYamlDirty);
+  const dirty = kind === 'yaml' ? yamlDirty : graphDirty;
+  const graphSaving = useEditor((s) => s.saving);
+  const yamlSaving = useYamlFile((s) => s.saving);
+  const saving = kind === 'yaml' ? yamlSaving : graphSaving;
   const canUndo = useEditor((s) => s.history.past.length > 0);
   const canRedo = useEditor((s) => s.history.future.length > 0);
   const setMeta = useEditor((s) => s.setMeta);
@@ -219,11 +225,11 @@ function Toolbar({
   const [input, setInput] = useState('');
   const [starting, setStarting] = useState(false);
   const fileRef = useRef<HTMLInputElement>(null);
-  const editable = useEditor((s) => s.editable);
-  const yamlPath = useEditor((s) => s.yamlPath);
+  const editable = useYamlFile((s) => s.editable);
+  const yamlPath = useYamlFile((s) => s.path);
   const yamlMode = kind === 'yaml';
   const readOnly = yamlMode && !editable;
-  const sourceBlocker = useEditor((s) => s.runBlocker);
+  const sourceBlocker = useYamlFile((s) => s.runBlocker);
   const blocker = yamlMode
     ? server === 'unreachable'
       ? 'Server unreachable'
@@ -233,7 +239,7 @@ function Toolbar({
   const save = useCallback(async () => {
     try {
       const wasNew = useEditor.getState().workflowId === null;
-      const ok = await useEditor.getState().save();
+      const ok = useEditor.getState().kind === 'yaml' ? await useYamlFile.getState().save() : await useEditor.getState().save();
       if (!ok) return;
       toast('Saved', 'success');
       const id = useEditor.getState().workflowId;
@@ -249,9 +255,10 @@ function Toolbar({
     setStarting(true);
     try {
       let s = useEditor.getState();
-      if (!readOnly && (isDirty(s) || s.workflowId === null)) {
+      if (!readOnly && (hasUnsavedChanges() || s.workflowId === null)) {
         const wasNew = s.workflowId === null;
-        await s.save();
+        if (s.kind === 'yaml') await useYamlFile.getState().save();
+        else await s.save();
         s = useEditor.getState();
         if (wasNew && s.workflowId) navigate(workflowPath(s.workflowId), { replace: true, force: true });
         void useApp.getState().loadWorkflows();
@@ -305,10 +312,10 @@ function Toolbar({
       const ed = useEditor.getState();
       if (mod && k === 'z' && !e.shiftKey) {
         e.preventDefault();
-        ed.undo();
+        undo();
       } else if ((mod && k === 'z' && e.shiftKey) || (mod && k === 'y')) {
         e.preventDefault();
-        ed.redo();
+        redo();
       } else if (mod && k === 'c') {
         if (ed.copy()) e.preventDefault();
       } else if (mod && k === 'v') {
@@ -318,7 +325,7 @@ function Toolbar({
         ed.selectAll();
       } else if ((e.key === 'Delete' || e.key === 'Backspace') && !mod) {
         e.preventDefault();
-        ed.deleteSelected();
+        deleteSelected();
       }
     };
     window.addEventListener('keydown', onKey);
@@ -477,8 +484,8 @@ function EditorBody({ id }: { id: string | null }) {
   const loadError = useEditor((s) => s.loadError);
   const panels = usePanels((s) => s.open);
   const workflowId = useEditor((s) => s.workflowId);
-  const yamlView = useEditor((s) => s.yamlView);
-  const editable = useEditor((s) => s.editable);
+  const yamlView = useYamlFile((s) => s.view);
+  const editable = useYamlFile((s) => s.editable);
   const showText = useEditor((s) => s.kind === 'yaml' && !s.loading && s.workflowId !== null) && yamlView !== 'canvas' && !loadError;
   // The report is about the graph it was made for.
   useEffect(() => setImportReport(null), [workflowId, id]);
@@ -487,9 +494,9 @@ function EditorBody({ id }: { id: string | null }) {
     const s = useEditor.getState();
     if (id === null) {
       // Keep an unsaved new workflow when coming back to it.
-      if (s.workflowId !== null || s.loadError) s.newWorkflow();
+      if (s.workflowId !== null || s.loadError) newWorkflow();
     } else if (s.workflowId !== id || s.loadError) {
-      void s.loadWorkflow(id);
+      void openWorkflow(id);
     }
   }, [id]);
 
@@ -519,7 +526,7 @@ function EditorBody({ id }: { id: string | null }) {
             <div className="center-msg" role="alert" data-testid="load-error">
               <h2>Could not open this workflow</h2>
               <p>{loadError}</p>
-              <button className="btn" onClick={() => id && void useEditor.getState().loadWorkflow(id)}>
+              <button className="btn" onClick={() => id && void openWorkflow(id)}>
                 Try again
               </button>
             </div>

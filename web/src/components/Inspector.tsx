@@ -22,6 +22,8 @@ import {
 } from '../graph/agentTools';
 import { useApp } from '../store/app';
 import { useEditor } from '../store/editor';
+import { deleteSelected as deleteSelection } from '../store/editing';
+import { useYamlFile } from '../store/yamlFile';
 import { useValidation } from '../store/validation';
 import { TYPE_LABEL } from '../nodes/NodeShell';
 import { isIncluded } from '../graph/groups';
@@ -501,7 +503,7 @@ function YamlMainField({ node }: { node: FlowNode }) {
   const apply = async () => {
     setBusy(true);
     try {
-      await useEditor.getState().applyYamlEdits([yamlEdits.setMain(node.id, kind, value)]);
+      await useYamlFile.getState().applyEdits([yamlEdits.setMain(node.id, kind, value)]);
     } catch (e) {
       useApp.getState().toast(`Could not change ${field}: ${errorMessage(e)}`, 'error');
     } finally {
@@ -552,7 +554,7 @@ function YamlSettings({ node }: { node: FlowNode }) {
     setBusy(true);
     try {
       const edits = settingsEdits(node.id, kind, initial, values);
-      if (edits.length) await useEditor.getState().applyYamlEdits(edits);
+      if (edits.length) await useYamlFile.getState().applyEdits(edits);
     } catch (e) {
       useApp.getState().toast(`Could not change the settings: ${errorMessage(e)}`, 'error');
     } finally {
@@ -608,7 +610,7 @@ function GenericFields({ node }: { node: FlowNode }) {
   // The whole prompt/script (data.text); data.detail is the canvas' 80-character cut.
   const text = typeof node.data.text === 'string' && node.data.text ? node.data.text : node.data.detail;
   const rest = Object.fromEntries(Object.entries(node.data).filter(([k]) => k !== 'text' && k !== 'detail'));
-  const editable = useEditor((s) => s.kind === 'yaml' && s.editable);
+  const editable = useEditor((s) => s.kind === 'yaml') && useYamlFile((s) => s.editable);
   const kind = String(node.data.kind ?? '');
   const included = isIncluded(node);
   return (
@@ -659,8 +661,9 @@ export function Inspector() {
     void loadPromptEditor();
   }, []);
   const readOnly = useEditor((s) => s.kind === 'yaml');
-  const canDelete = useEditor((s) => s.kind !== 'yaml' || s.editable);
-  const deleteSelected = useEditor((s) => s.deleteSelected);
+  const yamlEditable = useYamlFile((s) => s.editable);
+  const canDelete = useEditor((s) => s.kind !== 'yaml') || yamlEditable;
+  const deleteSelected = deleteSelection;
   if (sel === null)
     return (
       <div className="panel-empty" data-testid="inspector-empty">

@@ -4,6 +4,7 @@ import { PALETTE } from '../graph/factory';
 import { freeSpot } from '../graph/layout';
 import type { EditableNodeType } from '../graph/types';
 import { useEditor } from '../store/editor';
+import { useYamlFile } from '../store/yamlFile';
 import { DND_MIME, YAML_DND_MIME } from './Canvas';
 import { YAML_KINDS, type YamlNodeKind } from '../api/types';
 import { errorMessage } from '../api/client';
@@ -16,9 +17,9 @@ function YamlPalette() {
     const el = document.querySelector('[data-testid="canvas"]');
     const r = el?.getBoundingClientRect() ?? new DOMRect(0, 0, innerWidth, innerHeight);
     const p = rf.screenToFlowPosition({ x: r.left + r.width / 2, y: r.top + r.height / 2 });
-    const ed = useEditor.getState();
+    const nodes = useEditor.getState().nodes;
     const size = { width: 240, height: 110 };
-    ed.addYamlNode(kind, freeSpot(ed.nodes, { x: p.x - size.width / 2, y: p.y - size.height / 2 }, size, 24)).catch((e) => {
+    useYamlFile.getState().addNode(kind, freeSpot(nodes, { x: p.x - size.width / 2, y: p.y - size.height / 2 }, size, 24)).catch((e) => {
       useApp.getState().toast(`Could not add the step: ${errorMessage(e)}`, 'error');
     });
   };
@@ -54,7 +55,7 @@ function YamlPalette() {
 export function Palette() {
   const rf = useReactFlow();
   const yamlMode = useEditor((s) => s.kind === 'yaml');
-  const editable = useEditor((s) => s.editable);
+  const editable = useYamlFile((s) => s.editable);
   if (yamlMode) return editable ? <YamlPalette /> : null;
   // Click-to-add: at the centre of the visible canvas, or the nearest free
   // spot that is still wholly visible (never off-screen or under a panel).

@@ -2,7 +2,8 @@ import { useEffect, useRef, useState } from 'react';
 import { create } from 'zustand';
 import { TEMPLATES, type Template } from '../graph/templates';
 import { useApp } from '../store/app';
-import { isDirty, useEditor } from '../store/editor';
+import { useEditor } from '../store/editor';
+import { hasUnsavedChanges, newWorkflow } from '../store/editing';
 import { navigate } from '../store/router';
 
 export const useGallery = create<{ open: boolean }>(() => ({ open: false }));
@@ -11,22 +12,21 @@ const closeGallery = () => useGallery.setState({ open: false });
 
 /** True when the open graph may be replaced: nothing unsaved, or the user agreed to lose it. */
 export function mayDiscardDraft(action: string): boolean {
-  const ed = useEditor.getState();
-  if (!isDirty(ed) || (ed.kind === 'yaml' && !ed.editable)) return true;
-  return confirm(`“${ed.name}” has unsaved changes. Discard them and ${action}?`);
+  if (!hasUnsavedChanges()) return true;
+  return confirm(`“${useEditor.getState().name}” has unsaved changes. Discard them and ${action}?`);
 }
 
 /** "+ New": a fresh starter, also from an unsaved draft (after asking). */
 export function startNewWorkflow(): void {
   if (!mayDiscardDraft('start a new workflow')) return;
-  useEditor.getState().newWorkflow();
+  newWorkflow();
   navigate('/workflows/new', { force: true });
 }
 
 function openTemplate(t: Template): void {
   if (t.kind !== 'graph') return;
   if (!mayDiscardDraft(`open the template “${t.name}”`)) return;
-  useEditor.getState().newWorkflow({ graph: t.graph, name: t.name, description: t.description, unsaved: true });
+  newWorkflow({ graph: t.graph, name: t.name, description: t.description, unsaved: true });
   navigate('/workflows/new', { force: true });
   closeGallery();
 }

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { setApiBase } from '../api/client';
 import type { Graph } from '../graph/types';
-import { resetEditorModuleState, useEditor } from './editor';
+import { resetEditorStore, useEditor } from './editor';
 import { indexProblems, runBlocker, startValidation, useValidation } from './validation';
 
 let server: Server;
@@ -34,7 +34,7 @@ afterAll(async () => {
 
 describe('validation', () => {
   it('validates after edits (debounced) and indexes problems by node', async () => {
-    resetEditorModuleState();
+    resetEditorStore();
     useEditor.getState().newWorkflow();
     const stop = startValidation();
     try {
@@ -58,7 +58,7 @@ describe('validation', () => {
   });
 
   it('drops the problems of the previous workflow at once when another opens', async () => {
-    resetEditorModuleState();
+    resetEditorStore();
     useEditor.getState().newWorkflow();
     const stop = startValidation();
     try {

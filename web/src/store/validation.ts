@@ -3,7 +3,8 @@ import { api, ApiError } from '../api/client';
 import type { Problem } from '../api/types';
 import { toGraph } from '../graph/serialize';
 import { useApp } from './app';
-import { isDirty, useEditor } from './editor';
+import { useEditor } from './editor';
+import { isYamlDirty, useYamlFile } from './yamlFile';
 
 export type ValidationStatus = 'idle' | 'pending' | 'done' | 'unavailable';
 
@@ -144,40 +145,42 @@ export function startYamlValidation(): () => void {
     ctrl?.abort();
     const c = new AbortController();
     ctrl = c;
-    const ed = useEditor.getState();
+    const y = useYamlFile.getState();
     try {
-      const r = await api.validateYaml(source, ed.yamlPath || undefined, c.signal);
-      const now = useEditor.getState();
-      if (c.signal.aborted || now.kind !== 'yaml' || now.source !== source) return;
+      const r = await api.validateYaml(source, y.path || undefined, c.signal);
+      const now = useYamlFile.getState();
+      if (c.signal.aborted || useEditor.getState().kind !== 'yaml' || now.source !== source) return;
       // Text as loaded or saved: the canvas already has the server's own
       // projection of the file, which (unlike this one) expands include:
       // blocks into their grouped nodes.
-      if (isDirty(now)) now.applyProjection(r.graph);
+      if (isYamlDirty(now)) useEditor.getState().applyProjection(r.graph);
       setYamlProblems(Array.isArray(r.problems) ? r.problems : [], source);
     } catch {
       // Unreachable server: the app shows it; the next change tries again.
     }
   };
   const check = (force = false) => {
-    const ed = useEditor.getState();
-    if (ed.kind !== 'yaml' || ed.workflowId === null) {
+    const y = useYamlFile.getState();
+    if (useEditor.getState().kind !== 'yaml' || y.workflowId === null) {
       last = null;
       return;
     }
-    const key = `${ed.workflowId}\n${ed.source}`;
+    const key = `${y.workflowId}\n${y.source}`;
     if (key === last && !force) return;
     last = key;
     if (timer) clearTimeout(timer);
-    const source = ed.source;
+    const source = y.source;
     timer = setTimeout(() => {
       timer = null;
       void run(source);
     }, YAML_VALIDATE_DEBOUNCE_MS);
   };
   check();
-  const unsub = useEditor.subscribe(() => check());
+  const unsub = useYamlFile.subscribe(() => check());
+  const unsubEditor = useEditor.subscribe(() => check());
   return () => {
     unsub();
+    unsubEditor();
     if (timer) clearTimeout(timer);
     ctrl?.abort();
   };
