@@ -1,7 +1,4 @@
 import { Suspense, lazy, useEffect, useId, useMemo, useState, type ReactNode } from 'react';
-import { errorMessage } from '../api/client';
-import { YAML_KINDS } from '../api/types';
-import { mainField, settingsEdits, settingsFor, settingsText, TRIGGER_RULES, yamlEdits } from '../editor/yaml';
 import type { VariableContext } from '../editor/prompt';
 import type { CompletionNode } from '../editor/variables';
 import { conditionLabel } from '../graph/handles';
@@ -28,6 +25,7 @@ import { useValidation } from '../store/validation';
 import { TYPE_LABEL } from '../nodes/NodeShell';
 import { isIncluded } from '../graph/groups';
 import type { PromptEditorProps } from './PromptEditor';
+import { GenericFields } from './YamlInspector';
 
 // The code editor (CodeMirror) is its own chunk, fetched when the inspector first shows.
 const loadPromptEditor = () => import('./PromptEditor');
@@ -480,164 +478,6 @@ function ApprovalFields({ node, readOnly }: { node: FlowNode; readOnly: boolean 
         />
       )}
     </Field>
-  );
-}
-
-/** The step's main text as the file has it (the projection prefixes command and script texts). */
-function mainText(node: FlowNode): string {
-  const kind = String(node.data.kind ?? '');
-  const raw = typeof node.data.text === 'string' && node.data.text ? node.data.text : String(node.data.detail ?? '');
-  if (kind === 'command') return raw.replace(/^command: /, '');
-  if (kind === 'script') return raw.replace(/^(bun|uv|script): /, '');
-  return raw;
-}
-
-/** An editable YAML step's main field (prompt, bash, …): Apply sends one `set` edit. */
-function YamlMainField({ node }: { node: FlowNode }) {
-  const kind = String(node.data.kind ?? '');
-  const initial = mainText(node);
-  const [value, setValue] = useState(initial);
-  const [busy, setBusy] = useState(false);
-  useEffect(() => setValue(initial), [initial]);
-  const field = mainField(kind);
-  const apply = async () => {
-    setBusy(true);
-    try {
-      await useYamlFile.getState().applyEdits([yamlEdits.setMain(node.id, kind, value)]);
-    } catch (e) {
-      useApp.getState().toast(`Could not change ${field}: ${errorMessage(e)}`, 'error');
-    } finally {
-      setBusy(false);
-    }
-  };
-  return (
-    <div className="field">
-      <label className="field__label" htmlFor={`yaml-main-${node.id}`}>
-        <code>{field}</code>
-      </label>
-      <textarea
-        id={`yaml-main-${node.id}`}
-        className="yaml-main"
-        rows={5}
-        value={value}
-        onChange={(e) => setValue(e.target.value)}
-        onKeyDown={(e) => {
-          if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
-            e.preventDefault();
-            void apply();
-          }
-        }}
-        data-testid="inspector-yaml-main"
-      />
-      <div className="field__row">
-        <button className="btn btn--small btn--primary" disabled={busy || value === initial} onClick={() => void apply()} data-testid="inspector-yaml-apply">
-          {busy ? 'Applying…' : 'Apply to file'}
-        </button>
-        <span className="field__hint">Changes only this field's lines in the file.</span>
-      </div>
-    </div>
-  );
-}
-
-/** The step's other settings (when, trigger_rule, retry, timeout, loop, on_reject): Apply sends one `set` per changed field. */
-function YamlSettings({ node }: { node: FlowNode }) {
-  const kind = String(node.data.kind ?? '');
-  const data = node.data as Record<string, unknown>;
-  const initial = settingsText(data);
-  const key = JSON.stringify(initial);
-  const [values, setValues] = useState(initial);
-  const [busy, setBusy] = useState(false);
-  useEffect(() => setValues(settingsText(data)), [key]);
-  const fields = settingsFor(kind);
-  const changed = fields.some((f) => (values[f.field] ?? '').trim() !== (initial[f.field] ?? '').trim());
-  const apply = async () => {
-    setBusy(true);
-    try {
-      const edits = settingsEdits(node.id, kind, initial, values);
-      if (edits.length) await useYamlFile.getState().applyEdits(edits);
-    } catch (e) {
-      useApp.getState().toast(`Could not change the settings: ${errorMessage(e)}`, 'error');
-    } finally {
-      setBusy(false);
-    }
-  };
-  return (
-    <fieldset className="yaml-settings" data-testid="inspector-yaml-settings">
-      <legend>Settings</legend>
-      {fields.map((f) => {
-        const id = `yaml-set-${node.id}-${f.field}`;
-        const value = values[f.field] ?? '';
-        const set = (v: string) => setValues({ ...values, [f.field]: v });
-        return (
-          <div className="field field--compact" key={f.field}>
-            <label className="field__label" htmlFor={id}>
-              <code>{f.label}</code>
-            </label>
-            {f.type === 'rule' ? (
-              <select id={id} value={value} onChange={(e) => set(e.target.value)} data-testid={`inspector-yaml-${f.field}`}>
-                <option value="">all_success (default)</option>
-                {TRIGGER_RULES.filter((r) => r !== 'all_success').map((r) => (
-                  <option key={r} value={r}>
-                    {r}
-                  </option>
-                ))}
-              </select>
-            ) : (
-              <input
-                id={id}
-                type="text"
-                inputMode={f.type === 'number' ? 'numeric' : undefined}
-                value={value}
-                onChange={(e) => set(e.target.value)}
-                title={f.hint}
-                data-testid={`inspector-yaml-${f.field}`}
-              />
-            )}
-          </div>
-        );
-      })}
-      <div className="field__row">
-        <button className="btn btn--small btn--primary" disabled={busy || !changed} onClick={() => void apply()} data-testid="inspector-yaml-settings-apply">
-          {busy ? 'Applying…' : 'Apply settings'}
-        </button>
-        <span className="field__hint">An emptied field is removed from the file.</span>
-      </div>
-    </fieldset>
-  );
-}
-
-function GenericFields({ node }: { node: FlowNode }) {
-  // The whole prompt/script (data.text); data.detail is the canvas' 80-character cut.
-  const text = typeof node.data.text === 'string' && node.data.text ? node.data.text : node.data.detail;
-  const rest = Object.fromEntries(Object.entries(node.data).filter(([k]) => k !== 'text' && k !== 'detail'));
-  const editable = useEditor((s) => s.kind === 'yaml') && useYamlFile((s) => s.editable);
-  const kind = String(node.data.kind ?? '');
-  const included = isIncluded(node);
-  return (
-    <div className="field">
-      {included && (
-        <div className="banner banner--warning inspector-included" data-testid="inspector-included">
-          From the included workflow <b>{str(node.data.groupLabel) || str(node.data.group)}</b> (include step{' '}
-          <code>{str(node.data.group)}</code>): read-only here; edit the included file.
-        </div>
-      )}
-      {editable && !included && (YAML_KINDS as readonly string[]).includes(kind) ? (
-        <>
-          <YamlMainField key={node.id} node={node} />
-          <YamlSettings key={`${node.id}-settings`} node={node} />
-        </>
-      ) : (
-        <>
-          <div className="field__hint">Read-only step of a YAML workflow.</div>
-          {typeof text === 'string' && text && (
-            <pre className="code-block" aria-label="Step text" data-testid="inspector-yaml-text">
-              {text}
-            </pre>
-          )}
-        </>
-      )}
-      <pre className="code-block">{JSON.stringify(rest, null, 2)}</pre>
-    </div>
   );
 }
 

@@ -119,8 +119,20 @@ export function Toasts() {
   return (
     <div className="toasts" role="status" aria-live="polite" data-testid="toasts">
       {toasts.map((t) => (
-        <div key={t.id} className={`toast toast--${t.kind}`}>
-          <span>{t.message}</span>
+        <div key={t.id} className={`toast toast--${t.kind}`} data-testid="toast">
+          <span className="toast__msg">{t.message}</span>
+          {t.action && (
+            <button
+              className="btn btn--small toast__action"
+              onClick={() => {
+                dismiss(t.id);
+                t.action!.run();
+              }}
+              data-testid="toast-action"
+            >
+              {t.action.label}
+            </button>
+          )}
           <button className="icon-btn" aria-label="Dismiss" onClick={() => dismiss(t.id)}>
             ×
           </button>

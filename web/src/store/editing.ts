@@ -59,9 +59,11 @@ export function deleteSelected(): void {
 }
 
 export function undo(): void {
-  if (!yamlOpen()) useEditor.getState().undo();
+  if (yamlOpen()) void useYamlFile.getState().undo().catch(reportYamlError('undo'));
+  else useEditor.getState().undo();
 }
 
 export function redo(): void {
-  if (!yamlOpen()) useEditor.getState().redo();
+  if (yamlOpen()) void useYamlFile.getState().redo().catch(reportYamlError('redo'));
+  else useEditor.getState().redo();
 }

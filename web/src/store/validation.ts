@@ -154,7 +154,9 @@ export function startYamlValidation(): () => void {
       // projection of the file, which (unlike this one) expands include:
       // blocks into their grouped nodes.
       if (isYamlDirty(now)) useEditor.getState().applyProjection(r.graph);
-      setYamlProblems(Array.isArray(r.problems) ? r.problems : [], source);
+      const problems = Array.isArray(r.problems) ? r.problems : [];
+      setYamlProblems(problems, source);
+      now.noteChecked(source, problems.filter((p) => p.severity === 'error').length);
     } catch {
       // Unreachable server: the app shows it; the next change tries again.
     }
@@ -193,4 +195,22 @@ export function runBlocker(v: Pick<ValidationState, 'status' | 'errors'>, server
   if (v.status === 'unavailable') return 'Validation unavailable';
   if (v.errors > 0) return `Fix ${v.errors} error${v.errors === 1 ? '' : 's'} to run`;
   return null;
+}
+
+/**
+ * Why a YAML workflow may not run, or null: the live check of the text as
+ * typed comes first (its errors would make the server refuse the run, after
+ * Save & Run had written them); then what the server says of the file.
+ */
+export function yamlRunBlocker(
+  v: { errors: number; yamlSource?: string },
+  y: { source: string; saved: string; runBlocker: string | null },
+  serverOk: boolean,
+): string | null {
+  if (!serverOk) return 'Server unreachable';
+  if (v.yamlSource !== y.source) return 'Checking the text…';
+  if (v.errors > 0) return `Fix ${v.errors} error${v.errors === 1 ? '' : 's'} to run`;
+  // Unsaved text without errors: Save & Run writes it, and the server checks it again.
+  if (y.source !== y.saved) return null;
+  return y.runBlocker;
 }
