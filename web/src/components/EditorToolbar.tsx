@@ -11,7 +11,7 @@ import { deleteSelected, hasUnsavedChanges, redo, undo } from '../store/editing'
 import { navigate, runPath, workflowPath } from '../store/router';
 import { indexProblems, runBlocker, useValidation, yamlRunBlocker } from '../store/validation';
 import { canRedoYaml, canUndoYaml, isYamlDirty, useYamlFile, type YamlView } from '../store/yamlFile';
-import { useReadableFit } from './Canvas';
+import { useFit } from './Canvas';
 import { downloadJson, importGraphText, safeFileName, type ImportResult } from './importExport';
 import { PanelToggle } from './PanelToggle';
 import { mayDiscardDraft, useGallery } from './TemplateGallery';
@@ -64,7 +64,7 @@ export function Toolbar({
   setSnap: (v: boolean) => void;
   onImported: (r: ImportReport | null) => void;
 }) {
-  const fit = useReadableFit();
+  const fit = useFit();
   const name = useEditor((s) => s.name);
   const kind = useEditor((s) => s.kind);
   const graphDirty = useEditor(isDirty);
@@ -261,7 +261,7 @@ export function Toolbar({
         <button className="btn" onClick={() => void useEditor.getState().autoLayout()} title="Arrange nodes in layers" data-testid="auto-layout" disabled={readOnly}>
           Auto-layout
         </button>
-        <button className="btn" onClick={() => fit()} title="Fit the graph in view (at a readable zoom)" data-testid="fit-view">
+        <button className="btn" onClick={() => fit()} title="Show the whole graph" data-testid="fit-view">
           Fit
         </button>
         <label className="check check--inline" title="Snap nodes to a 16px grid while dragging">
