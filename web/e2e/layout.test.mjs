@@ -72,6 +72,14 @@ test('side panels collapse and the canvas takes the room; the choice is remember
       );
     }
     await screenshot(page, 'layout-fit-wide');
+    // Auto-layout fits the result: still every node in view.
+    await page.locator(tid('auto-layout')).click();
+    await settle(page);
+    const laidOut = await page.locator('.editor__canvas').boundingBox();
+    for (const id of ['s', 'a', 'b', 'c', 'd', 'e', 'f']) {
+      const nb = await page.locator(tid(`node-${id}`)).boundingBox();
+      assert.ok(nb.x >= laidOut.x && nb.x + nb.width <= laidOut.x + laidOut.width, `node ${id} is in view after Auto-layout`);
+    }
     assertNoPageErrors(errors);
   } finally {
     await context.close();
