@@ -24,6 +24,7 @@ import { isEditableType, type FlowNode } from '../graph/types';
 import { CanvasModeContext } from '../nodes/mode';
 import { EdgeMarkers } from '../nodes/edges';
 import { RoutesProvider } from '../nodes/routes';
+import { CanvasSearch } from './CanvasSearch';
 import { edgeTypes, nodeTypes } from '../nodes/types';
 import { useApp } from '../store/app';
 import { errorMessage } from '../api/client';
@@ -233,6 +234,13 @@ export function EditorCanvas({
   const onNodeClick: NodeMouseHandler<FlowNode> = useCallback((_, n) => {
     if (!isGroupNodeId(n.id)) onNodeActivate(n.id);
   }, [onNodeActivate]);
+  const pickNode = useCallback(
+    (id: string) => {
+      useEditor.getState().selectOnly(id);
+      onNodeActivate(id);
+    },
+    [onNodeActivate],
+  );
 
   return (
     <CanvasModeContext.Provider value="edit">
@@ -271,6 +279,7 @@ export function EditorCanvas({
         </ReactFlow>
         </RoutesProvider>
         </MovedContext.Provider>
+        <CanvasSearch nodes={stored} onPick={pickNode} />
       </div>
     </CanvasModeContext.Provider>
   );
@@ -366,6 +375,7 @@ export function RunCanvas() {
         </ReactFlow>
         </RoutesProvider>
         </MovedContext.Provider>
+        <CanvasSearch nodes={stored} onPick={select} />
       </div>
     </CanvasModeContext.Provider>
   );

@@ -179,12 +179,6 @@ function EditorBody({ id }: { id: string | null }) {
       <DiskChangeBanner />
       <ImportReportBanner report={importReport} onClose={() => setImportReport(null)} />
       <div className="editor__main">
-        {panels.left && (
-          <aside className="side side--left" aria-label="Workflows and palette" data-testid="left-panel">
-            <Palette />
-            <WorkflowList />
-          </aside>
-        )}
         <main className={`editor__canvas${showText ? ` editor__canvas--${yamlView}` : ''}`} aria-busy={loading}>
           {showText && (
             <div className="yaml-pane" data-testid="yaml-pane">
@@ -211,6 +205,13 @@ function EditorBody({ id }: { id: string | null }) {
           <StarterHint />
           {loading && <div className="loading-veil">Loading…</div>}
         </main>
+        {/* After the canvas in the page (Tab reaches the canvas first), drawn on its left (order: -1). */}
+        {panels.left && (
+          <aside className="side side--left" aria-label="Workflows and palette" data-testid="left-panel">
+            <Palette />
+            <WorkflowList />
+          </aside>
+        )}
         {panels.right && <SidePanel tab={tab} setTab={setTab} />}
         <div className="panel-toggle--right">
           <PanelToggle side="right" />

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { crossesBoxes, labelPoint, roundedPath, routeEdge, simplify, type Box } from './route';
+import { crossesBoxes, curveIsClear, labelPoint, roundedPath, routeEdge, simplify, type Box } from './route';
 
 const box = (id: string, x: number, y: number, width = 200, height = 90): Box => ({ id, x, y, width, height });
 // Handles: a node's output at its right middle, input at its left middle.
@@ -69,5 +69,16 @@ describe('path helpers', () => {
     const pts = [{ x: 0, y: 0 }, { x: 100, y: 0 }, { x: 100, y: 50 }, { x: 300, y: 50 }];
     expect(roundedPath(pts)).toBe('M 0,0 L 92,0 Q 100,0 100,8 L 100,42 Q 100,50 108,50 L 300,50');
     expect(labelPoint(pts)).toEqual({ x: 200, y: 50 });
+  });
+});
+
+describe('curveIsClear', () => {
+  it('a curve between neighbours is clear; one over a node in between is not', () => {
+    const a = box('a', 0, 0);
+    const b = box('b', 300, 0);
+    const c = box('c', 600, 0);
+    expect(curveIsClear(out(a), inp(b), [])).toBe(true);
+    expect(curveIsClear(out(a), inp(c), [b])).toBe(false);
+    expect(curveIsClear(out(a), inp(c), [box('low', 300, 400)])).toBe(true);
   });
 });

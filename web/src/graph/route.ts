@@ -83,6 +83,41 @@ const DX = [1, 0, -1, 0];
 const DY = [0, 1, 0, -1];
 
 /**
+ * Points along the curve React Flow draws from a right-side handle to a
+ * left-side one (getBezierPath, curvature 0.25): control points half the
+ * horizontal distance out, or 25·0.25·√d for a backward edge.
+ */
+export function bezierPoints(s: Pt, t: Pt, steps = 24): Pt[] {
+  const dx = t.x - s.x;
+  const off = dx >= 0 ? 0.5 * dx : 0.25 * 25 * Math.sqrt(-dx);
+  const c1 = { x: s.x + off, y: s.y };
+  const c2 = { x: t.x - off, y: t.y };
+  const out: Pt[] = [];
+  for (let i = 0; i <= steps; i++) {
+    const u = i / steps;
+    const v = 1 - u;
+    out.push({
+      x: v * v * v * s.x + 3 * v * v * u * c1.x + 3 * v * u * u * c2.x + u * u * u * t.x,
+      y: v * v * v * s.y + 3 * v * v * u * c1.y + 3 * v * u * u * c2.y + u * u * u * t.y,
+    });
+  }
+  return out;
+}
+
+/** Whether the plain curve from s to t stays clear of every box (inflated by a little). */
+export function curveIsClear(s: Pt, t: Pt, boxes: readonly Box[], clearance = 6): boolean {
+  const pts = bezierPoints(s, t);
+  for (const b of boxes) {
+    const x0 = b.x - clearance;
+    const y0 = b.y - clearance;
+    const x1 = b.x + b.width + clearance;
+    const y1 = b.y + b.height + clearance;
+    for (const p of pts) if (p.x > x0 && p.x < x1 && p.y > y0 && p.y < y1) return false;
+  }
+  return true;
+}
+
+/**
  * The corner points of an orthogonal route from the source handle `s`
  * (leaving right) to the target handle `t` (entering from the left) that
  * avoids `boxes` (the source's and target's own boxes included: the route

@@ -1,7 +1,7 @@
 // Orthogonal routes for a canvas's edges (graph/route.ts): the canvas
 // provides the node boxes; each edge routes itself around them.
 import { createContext, useContext, useMemo, useRef, type ReactNode } from 'react';
-import { routeEdge, type Box, type Pt } from '../graph/route';
+import { curveIsClear, routeEdge, type Box, type Pt } from '../graph/route';
 import { isGroupNodeId } from '../graph/groups';
 import type { FlowEdge, FlowNode } from '../graph/types';
 
@@ -58,14 +58,19 @@ export function RoutesProvider({ nodes, edges, children }: { nodes: readonly Flo
   return <RoutesContext.Provider value={value}>{children}</RoutesContext.Provider>;
 }
 
-/** The orthogonal route of an edge, or null (no routing here, a dragged end, no way round). */
+/** The orthogonal route of an edge, or null (a clear curve, no routing here, a dragged end, no way round). */
 export function useRoute(e: { id: string; source: string; target: string; sourceX: number; sourceY: number; targetX: number; targetY: number }): Pt[] | null {
   const r = useContext(RoutesContext);
   const off = !r || r.dragging.has(e.source) || r.dragging.has(e.target);
   const lane = r?.lanes.get(e.id) ?? 0;
   const boxes = r?.boxes;
-  return useMemo(
-    () => (off || !boxes ? null : routeEdge({ x: e.sourceX, y: e.sourceY }, { x: e.targetX, y: e.targetY }, boxes, lane)),
-    [off, boxes, lane, e.sourceX, e.sourceY, e.targetX, e.targetY],
-  );
+  return useMemo(() => {
+    if (off || !boxes) return null;
+    const s = { x: e.sourceX, y: e.sourceY };
+    const t = { x: e.targetX, y: e.targetY };
+    // A forward curve that passes no other node stays a curve (it reads best);
+    // one that would run behind a node is routed around it.
+    if (t.x > s.x && curveIsClear(s, t, boxes.filter((b) => b.id !== e.source && b.id !== e.target))) return null;
+    return routeEdge(s, t, boxes, lane);
+  }, [off, boxes, lane, e.source, e.target, e.sourceX, e.sourceY, e.targetX, e.targetY]);
 }

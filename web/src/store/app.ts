@@ -2,6 +2,7 @@ import { create } from 'zustand';
 import { api, errorMessage, setApiListener, type ApiError } from '../api/client';
 import type { AppConfig, RunStatusMessage, WorkflowSummary } from '../api/types';
 import { useRouter } from './router';
+import { yamlTags } from '../editor/find';
 
 export type ServerStatus = 'unknown' | 'ok' | 'unreachable';
 export type Theme = 'system' | 'light' | 'dark';
@@ -21,6 +22,8 @@ type AppState = {
   config: AppConfig | null;
   workflows: WorkflowSummary[] | null;
   workflowsError: string | null;
+  /** YAML workflows' tags (read from their text on demand, for search), with the updatedAt they are of. */
+  workflowTags: Record<string, { updatedAt: string; tags: string[] }>;
   theme: Theme;
   toasts: Toast[];
   toastSeq: number;
@@ -28,6 +31,8 @@ type AppState = {
   runStatus: Record<string, RunStatusMessage>;
   loadConfig: () => Promise<void>;
   loadWorkflows: () => Promise<void>;
+  /** Reads the tags of listed YAML workflows not read yet (or changed since). */
+  loadTags: () => Promise<void>;
   setTheme: (t: Theme) => void;
   toast: (message: string, kind?: Toast['kind'], o?: { action?: ToastAction }) => void;
   dismissToast: (id: number) => void;
@@ -60,6 +65,7 @@ export const useApp = create<AppState>((set, get) => ({
   config: null,
   workflows: null,
   workflowsError: null,
+  workflowTags: {},
   toastSeq: 0,
   theme: typeof localStorage !== 'undefined' ? storedTheme() : 'system',
   toasts: [],
@@ -78,6 +84,18 @@ export const useApp = create<AppState>((set, get) => ({
       set({ workflows: Array.isArray(workflows) ? workflows : [], workflowsError: null });
     } catch (e) {
       set({ workflowsError: errorMessage(e) });
+    }
+  },
+  loadTags: async () => {
+    const list = get().workflows ?? [];
+    const stale = list.filter((w) => w.kind === 'yaml' && get().workflowTags[w.id]?.updatedAt !== w.updatedAt);
+    for (const w of stale) {
+      try {
+        const full = await api.getWorkflow(w.id);
+        set({ workflowTags: { ...get().workflowTags, [w.id]: { updatedAt: w.updatedAt, tags: yamlTags(full.source ?? '') } } });
+      } catch {
+        /* not readable now: searched without its tags */
+      }
     }
   },
   setTheme: (theme) => {
