@@ -21,6 +21,7 @@ function bigYaml() {
       deps.push(prev[i % prev.length]);
     }
     if (i === 15) deps.push('s01'); // a long edge over five layers
+    if (i === 9) deps.push('s01'); // a long edge into the when: step (short ones leave the words to the step)
     if (i === 21) deps.push('s02');
     if (deps.length) lines.push(`    depends_on: [${[...new Set(deps)].join(', ')}]`);
     if (i === 9) lines.push(`    when: "$${deps[0]}.output == '${deps[0]}'"`);

@@ -25,6 +25,7 @@ import { CanvasModeContext } from '../nodes/mode';
 import { EdgeMarkers } from '../nodes/edges';
 import { RoutesProvider } from '../nodes/routes';
 import { CanvasSearch } from './CanvasSearch';
+import { useZoomKeys } from './Shortcuts';
 import { edgeTypes, nodeTypes } from '../nodes/types';
 import { useApp } from '../store/app';
 import { errorMessage } from '../api/client';
@@ -204,6 +205,8 @@ export function EditorCanvas({
   const rf = useReactFlow();
   const far = useFarClass();
   const { onMoveStart, markMoved } = useAutoFit(fitRequest);
+  const fitNow = useFit();
+  useZoomKeys(fitNow, markMoved);
 
   const onDragOver = useCallback((e: DragEvent) => {
     if (e.dataTransfer.types.includes(DND_MIME) || e.dataTransfer.types.includes(YAML_DND_MIME)) {
@@ -340,6 +343,8 @@ export function RunCanvas() {
   const colorMode = useColorMode();
   const far = useFarClass();
   const { onMoveStart, markMoved } = useAutoFit(fitRequest);
+  const fitNow = useFit();
+  useZoomKeys(fitNow, markMoved);
   useRevealToolApprovals();
   const onNodeClick: NodeMouseHandler<FlowNode> = useCallback((_, n) => select(isGroupNodeId(n.id) ? null : n.id), [select]);
   const onPaneClick = useCallback(() => select(null), [select]);

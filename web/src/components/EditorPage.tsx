@@ -5,7 +5,7 @@ import { useApp } from '../store/app';
 import { isDirty, useEditor } from '../store/editor';
 import { newWorkflow, openWorkflow } from '../store/editing';
 import { useYamlFile } from '../store/yamlFile';
-import { useValidation } from '../store/validation';
+import { useCannotRun, useValidation } from '../store/validation';
 import { usePanels } from '../store/panels';
 import { EditorCanvas } from './Canvas';
 import { Toolbar, type ImportReport } from './EditorToolbar';
@@ -108,7 +108,8 @@ function StarterHint() {
 }
 
 function SidePanel({ tab, setTab }: { tab: Tab; setTab: (t: Tab) => void }) {
-  const errors = useValidation((s) => s.errors);
+  const cannotRun = useCannotRun() ? 1 : 0;
+  const errors = useValidation((s) => s.errors) + cannotRun;
   const warnings = useValidation((s) => s.warnings);
   const workflowId = useEditor((s) => s.workflowId);
   const tabs: Array<[Tab, string]> = [
@@ -170,10 +171,14 @@ function EditorBody({ id }: { id: string | null }) {
   }, [id]);
 
   useDiskWatch();
+  const showProblems = useCallback(() => {
+    usePanels.getState().set('right', true);
+    setTab('problems');
+  }, []);
   const activate = useCallback(() => setTab('inspect'), []);
   return (
     <div className="editor">
-      <Toolbar snap={snap} setSnap={setSnap} onImported={setImportReport} />
+      <Toolbar snap={snap} setSnap={setSnap} onImported={setImportReport} onShowProblems={showProblems} />
       <ConflictBanner />
       <YamlConflictView />
       <DiskChangeBanner />

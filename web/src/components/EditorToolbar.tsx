@@ -14,6 +14,7 @@ import { canRedoYaml, canUndoYaml, isYamlDirty, useYamlFile, type YamlView } fro
 import { useFit } from './Canvas';
 import { downloadJson, importGraphText, safeFileName, type ImportResult } from './importExport';
 import { PanelToggle } from './PanelToggle';
+import { isTypingTarget } from './Shortcuts';
 import { mayDiscardDraft, useGallery } from './TemplateGallery';
 
 export type ImportReport = { file: string } & ImportResult;
@@ -48,21 +49,18 @@ function YamlViewToggle() {
   );
 }
 
-function isTypingTarget(t: EventTarget | null): boolean {
-  const el = t as HTMLElement | null;
-  if (!el || !el.tagName) return false;
-  const tag = el.tagName;
-  return tag === 'INPUT' || tag === 'TEXTAREA' || tag === 'SELECT' || el.isContentEditable;
-}
 
 export function Toolbar({
   snap,
   setSnap,
   onImported,
+  onShowProblems,
 }: {
   snap: boolean;
   setSnap: (v: boolean) => void;
   onImported: (r: ImportReport | null) => void;
+  /** Opens the Problems tab (the run blocker's link). */
+  onShowProblems: () => void;
 }) {
   const fit = useFit();
   const name = useEditor((s) => s.name);
@@ -325,8 +323,12 @@ export function Toolbar({
         >
           {starting ? 'Starting…' : !readOnly && dirty ? 'Save & Run' : 'Run'}
         </button>
-        <span id="run-blocker" className="run-blocker" role="status" data-testid="run-blocker">
-          {blocker ?? ''}
+        <span id="run-blocker" className="run-blocker" role="status" data-testid="run-blocker" title={blocker ?? undefined}>
+          {blocker && (
+            <button className="link run-blocker__btn" onClick={onShowProblems} title={`${blocker}: show the problems`}>
+              {blocker}
+            </button>
+          )}
         </span>
       </div>
     </div>

@@ -2,6 +2,7 @@ import { Suspense, lazy, useEffect, useId, useMemo, useState, type ReactNode } f
 import type { VariableContext } from '../editor/prompt';
 import type { CompletionNode } from '../editor/variables';
 import { conditionLabel } from '../graph/handles';
+import { humanMessage } from '../graph/checks';
 import { CONDITION_OPERATORS, agentData, conditionsOf, str, type AgentTools, type ConditionOperator, type FlowNode } from '../graph/types';
 import {
   BUILTIN_HINTS,
@@ -397,10 +398,10 @@ function IfFields({ node, readOnly }: { node: FlowNode; readOnly: boolean }) {
         {conds.map((c, i) => (
           <li key={i} className="conditions__row" data-testid={`condition-row-${i}`}>
             <span className="conditions__idx" aria-hidden="true">
-              {i}
+              {i + 1}
             </span>
             <select
-              aria-label={`Condition ${i} operator`}
+              aria-label={`Condition ${i + 1} operator`}
               value={c.operator}
               disabled={readOnly}
               onChange={(e) => edit(node.id, { kind: 'update', index: i, patch: { operator: e.target.value as ConditionOperator } })}
@@ -413,7 +414,7 @@ function IfFields({ node, readOnly }: { node: FlowNode; readOnly: boolean }) {
               ))}
             </select>
             <input
-              aria-label={`Condition ${i} value`}
+              aria-label={`Condition ${i + 1} value`}
               value={c.value}
               readOnly={readOnly}
               placeholder="value"
@@ -422,7 +423,7 @@ function IfFields({ node, readOnly }: { node: FlowNode; readOnly: boolean }) {
             />
             <button
               className="icon-btn"
-              aria-label={`Move condition ${i} up`}
+              aria-label={`Move condition ${i + 1} up`}
               title="Move up"
               disabled={readOnly || i === 0}
               onClick={() => edit(node.id, { kind: 'move', from: i, to: i - 1 })}
@@ -432,7 +433,7 @@ function IfFields({ node, readOnly }: { node: FlowNode; readOnly: boolean }) {
             </button>
             <button
               className="icon-btn"
-              aria-label={`Move condition ${i} down`}
+              aria-label={`Move condition ${i + 1} down`}
               title="Move down"
               disabled={readOnly || i === conds.length - 1}
               onClick={() => edit(node.id, { kind: 'move', from: i, to: i + 1 })}
@@ -442,7 +443,7 @@ function IfFields({ node, readOnly }: { node: FlowNode; readOnly: boolean }) {
             </button>
             <button
               className="icon-btn icon-btn--danger"
-              aria-label={`Remove condition ${i} (${conditionLabel(c)})`}
+              aria-label={`Remove condition ${i + 1} (${conditionLabel(c)})`}
               title="Remove (its edges go too)"
               disabled={readOnly}
               onClick={() => edit(node.id, { kind: 'remove', index: i })}
@@ -484,11 +485,12 @@ function ApprovalFields({ node, readOnly }: { node: FlowNode; readOnly: boolean 
 function NodeProblems({ id }: { id: string }) {
   const problems = useValidation((s) => s.byNode[id]);
   if (!problems?.length) return null;
+  const { nodes, edges } = useEditor.getState();
   return (
     <ul className="node-problems" aria-label="Problems on this node">
       {problems.map((p, i) => (
         <li key={i} className={`problem problem--${p.severity}`}>
-          <span className="problem__sev">{p.severity}</span> {p.message}
+          <span className="problem__sev">{p.severity}</span> {humanMessage(p.message, nodes, edges)}
         </li>
       ))}
     </ul>

@@ -3,6 +3,7 @@ import { api, errorMessage } from '../api/client';
 import { useApp, type Theme } from '../store/app';
 import { useInbox } from '../store/inbox';
 import { navigate, useRouter } from '../store/router';
+import { useShortcutsHelp } from './Shortcuts';
 
 const NEXT_THEME: Record<Theme, Theme> = { system: 'light', light: 'dark', dark: 'system' };
 const THEME_TEXT: Record<Theme, string> = { system: 'Theme: system', light: 'Theme: light', dark: 'Theme: dark' };
@@ -36,6 +37,15 @@ export function Header() {
       <span className={`pill pill--server-${server}`} data-testid="server-status" role="status">
         {server === 'ok' ? 'Connected' : server === 'unreachable' ? 'Server unreachable' : 'Connecting…'}
       </span>
+      <button
+        className="btn btn--small"
+        onClick={() => useShortcutsHelp.setState({ open: true })}
+        aria-label="Keyboard shortcuts"
+        title="Keyboard shortcuts (?)"
+        data-testid="help-button"
+      >
+        ?
+      </button>
       <button
         className="btn btn--small"
         onClick={() => setTheme(NEXT_THEME[theme])}

@@ -4,6 +4,9 @@ import { labelPoint, roundedPath } from '../graph/route';
 import { useEdgeFired, useEdgeProblems } from './mode';
 import { useRoute } from './routes';
 
+/** Edges shorter than this (flow px) carry no `when:` / trigger_rule label. */
+const LABEL_ROOM = 220;
+
 /** Short words for a YAML step's trigger_rule, on the edges into it (all_success, the default, has none). */
 export const RULE_TEXT: Record<string, string> = {
   one_success: 'any one succeeds',
@@ -107,6 +110,8 @@ export const ExecEdge = memo(function ExecEdge(p: EdgeProps) {
   const path = route ? roundedPath(route) : back ? backEdgePath(p.sourceX, p.sourceY, p.targetX, p.targetY, bottom) : bezier;
   const label = route ? labelPoint(route) : { x: bx, y: by };
   const join = useJoin(p.target);
+  // A short edge has no room for words: the step it enters says them (its dash says "conditional").
+  const roomy = Math.hypot(p.targetX - p.sourceX, p.targetY - p.sourceY) > LABEL_ROOM;
   const c = useEdgeClass(p.id, 'sy-edge sy-edge--exec', p.selected);
   const fired = useEdgeFired({ source: p.source, target: p.target, sourceHandle: p.sourceHandleId });
   return (
@@ -125,7 +130,7 @@ export const ExecEdge = memo(function ExecEdge(p: EdgeProps) {
         markerEnd={fired && !c.className.includes('has-error') ? 'url(#sy-arrow-fired)' : c.marker}
         interactionWidth={16}
       />
-      {join && (
+      {join && roomy && (
         <EdgeLabelRenderer>
           <div
             className={`sy-edge-label nodrag nopan${join.when ? ' sy-edge-label--when' : ''}`}

@@ -103,6 +103,7 @@ function ApprovalForm({ nodeId, toolsOnly = false }: { nodeId: string; toolsOnly
   const decide = useRun((s) => s.decide);
   const toast = useApp((s) => s.toast);
   const [note, setNote] = useState('');
+  const previous = useRun((s) => s.log.nodes[nodeId]?.lastRejection ?? null);
   if (!pending) return null;
   const go = (d: 'approve' | 'reject') =>
     decide(nodeId, d, note).then(
@@ -118,6 +119,11 @@ function ApprovalForm({ nodeId, toolsOnly = false }: { nodeId: string; toolsOnly
         <pre className="sy-approval__input" aria-label="Output to approve">
           {pending.input}
         </pre>
+      )}
+      {previous && !pending.tool && (
+        <div className="sy-approval__previous" data-testid={`node-approval-previous-${nodeId}`} title={previous}>
+          Last round rejected: <q>{previous}</q>
+        </div>
       )}
       <label className="sy-approval__note">
         <input

@@ -362,6 +362,7 @@ export function createEditorStore() {
           s.nodes.map((n) => n.id),
           s.edges.map((e) => e.id),
           pasteOffset(clip, s.nodes),
+          s.nodes.map((n) => String(n.data.agentName ?? '')).filter(Boolean),
         );
         mark(null);
         set({

@@ -101,3 +101,21 @@ describe('indexProblems and runBlocker', () => {
     expect(runBlocker({ status: 'done', errors: 0 }, true)).toBeNull();
   });
 });
+
+describe('YAML run blockers', () => {
+  it("the text as typed comes first: checking, then its errors; the server's reason for a saved file", async () => {
+    const { yamlRunBlocker, cannotRunProblem } = await import('./validation');
+    const y = { source: 'a', saved: 'a', runBlocker: 'node "ask": provider claude is not configured: set ANTHROPIC_API_KEY' };
+    expect(yamlRunBlocker({ errors: 0, yamlSource: 'old' }, y, true)).toBe('Checking the text…');
+    expect(yamlRunBlocker({ errors: 2, yamlSource: 'a' }, y, true)).toBe('Fix 2 errors to run');
+    expect(yamlRunBlocker({ errors: 0, yamlSource: 'a' }, y, true)).toBe(y.runBlocker);
+    expect(yamlRunBlocker({ errors: 0, yamlSource: 'b' }, { ...y, source: 'b' }, true)).toBeNull();
+    expect(yamlRunBlocker({ errors: 0, yamlSource: 'a' }, y, false)).toBe('Server unreachable');
+    expect(cannotRunProblem(y.runBlocker)).toEqual({
+      code: 'cannot_run',
+      severity: 'error',
+      message: `Cannot run here: ${y.runBlocker}`,
+      nodeId: 'ask',
+    });
+  });
+});

@@ -1,7 +1,9 @@
+import { useMemo } from 'react';
 import { create } from 'zustand';
 import { api, ApiError } from '../api/client';
 import type { Problem } from '../api/types';
 import { toGraph } from '../graph/serialize';
+import { endlessLoops } from '../graph/checks';
 import { useApp } from './app';
 import { useEditor } from './editor';
 import { isYamlDirty, useYamlFile } from './yamlFile';
@@ -48,6 +50,20 @@ export function indexProblems(problems: Problem[]): Pick<ValidationState, 'byNod
 export const VALIDATE_DEBOUNCE_MS = 400;
 
 /**
+ * The server's problems and the UI's own checks (loops nothing can leave),
+ * without a check the server already reported for the same node.
+ */
+export function withClientChecks(
+  server: Problem[],
+  nodes: Parameters<typeof endlessLoops>[0],
+  edges: Parameters<typeof endlessLoops>[1],
+): Problem[] {
+  const seen = new Set(server.map((p) => `${p.code}\u0000${p.nodeId ?? ''}`));
+  const extra = endlessLoops(nodes, edges).filter((p) => !seen.has(`${p.code}\u0000${p.nodeId ?? ''}`));
+  return extra.length ? [...server, ...extra] : server;
+}
+
+/**
  * Validates the editor graph on the server, debounced, whenever its content
  * revision changes. Returns a stopper.
  */
@@ -68,7 +84,7 @@ export function startValidation(): () => void {
     try {
       const r = await api.validate(toGraph(s.nodes, s.edges), c.signal);
       if (c.signal.aborted || useEditor.getState().rev !== rev) return;
-      const problems = Array.isArray(r.problems) ? r.problems : [];
+      const problems = withClientChecks(Array.isArray(r.problems) ? r.problems : [], s.nodes, s.edges);
       useValidation.setState({ status: 'done', rev, problems, ...indexProblems(problems) });
     } catch (e) {
       if (c.signal.aborted || (e as Error).name === 'AbortError') return;
@@ -213,4 +229,22 @@ export function yamlRunBlocker(
   // Unsaved text without errors: Save & Run writes it, and the server checks it again.
   if (y.source !== y.saved) return null;
   return y.runBlocker;
+}
+
+/**
+ * What keeps a workflow from running when no listed problem says so (a
+ * YAML provider without its key: the server refuses the run, yet the
+ * file has no error): shown in the Problems list, on the node it names.
+ */
+export function cannotRunProblem(blocker: string): Problem {
+  const node = /node "([^"]+)"/.exec(blocker)?.[1];
+  return { code: 'cannot_run', severity: 'error', message: `Cannot run here: ${blocker}`, ...(node ? { nodeId: node } : {}) };
+}
+
+/** The cannot-run problem of the open YAML workflow, when its (saved) file has no errors but the server refuses to run it. */
+export function useCannotRun(): Problem | null {
+  const blocker = useYamlFile((s) => (s.workflowId && s.source === s.saved ? s.runBlocker : null));
+  const yaml = useEditor((s) => s.kind === 'yaml');
+  const errors = useValidation((s) => s.errors);
+  return useMemo(() => (yaml && blocker && errors === 0 ? cannotRunProblem(blocker) : null), [yaml, blocker, errors]);
 }
