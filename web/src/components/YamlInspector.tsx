@@ -114,7 +114,14 @@ function YamlSettings({ node }: { node: FlowNode }) {
   const initial = settingsText(data);
   const key = JSON.stringify(initial);
   const [values, setValues] = useState(initial);
-  useEffect(() => setValues(settingsText(data)), [key]);
+  const shown = useRef(initial);
+  // The file changed (a write came back, an undo): fields not being edited
+  // show the file's value; a field typed in and not written yet keeps its text.
+  useEffect(() => {
+    const before = shown.current;
+    shown.current = initial;
+    setValues((v) => Object.fromEntries(Object.keys(initial).map((f) => [f, (v[f] ?? '') === (before[f] ?? '') ? initial[f] : v[f]])) as Record<string, string>);
+  }, [key]);
   const fields = settingsFor(kind);
   const { writing, error, write } = useFieldWriter('the settings');
   const pending = fields.some((f) => (values[f.field] ?? '').trim() !== (initial[f.field] ?? '').trim());
