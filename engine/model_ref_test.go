@@ -543,7 +543,8 @@ func (m *refModel) join(n int, firedAny bool) (bool, string) {
 
 // evalWhen evaluates a condition: && and || short-circuit; == and !=
 // compare text; ordering operators compare numbers and fail on anything
-// else; a node that did not complete, or a missing field, reads as "".
+// else; a node that did not complete reads as "", and a field of it fails
+// the node; a missing field reads as "".
 func (m *refModel) evalWhen(w *mWhen) (bool, error) {
 	for _, and := range w.Or {
 		all := true
@@ -584,6 +585,10 @@ func (m *refModel) operand(o mOperand) (refValue, error) {
 	}
 	k := m.index(o.Node)
 	if m.st[k].status != NodeCompleted {
+		if o.Field != "" {
+			// As substitution: a node without output has no field.
+			return refValue{}, fmt.Errorf("%s: node has no output", o.render())
+		}
 		return refValue{}, nil
 	}
 	out := m.st[k].output

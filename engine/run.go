@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 )
@@ -32,6 +31,7 @@ type runner struct {
 	emitMu  sync.Mutex
 	seq     int64
 	holding bool     // emit keeps events in held (guarded by emitMu)
+	silent  bool     // emit drops events: the log already has them (guarded by emitMu)
 	held    []*Event // events of prefix, stored with the run
 
 	ctx    context.Context
@@ -74,6 +74,11 @@ type checkpointState struct {
 	saveFailed    bool        // the last checkpoint failed; headerChanged is kept
 	finished      bool        // the terminal checkpoint committed, which released the run
 	lost          bool        // another process took the run over: write nothing more
+	// While the store refuses checkpoints: since when, the next retry's
+	// delay, and the Sync requests waiting for a checkpoint to commit.
+	storeDownSince time.Time
+	storeRetry     time.Duration
+	syncWaiters    []chan reply
 }
 
 // recoveryState is what a run continued after a crash still has to redo
@@ -83,6 +88,10 @@ type recoveryState struct {
 	redecide     []int               // claimed decisions a crash left unapplied
 	replay       []logged            // results logged but not checkpointed
 	applied      map[string]Decision // decisions re-applied after a crash, by node
+	// An end the previous driver logged but could not save (keepLoggedEnd).
+	loggedEnd    RunStatus
+	loggedReason string
+	loggedSteps  map[string]*stepRecord
 }
 
 // inboxState carries requests from other goroutines to the loop.
@@ -115,74 +124,7 @@ func newRunner(e *Engine, p *plan, run *Run, states []*NodeState, lastSeq int64,
 	for i, pn := range p.nodes {
 		r.nodes[i] = &NodeState{NodeID: pn.id}
 	}
-	edgeIdx := make(map[string]int, len(p.edges))
-	for i, ed := range p.edges {
-		edgeIdx[ed.id] = i
-	}
-	waitOrder := map[string]int{}
-	for i, pa := range run.PendingApprovals {
-		waitOrder[pa.NodeID] = i
-	}
-	for _, st := range states {
-		i, ok := p.index[st.NodeID]
-		if !ok {
-			continue
-		}
-		cp := *st
-		r.nodes[i] = &cp
-		for _, id := range st.Fired {
-			if ei, ok := edgeIdx[id]; ok && !r.fired[ei] {
-				r.fired[ei] = true
-				r.firedCount[i]++
-			}
-		}
-	}
-	// Rebuild the queues from persisted statuses, in node order.
-	for i, ns := range r.nodes {
-		switch ns.Status {
-		case NodePending:
-			r.pending = append(r.pending, i)
-			r.inPending[i] = true
-		case NodeRunning, NodeQueued:
-			rec := log[ns.NodeID]
-			if rec != nil {
-				if d, ok := rec.completed[ns.Visits]; ok {
-					// Completed and reported, but not checkpointed: keep it.
-					r.replay = append(r.replay, logged{idx: i, res: Result{Output: d.Output, Handle: d.Handle,
-						Decided: d.Decided, Rejection: d.Rejection}})
-					continue
-				}
-			}
-			if ns.Status == NodeRunning && len(ns.Decision) > 0 {
-				// A human decision was claimed but not applied: apply it.
-				r.redecide = append(r.redecide, i)
-				continue
-			}
-			if rec != nil && rec.starts[ns.Visits] > ns.Attempts {
-				ns.Attempts = rec.starts[ns.Visits] // attempts the log saw but no checkpoint did
-			}
-			// In flight when the owner stopped: run again, marked as a retry.
-			r.restartRetry[i] = ns.Status == NodeRunning || ns.Attempts > 0 || (rec != nil && rec.started == ns.Visits)
-			ns.Status = NodeQueued
-			r.queue = append(r.queue, i)
-		case NodeWaiting:
-			r.waiting = append(r.waiting, i)
-		}
-	}
-	// A busy node whose inputs fired again was notified while busy: its
-	// status does not say it is pending too, its fired edges do.
-	for i := range r.nodes {
-		if r.firedCount[i] > 0 && !r.inPending[i] {
-			r.pending = append(r.pending, i)
-			r.inPending[i] = true
-		}
-	}
-	sortByKey(r.waiting, func(i int) int {
-		if o, ok := waitOrder[r.nodes[i].NodeID]; ok {
-			return o
-		}
-		return len(waitOrder) + i
-	})
+	r.restore(states, log)
 	return r
 }
 
@@ -216,18 +158,17 @@ func (r *runner) loop() {
 			// crash they are computed again. Anything else that completed is
 			// made durable first, and nothing impure starts before the pure
 			// results are durable too.
-			if r.impureDone && !settling {
-				if err := r.persist(); err != nil {
-					r.failStore(err)
-				}
+			// A checkpoint that fails skips the rest: nothing starts until
+			// the completions it holds are durable, and the retry (or the
+			// stop, see failStore) comes from the wait below.
+			if r.impureDone && !settling && !r.save() {
+				goto wait
 			}
 			for r.ending == "" && r.status() == StatusRunning && r.dispatchWhere(isPure) {
 				r.evaluate()
 			}
-			if !settling {
-				if err := r.persist(); err != nil {
-					r.failStore(err)
-				}
+			if !settling && !r.save() {
+				goto wait
 			}
 			if r.ending == "" && r.status() == StatusRunning {
 				r.dispatch()
@@ -243,6 +184,7 @@ func (r *runner) loop() {
 			r.goAgain = false
 			continue
 		}
+	wait:
 		var flushC <-chan time.Time
 		if r.flushT != nil {
 			flushC = r.flushT.C
@@ -250,10 +192,9 @@ func (r *runner) loop() {
 		select {
 		case <-flushC:
 			r.flushT = nil
-			if !r.stopping {
-				if err := r.persist(); err != nil {
-					r.failStore(err)
-				}
+			// A retry after a failed checkpoint is the loop top's.
+			if !r.stopping && r.storeDownSince.IsZero() {
+				r.save()
 			}
 		case d := <-r.done:
 			r.complete(d)
@@ -289,33 +230,9 @@ func (r *runner) begin() {
 		return
 	}
 	r.begun = true
-	for _, l := range r.replay {
-		now := time.Now().UTC()
-		ns := r.nodes[l.idx]
-		r.stateMu.Lock()
-		ns.Status = NodeCompleted
-		ns.Output = l.res.Output
-		ns.Handle = l.res.Handle
-		ns.Decision = nil
-		ns.Wait = nil
-		ns.FinishedAt = &now
-		r.stateMu.Unlock()
-		r.markDirty(l.idx)
-		r.fire(l.idx, l.res)
+	if ended := r.redo(); ended {
+		return
 	}
-	r.replay = nil
-	for _, i := range r.redecide {
-		if _, ok := r.e.execs[r.plan.nodes[i].typ].(Resumer); ok {
-			var d Decision
-			_ = json.Unmarshal(r.nodes[i].Decision, &d)
-			if r.applied == nil {
-				r.applied = map[string]Decision{}
-			}
-			r.applied[r.nodes[i].NodeID] = d
-			r.applyDecision(i)
-		}
-	}
-	r.redecide = nil
 	if r.running > 0 {
 		return
 	}

@@ -81,18 +81,9 @@ func (r *runner) finish(s RunStatus, reason string) bool {
 			r.finished = true
 			return true
 		}
-		if r.e.leaseStale() {
-			// Leases have not been renewed for a lease period: another
-			// process may own the run by now. Stop; recovery finishes it.
-			r.e.log.Error("persist final run state; lease stale, leaving the run to recovery", "run", r.run.ID, "err", err)
-			r.lost = true
-			return true
-		}
-		r.e.log.Error("persist final run state; retrying", "run", r.run.ID, "err", err)
-		if r.flushT == nil {
-			r.flushT = time.NewTimer(time.Second)
-		}
-		return false
+		// Retried like any checkpoint; the end stays decided (see failStore).
+		r.failStore(err)
+		return r.lost
 	}
 	r.finished = true
 	return true

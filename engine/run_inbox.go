@@ -97,23 +97,32 @@ func (r *runner) handle(req request) {
 		run, err := r.decide(req.nodeID, req.decision)
 		req.reply <- reply{run: run, err: err}
 	case reqSync:
-		req.reply <- reply{err: r.sync()}
+		r.sync(req.reply)
 	}
 }
 
 // sync commits a checkpoint now, even with nothing dirty: the store writes
 // it strictly after every event already emitted, so when it returns those
-// events are durable (and the lease was still ours).
-func (r *runner) sync() error {
+// events are durable (and the lease was still ours). While the store
+// refuses writes, the answer waits for the checkpoint that succeeds (or
+// for this process to stop driving the run).
+func (r *runner) sync(rep chan reply) {
 	if r.lost {
-		return ErrLeaseLost
+		rep <- reply{err: ErrLeaseLost}
+		return
 	}
 	r.headerChanged = true
-	if err := r.persist(); err != nil {
-		r.failStore(err)
-		return err
+	err := r.persist()
+	if err == nil {
+		rep <- reply{}
+		return
 	}
-	return nil
+	r.failStore(err)
+	if r.lost {
+		rep <- reply{err: err}
+		return
+	}
+	r.syncWaiters = append(r.syncWaiters, rep)
 }
 
 // Sync returns once every event the node emitted so far is durable: an

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -40,6 +41,10 @@ func (r *runner) emit(nodeID, typ, content string, data any) {
 		}
 	}
 	r.emitMu.Lock()
+	if r.silent {
+		r.emitMu.Unlock()
+		return
+	}
 	r.seq++
 	ev := &Event{Seq: r.seq, RunID: r.run.ID, NodeID: nodeID, Type: typ, Content: content,
 		Timestamp: time.Now().UTC(), Data: raw, Owner: r.e.cfg.Owner}
@@ -93,11 +98,17 @@ func (r *runner) setStatus(s RunStatus) {
 	r.run.Status = s
 	now := time.Now().UTC()
 	r.run.UpdatedAt = now
+	var data any
 	if s.Terminal() {
 		r.run.FinishedAt = &now
+		if r.run.Error != "" {
+			// Recovery reads why from the log when the end was logged but
+			// not saved (keepLoggedEnd).
+			data = runStatusData{Error: r.run.Error}
+		}
 	}
 	r.stateMu.Unlock()
-	r.emit(SystemNodeID, EvRunStatus, string(s), nil)
+	r.emit(SystemNodeID, EvRunStatus, string(s), data)
 }
 
 // addUsage adds a model call's tokens to the run's totals. Safe from any
@@ -224,33 +235,107 @@ func (r *runner) persist() error {
 	err := r.checkpoint()
 	if !r.saveFailed {
 		r.headerChanged = false
+		r.saved()
 	}
 	r.impureDone = false
 	return err
 }
 
-// failStore ends a run whose state can no longer be written. A lost lease
-// is different: another process drives the run now, so this one stops
-// without writing anything more.
-func (r *runner) failStore(err error) {
-	if errors.Is(err, ErrConflict) {
-		r.loseLease(err)
-		return
+// save persists and reports whether it committed; a failure goes to
+// failStore.
+func (r *runner) save() bool {
+	if err := r.persist(); err != nil {
+		r.failStore(err)
+		return false
 	}
-	r.e.log.Error("persist run state", "run", r.run.ID, "err", err)
-	if r.ending != "" {
-		return // already ending (a retry of the final save): said once
-	}
-	r.emit(SystemNodeID, EvError, "cannot persist run state: "+err.Error(), nil)
-	r.end(StatusFailed, "cannot persist run state: "+err.Error())
+	return true
 }
 
-func (r *runner) loseLease(err error) {
+// Retries of a checkpoint the store refused: the first comes soon (a
+// busy database, a connection being re-established), later ones back off.
+const (
+	storeRetryFirst = 50 * time.Millisecond
+	storeRetryMax   = 5 * time.Second
+)
+
+// failStore handles a checkpoint the store refused. A refusal that says
+// someone else decides now (a lost lease, a run that ended or vanished
+// elsewhere) stops this driver at once, writing nothing more. Any other
+// failure (disk full, database locked, a database restarting) does not
+// end the run: a run cannot even record that it failed while nothing can
+// be written, and a "failed" end that could not be saved would be undone
+// by recovery. The changes stay dirty, nothing new starts (a completion is
+// durable before what it activates starts) and the checkpoint is retried
+// with backoff. If the store stays away for a lease period, this process
+// cannot keep its lease either: it stops driving the run, as when the
+// lease is lost, and recovery (here or in another process) resumes it
+// from what was saved.
+func (r *runner) failStore(err error) {
+	switch {
+	case errors.Is(err, ErrConflict):
+		r.loseLease(err)
+		return
+	case errors.Is(err, ErrTerminal), errors.Is(err, ErrNotFound):
+		r.letGo(err, "the run ended or vanished in the store; stopping here")
+		return
+	}
+	now := time.Now()
+	if r.storeDownSince.IsZero() {
+		r.storeDownSince = now
+		r.storeRetry = storeRetryFirst
+	} else {
+		r.storeRetry = min(2*r.storeRetry, storeRetryMax)
+	}
+	if r.e.leaseStale() || now.Sub(r.storeDownSince) > r.e.cfg.LeaseTTL {
+		r.letGo(err, "cannot save the run's state for a lease period; leaving it to recovery")
+		return
+	}
+	r.e.log.Error("persist run state; retrying", "run", r.run.ID, "err", err, "retry_in", r.storeRetry)
+	if r.flushT != nil {
+		r.flushT.Stop()
+	}
+	r.flushT = time.NewTimer(r.storeRetry)
+}
+
+// saved notes a checkpoint that committed: the store is back, and nodes
+// waiting in Sync for their events to be durable may go on.
+func (r *runner) saved() {
+	if !r.storeDownSince.IsZero() {
+		r.e.log.Info("run state saved again", "run", r.run.ID, "after", time.Since(r.storeDownSince).Round(time.Millisecond))
+		r.storeDownSince, r.storeRetry = time.Time{}, 0
+	}
+	r.answerSyncs(nil)
+}
+
+// answerSyncs replies to the Sync requests that waited for a checkpoint.
+func (r *runner) answerSyncs(err error) {
+	for _, c := range r.syncWaiters {
+		c <- reply{err: err}
+	}
+	r.syncWaiters = nil
+}
+
+// letGo stops driving the run without writing anything more: running
+// nodes are cancelled and left as they were saved, for the next driver to
+// run again. The lease may still be this process's (a stale one, not a
+// takeover): tryExit releases it once the store is back.
+func (r *runner) letGo(err error, why string) {
 	if r.lost {
 		return
 	}
-	r.e.log.Warn("run taken over by another process; stopping here", "run", r.run.ID, "err", err)
+	r.e.log.Warn(why, "run", r.run.ID, "err", err)
 	r.lost = true
 	r.stopping = true
+	r.answerSyncs(fmt.Errorf("%w: %s", ErrLeaseLost, why))
 	r.cancel()
+	// Go round the loop again, where a stopping run with nothing running
+	// exits, even if nothing else happens.
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (r *runner) loseLease(err error) {
+	r.letGo(err, "run taken over by another process; stopping here")
 }

@@ -225,13 +225,22 @@ func dropFieldRefs(s string, drop func(id string) bool) string {
 	return b.String()
 }
 
-// whenLookup resolves `when:` references against node states: a node that
-// did not complete has no value; a field of a node declaring output_format
-// must be declared; a field of any other output needs a JSON object.
+// whenLookup resolves `when:` references against node states: the whole
+// output of a node that did not complete has no value (it reads as ""),
+// and a field of one fails the node, as substitution does (Archon's rule:
+// there is no output, so the field is not found); a field of a node
+// declaring output_format must be declared; a field of any other output
+// needs a JSON object.
 func whenLookup(p *plan, state func(id string) (string, NodeStatus, bool)) yamlflow.Lookup {
 	return func(id, field string) (any, bool, error) {
 		out, st, ok := state(id)
-		if !ok || st != NodeCompleted {
+		if !ok {
+			return nil, false, nil
+		}
+		if st != NodeCompleted {
+			if field != "" {
+				return nil, false, fmt.Errorf("field not found: node %q has no output (%s)", id, statusWord(st))
+			}
 			return nil, false, nil
 		}
 		if field == "" {

@@ -57,7 +57,7 @@ func startStdio(name string, sc ServerConfig, opts Options) (*stdioProc, error) 
 		Args:        append([]string{sc.Command}, sc.Args...),
 		Env:         env,
 		Dir:         opts.Dir,
-		SysProcAttr: sysProcAttr(),
+		SysProcAttr: proc.SysProcAttr(),
 	}
 	var files []*os.File // every pipe end, closed on failure
 	closeAll := func() {
@@ -88,7 +88,7 @@ func startStdio(name string, sc ServerConfig, opts Options) (*stdioProc, error) 
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	waitCh := make(chan error, 1)
-	if err := startLocked(cmd, waitCh); err != nil {
+	if err := proc.StartLocked(cmd, waitCh); err != nil {
 		closeAll()
 		return nil, fmt.Errorf("start %s: %w", sc.Command, err)
 	}
@@ -105,8 +105,12 @@ func startStdio(name string, sc ServerConfig, opts Options) (*stdioProc, error) 
 		stderr: newStderrReader(name, errR, opts.Stderr),
 	}
 	go p.stderr.run()
+	// The reaper kills the server's group if Switchyard dies: the
+	// parent-death signal reaches only the leader (npx's children live on).
+	untrack := proc.TrackGroup(p.pid)
 	go func() {
 		p.waitErr = <-waitCh
+		defer untrack()
 		// Whatever the leader left running in its group goes with it, so
 		// nothing holds the pipes open (and the reads end).
 		_ = syscall.Kill(-p.pid, syscall.SIGKILL)

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
 
 	"github.com/pressly/goose/v3"
 
@@ -30,6 +33,48 @@ func (e *SchemaTooNewError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrSchemaTooNew) true.
 func (e *SchemaTooNewError) Unwrap() error { return ErrSchemaTooNew }
+
+// ErrNotSwitchyard means a path holds no Switchyard database: nothing is
+// there, or a file that is not SQLite, or an SQLite database without
+// Switchyard's tables.
+var ErrNotSwitchyard = errors.New("not a Switchyard database")
+
+// CheckDatabase reports whether path is an existing Switchyard database,
+// creating and changing nothing (Open would create a missing one). The
+// error names the path and matches ErrNotSwitchyard when it is not one.
+func CheckDatabase(ctx context.Context, path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("store: database path %q: %w", path, err)
+	}
+	st, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("store: %s: no such file: %w", abs, ErrNotSwitchyard)
+	case err != nil:
+		return fmt.Errorf("store: %s: %w", abs, err)
+	case st.IsDir():
+		return fmt.Errorf("store: %s is a directory: %w", abs, ErrNotSwitchyard)
+	}
+	// Read-only: a file: URI with mode=ro never creates the database.
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs),
+		RawQuery: url.Values{"mode": {"ro"}, "_pragma": {fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS)}}.Encode()}
+	db, err := sql.Open("sqlite", u.String())
+	if err != nil {
+		return fmt.Errorf("store: open %s: %w", abs, err)
+	}
+	defer db.Close()
+	var n int
+	err = db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table'
+AND name IN ('goose_db_version', 'workflows', 'runs')`).Scan(&n)
+	if err != nil {
+		return fmt.Errorf("store: %s: %v: %w", abs, err, ErrNotSwitchyard)
+	}
+	if n != 3 {
+		return fmt.Errorf("store: %s has no Switchyard tables: %w", abs, ErrNotSwitchyard)
+	}
+	return nil
+}
 
 // migrationsFS is the embedded migrations directory, rooted at the files.
 func migrationsFS() (fs.FS, error) {

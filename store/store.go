@@ -36,6 +36,10 @@ const (
 	busyTimeoutMS    = 5000
 )
 
+// migrateLockSuffix names the file beside the database whose lock
+// migrations hold (switchyard.db-migrate.lock).
+const migrateLockSuffix = "-migrate.lock"
+
 // ErrClosed is returned by operations on a closed Store.
 var ErrClosed = errors.New("store is closed")
 
@@ -139,6 +143,14 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("store: create data directory: %w", err)
 	}
+
+	// Migrations run under a lock beside the database, so processes
+	// opening a new database together migrate it once (see lockFile).
+	unlock, err := lockFile(ctx, abs+migrateLockSuffix)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: migrations: %w", abs, err)
+	}
+	defer unlock()
 
 	wdb, err := sql.Open("sqlite", dsn(abs, false))
 	if err != nil {
@@ -244,6 +256,7 @@ type Stats struct {
 	Ops            uint64 // synchronous operations committed (checkpoints, run creations, lease changes)
 	WriteErrors    uint64 // batches that failed to commit
 	Retries        uint64 // batches run again after a deadlock or serialization failure (PostgreSQL; 0 on SQLite)
+	ConnRetries    uint64 // batches run again after the database could not be reached or went away, e.g. restarted (PostgreSQL; 0 on SQLite)
 	EventsRetried  uint64 // events put back in the queue after a failed batch
 	EventsDropped  uint64 // events given up on (repeated failures, unknown run or duplicate seq, store closed)
 	QueueFullWaits uint64 // enqueues that found the queue full and had to wait

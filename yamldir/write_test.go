@@ -70,3 +70,34 @@ func TestCreate(t *testing.T) {
 		}
 	}
 }
+
+// TestAbsoluteSymlinkInsideIsFollowed: a workflow file that is an
+// absolute symlink to another file of the folder reads and saves through
+// to its target (os.Root alone refuses absolute links).
+func TestAbsoluteSymlinkInsideIsFollowed(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "in.yaml"), []byte(flow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "in.yaml"), filepath.Join(dir, "alias.yaml")); err != nil {
+		t.Skip(err)
+	}
+	f, err := New(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := f.Get(ctx, WorkflowID("alias.yaml"))
+	if err != nil || w.Source != flow {
+		t.Fatalf("Get: %v %+v", err, w)
+	}
+	if _, _, err := f.Save(ctx, WorkflowID("alias.yaml"), Hash([]byte(flow)), []byte("name: z\n"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "in.yaml")); string(b) != "name: z\n" {
+		t.Errorf("the target holds %q", b)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "alias.yaml")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Error("the symlink was replaced")
+	}
+}

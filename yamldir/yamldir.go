@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -163,17 +162,16 @@ type file struct {
 
 func (f file) id() string { return WorkflowID(f.rel) }
 
-// scan lists the folder's YAML files in path order. A missing folder is
-// empty.
-func (y *Folder) scan(ctx context.Context) ([]file, error) {
-	var out []file
+// scan lists the folder's YAML files in path order, at most MaxWorkflows
+// of them (truncated says there were more). A missing folder is empty.
+func (y *Folder) scan(ctx context.Context) (out []file, truncated bool, err error) {
 	// WalkDir does not follow a symlinked root: walk its target, but keep
 	// the paths under the folder as configured (runs are matched on them).
 	root := y.absDir
 	if r, err := filepath.EvalSymlinks(root); err == nil {
 		root = r
 	}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p == root && errors.Is(err, fs.ErrNotExist) {
 				return fs.SkipAll
@@ -209,23 +207,33 @@ func (y *Folder) scan(ctx context.Context) ([]file, error) {
 		}
 		if len(out) >= MaxWorkflows {
 			y.log.Warn("yaml workflows: too many files; listing the first ones", "dir", y.dir, "max", MaxWorkflows)
+			truncated = true
 			return fs.SkipAll
 		}
 		out = append(out, file{rel: filepath.ToSlash(rel), abs: filepath.Join(y.absDir, rel), fi: fi})
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("yaml workflows %s: %w", y.dir, err)
+		return nil, false, fmt.Errorf("yaml workflows %s: %w", y.dir, err)
 	}
-	return out, nil
+	return out, truncated, nil
 }
 
 // List lists the folder's workflows. A listed workflow carries the
-// errors that keep it from running (warnings only come with GET).
+// errors that keep it from running (warnings only come with GET). At most
+// MaxWorkflows are listed: ListTruncated says whether there were more.
 func (y *Folder) List(ctx context.Context) ([]Workflow, error) {
-	files, err := y.scan(ctx)
+	ws, _, err := y.ListTruncated(ctx)
+	return ws, err
+}
+
+// ListTruncated is List, and whether the listing was cut: the folder
+// holds more than MaxWorkflows YAML files and only the first MaxWorkflows
+// (in path order) are listed.
+func (y *Folder) ListTruncated(ctx context.Context) (ws []Workflow, truncated bool, err error) {
+	files, truncated, err := y.scan(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	out := make([]Workflow, 0, len(files))
 	seen := make(map[string]bool, len(files))
@@ -244,7 +252,7 @@ func (y *Folder) List(ctx context.Context) ([]Workflow, error) {
 		}
 	}
 	y.mu.Unlock()
-	return out, nil
+	return out, truncated, nil
 }
 
 // Get implements WorkflowGetter: the file's source, its graph
@@ -254,7 +262,7 @@ func (y *Folder) Get(ctx context.Context, id string) (*Workflow, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, err := readYAML(f.abs)
+	src, err := y.readInside(f.rel)
 	if err != nil {
 		return nil, y.fileErr(id, err)
 	}
@@ -272,7 +280,7 @@ func (y *Folder) Start(ctx context.Context, e *engine.Engine, id string, opt eng
 	if err != nil {
 		return nil, err
 	}
-	src, err := readYAML(f.abs)
+	src, err := y.readInside(f.rel)
 	if err != nil {
 		return nil, y.fileErr(id, err)
 	}
@@ -333,7 +341,7 @@ func (y *Folder) resolve(ctx context.Context, id string) (file, error) {
 		}
 		return file{rel: rel, abs: abs, fi: fi}, nil
 	}
-	files, err := y.scan(ctx)
+	files, _, err := y.scan(ctx)
 	if err != nil {
 		return file{}, err
 	}
@@ -398,7 +406,7 @@ func (y *Folder) entryByStat(f file) *entry {
 	if ent != nil && ent.size == f.fi.Size() && ent.modTime.Equal(f.fi.ModTime()) {
 		return ent
 	}
-	src, err := readYAML(f.abs)
+	src, err := y.readInside(f.rel)
 	if err != nil {
 		y.log.Warn("yaml workflows: cannot read", "path", f.abs, "err", err)
 		var pe *fs.PathError
@@ -446,17 +454,6 @@ func (y *Folder) entryBySource(f file, src []byte) *entry {
 	y.cache[f.abs] = ent
 	y.mu.Unlock()
 	return ent
-}
-
-// readYAML reads a workflow file, one byte past the format's limit so the
-// loader reports an oversized file.
-func readYAML(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, yamlflow.MaxFileSize+1))
 }
 
 func errorsOnly(ps []graph.Problem) []graph.Problem {

@@ -164,6 +164,11 @@ func (d *Doc) Apply(e Edit) error {
 	fail := func(line int, format string, args ...any) error {
 		return &Error{Op: e.Op, Node: e.Node, Field: e.Field, Line: line, Msg: fmt.Sprintf(format, args...)}
 	}
+	// An id two nodes share names either of them: an edit by id could
+	// land on the wrong one (findNode takes the first).
+	if line, err := d.duplicateID(); err != nil {
+		return fail(line, "%v", err)
+	}
 	saved := *d
 	err := d.apply(e, fail)
 	if err != nil {
@@ -294,6 +299,31 @@ func findNode(seq *yaml.Node, id string) int {
 		}
 	}
 	return -1
+}
+
+// duplicateID refuses a file where two nodes have the same id (as
+// findNode compares them), naming the id and both lines.
+func (d *Doc) duplicateID() (int, error) {
+	_, seq := lookup(d.topMap(), "nodes")
+	if seq == nil || seq.Kind != yaml.SequenceNode {
+		return 0, nil
+	}
+	seen := map[string]int{}
+	for _, item := range seq.Content {
+		if item.Kind != yaml.MappingNode {
+			continue
+		}
+		_, v := lookup(item, "id")
+		if v == nil || v.Kind != yaml.ScalarNode {
+			continue
+		}
+		id := strings.TrimSpace(v.Value)
+		if first, ok := seen[id]; ok {
+			return v.Line, fmt.Errorf("node id %q is used twice (lines %d and %d): give each node its own id before editing", id, first, v.Line)
+		}
+		seen[id] = v.Line
+	}
+	return 0, nil
 }
 
 // lookup finds key in mapping m: the key's index and the value.

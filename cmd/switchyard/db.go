@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 
+	"github.com/switchyard/switchyard/store"
 	"github.com/switchyard/switchyard/store/postgres"
 )
 
@@ -29,6 +31,16 @@ func cmdDB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: switchyard db copy --to POSTGRES_URL [--data DIR]")
 		return exitUsage
 	}
+	from := dbPath(*data)
+	// Before the destination is touched: a mistyped --data must not
+	// create an empty database and "copy" it.
+	if err := store.CheckDatabase(ctx, from); err != nil {
+		fmt.Fprintln(stderr, "switchyard:", err)
+		if errors.Is(err, store.ErrNotSwitchyard) {
+			fmt.Fprintln(stderr, "switchyard: nothing copied; is --data (or SWITCHYARD_DATA) the data directory of the database to copy?")
+		}
+		return exitFailed
+	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	dst, err := postgres.Open(ctx, *to, postgres.WithLogger(log))
 	if err != nil {
@@ -36,7 +48,6 @@ func cmdDB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	defer dst.Close()
-	from := dbPath(*data)
 	st, err := postgres.CopyFromSQLite(ctx, from, dst)
 	if err != nil {
 		fmt.Fprintln(stderr, "switchyard:", err)

@@ -169,6 +169,11 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pgtest: free port: %w", err)
 	}
+	return c.startOn(ctx, port)
+}
+
+// startOn starts the server of the cluster's data directory on port.
+func (c *Cluster) startOn(ctx context.Context, port int) error {
 	c.port = port
 	args := []string{
 		"-c listen_addresses=127.0.0.1",
@@ -364,6 +369,48 @@ func (c *Cluster) Stop() error {
 	c.cleanup()
 	return err
 }
+
+// Restart stops the server as an operator's restart does (a fast
+// shutdown, signalled to its postmaster PID: every connection is cut with
+// SQLSTATE 57P01, and new ones are refused while it is down) and starts it
+// again on the same port and data directory, so DSNs stay valid. down, if
+// not nil, runs while the server is stopped. A cluster shared by a
+// package's tests is restarted for all of them: a test that restarts
+// should start its own (StartT).
+func (c *Cluster) Restart(ctx context.Context, down func()) error {
+	if c == nil || c.dir == "" || c.pid <= 0 {
+		return errors.New("pgtest: restart: the cluster is not running")
+	}
+	if err := stopPID(c.pid); err != nil {
+		return err
+	}
+	c.pid = 0
+	if c.watchdog != nil {
+		// It watches the old postmaster; start gives the new one its own.
+		_ = c.watchdog.Process.Kill() // our own child, by its PID
+		_ = c.watchdog.Wait()
+		c.watchdog = nil
+	}
+	if down != nil {
+		down()
+	}
+	var err error
+	for try := 0; try < 50; try++ {
+		// The port may linger for a moment after the old server let go.
+		if err = c.startOn(ctx, c.port); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pgtest: restart: %w (last try: %w)", ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("pgtest: restart: %w", err)
+}
+
+// PID is the postmaster's process id (0 while stopped).
+func (c *Cluster) PID() int { return c.pid }
 
 func stopPID(pid int) error {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGQUIT, syscall.SIGKILL} {

@@ -120,3 +120,46 @@ func TestWatchdogStopsAnOrphanedCluster(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestRestart: a restarted cluster cuts its connections (SQLSTATE 57P01
+// to a session that was open), has a new postmaster, keeps its data and
+// answers on the same DSN.
+func TestRestart(t *testing.T) {
+	c := StartT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dsn := c.NewDatabase(t)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, `CREATE TABLE kept (x int); INSERT INTO kept VALUES (42)`); err != nil {
+		t.Fatal(err)
+	}
+	old := c.PID()
+	var downErr error
+	if err := c.Restart(ctx, func() { _, downErr = pgx.Connect(ctx, dsn) }); err != nil {
+		t.Fatal(err)
+	}
+	if downErr == nil {
+		t.Error("connected while the server was stopped")
+	}
+	if c.PID() == old || syscall.Kill(old, 0) == nil {
+		t.Errorf("postmaster %d -> %d: the old one must be gone, a new one running", old, c.PID())
+	}
+	if _, err := conn.Exec(ctx, `SELECT 1`); err == nil {
+		t.Error("a session from before the restart still works")
+	} else {
+		t.Logf("the old session: %v", err)
+	}
+	again, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect after the restart: %v", err)
+	}
+	defer again.Close(context.Background())
+	var x int
+	if err := again.QueryRow(ctx, `SELECT x FROM kept`).Scan(&x); err != nil || x != 42 {
+		t.Errorf("data after the restart: %d, %v", x, err)
+	}
+}

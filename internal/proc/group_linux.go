@@ -13,20 +13,20 @@ import (
 	"time"
 )
 
-// sysProcAttr puts the child in its own process group and has the kernel
+// SysProcAttr puts the child in its own process group and has the kernel
 // SIGKILL it when its parent dies, so a SIGKILLed driver does not leave
 // its steps running beside the process that takes its runs over.
-func sysProcAttr() *syscall.SysProcAttr {
+func SysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
-// startLocked starts cmd and reaps it into waitCh, on one goroutine locked
+// StartLocked starts cmd and reaps it into waitCh, on one goroutine locked
 // to its OS thread for the child's whole life. Why: Pdeathsig fires when
 // the thread that forked the child exits, not the process, and the Go
 // runtime retires a thread when a goroutine exits while locked to it; a
 // thread held by this goroutine until the child is reaped cannot be
 // retired under a live child.
-func startLocked(cmd *exec.Cmd, waitCh chan<- error) error {
+func StartLocked(cmd *exec.Cmd, waitCh chan<- error) error {
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()

@@ -12,11 +12,11 @@ import (
 // ErrNoProcess: no such process.
 var ErrNoProcess = errors.New("no such process")
 
-// sysProcAttr: no parent-death signal outside Linux; steps may outlive a
+// SysProcAttr: no parent-death signal outside Linux; steps may outlive a
 // killed driver there.
-func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+func SysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
-func startLocked(cmd *exec.Cmd, waitCh chan<- error) error {
+func StartLocked(cmd *exec.Cmd, waitCh chan<- error) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -36,3 +36,8 @@ type Group struct {
 // KillGroups does nothing outside Linux: a group cannot be told from a
 // reused pid there.
 func KillGroups([]Group, time.Duration) ([]Group, error) { return nil, nil }
+
+// No reaper outside Linux: steps may outlive a killed driver there.
+func registerGroup(Group) {}
+
+func unregisterGroup(int) {}

@@ -98,14 +98,16 @@ type Spec struct {
 // Run runs a subprocess in its own process group and returns its stdout
 // (one trailing newline removed) and stderr. The whole group is killed
 // (SIGTERM, then SIGKILL) on timeout or when ctx ends, and whatever the
-// leader leaves behind in its group is killed when it exits. Errors: ctx's
+// leader leaves behind in its group is killed when it exits. On Linux the
+// group is also killed the moment this process dies, however it dies (see
+// reaper_linux.go). Errors: ctx's
 // error when cancelled, *Error for a failed process, ErrNotFound,
 // ErrOutputTooLarge.
 func Run(ctx context.Context, ps Spec) (string, string, error) {
 	cmd := exec.Command(ps.Name, ps.Args...)
 	cmd.Dir = ps.Dir
 	cmd.Env = ps.Env
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = SysProcAttr()
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return "", "", err
@@ -125,7 +127,7 @@ func Run(ctx context.Context, ps Spec) (string, string, error) {
 		return "", "", err
 	}
 	waitCh := make(chan error, 1)
-	err = startLocked(cmd, waitCh)
+	err = StartLocked(cmd, waitCh)
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -136,14 +138,18 @@ func Run(ctx context.Context, ps Spec) (string, string, error) {
 		}
 		return "", "", fmt.Errorf("start %s: %w", ps.Name, err)
 	}
-	if ps.OnStart != nil {
-		// No start time: the leader is already gone (reaped), and what it
-		// left in its group is killed below.
-		if st, err := StartTime(cmd.Process.Pid); err == nil {
-			ps.OnStart(cmd.Process.Pid, st)
+	pid := cmd.Process.Pid
+	// No start time: the leader is already gone (reaped), and what it left
+	// in its group is killed below.
+	if st, err := StartTime(pid); err == nil {
+		// The reaper kills the group if this process dies before the step
+		// ends (see reaper_linux.go).
+		registerGroup(Group{ID: pid, Start: st})
+		defer unregisterGroup(pid) // after the group is killed below
+		if ps.OnStart != nil {
+			ps.OnStart(pid, st)
 		}
 	}
-	pid := cmd.Process.Pid
 	budget := &atomic.Int64{}
 	budget.Store(MaxStreamed)
 	stream := ps.Stream
@@ -218,6 +224,20 @@ func Run(ctx context.Context, ps Spec) (string, string, error) {
 		return out, errText, waitErr
 	}
 	return out, errText, nil
+}
+
+// TrackGroup has the reaper kill process group pgid (led by a process
+// this one started, alive now) if this process dies before untrack is
+// called; call untrack once the group is killed and reaped. For process
+// groups started without Run (MCP stdio servers). A group whose leader is
+// already gone is not tracked.
+func TrackGroup(pgid int) (untrack func()) {
+	st, err := StartTime(pgid)
+	if err != nil {
+		return func() {}
+	}
+	registerGroup(Group{ID: pgid, Start: st})
+	return func() { unregisterGroup(pgid) }
 }
 
 // terminateGroup asks the process group to stop, then kills it.

@@ -20,7 +20,8 @@ type CopyStats struct {
 }
 
 // CopyFromSQLite copies everything in the SQLite database at path into
-// dst, which must be empty (no workflows, no runs): workflows with every
+// dst, which must be empty; path must hold a Switchyard database already
+// (store.ErrNotSwitchyard otherwise: nothing is created there) (no workflows, no runs): workflows with every
 // version, runs with their definitions, node states (in their order),
 // events, leases, cancel requests and revoked sessions. The SQLite
 // database is first brought to the current schema (as opening it with
@@ -29,6 +30,11 @@ type CopyStats struct {
 // Nothing may write to either database meanwhile.
 func CopyFromSQLite(ctx context.Context, path string, dst *Store) (CopyStats, error) {
 	var st CopyStats
+	// Opening would create a database where there is none (a mistyped
+	// --data): the source must be a Switchyard database already.
+	if err := store.CheckDatabase(ctx, path); err != nil {
+		return st, fmt.Errorf("postgres: copy: %w", err)
+	}
 	src, err := store.Open(ctx, path, store.WithLogger(dst.log))
 	if err != nil {
 		return st, fmt.Errorf("postgres: copy: %w", err)

@@ -84,9 +84,10 @@ func (r rejected) Unwrap() error { return r.err }
 // batch's first statements (a step's events and checkpoint then cost two
 // round trips with the COMMIT, an events-only batch one).
 type wtx struct {
-	ctx   context.Context
-	conn  *pgx.Conn
-	begun bool
+	ctx        context.Context
+	conn       *pgx.Conn
+	begun      bool
+	commitSent bool // COMMIT went to the server: the batch may have committed
 }
 
 func (t *wtx) begin() error {
@@ -182,6 +183,7 @@ type writer struct {
 	failStreak int
 
 	batches, eventsWritten, ops, writeErrors, retries atomic.Uint64
+	connRetries                                       atomic.Uint64
 	eventsRetried, eventsDropped, fullWaits           atomic.Uint64
 	lastBatch, largestBatch                           atomic.Int64
 	lastErr                                           atomic.Value // string
@@ -294,6 +296,7 @@ func (w *writer) stats() Stats {
 		Ops:            w.ops.Load(),
 		WriteErrors:    w.writeErrors.Load(),
 		Retries:        w.retries.Load(),
+		ConnRetries:    w.connRetries.Load(),
 		EventsRetried:  w.eventsRetried.Load(),
 		EventsDropped:  w.eventsDropped.Load(),
 		QueueFullWaits: w.fullWaits.Load(),
@@ -391,14 +394,66 @@ func retryable(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
 }
 
+// While the database cannot be reached or went away (a restart, a
+// failover), a batch that cannot have committed runs again for up to
+// connRetryFor, with backoff: callers wait out a short outage instead of
+// failing. Longer outages are the callers' to handle (the engine keeps
+// its runs' changes and tries again, or leaves the runs to recovery).
+const (
+	connRetryFor   = 10 * time.Second
+	connRetryFirst = 50 * time.Millisecond
+	connRetryMax   = time.Second
+)
+
+// connLost marks a batch that failed because the database could not be
+// reached or went away, at a point where nothing of it can have
+// committed: running it again is safe.
+type connLost struct{ err error }
+
+func (c connLost) Error() string { return c.err.Error() }
+func (c connLost) Unwrap() error { return c.err }
+
+// goneAway: the server said it is shutting down, starting up or cut the
+// connection (SQLSTATE class 08, 57P01-57P03). It says so instead of
+// answering the statement, so that statement (a COMMIT too) did not run.
+func goneAway(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Code {
+	case "57P01", "57P02", "57P03": // admin_shutdown, crash_shutdown, cannot_connect_now
+		return true
+	}
+	return strings.HasPrefix(pe.Code, "08") // connection exception
+}
+
 func (w *writer) runBatchRetrying(batch []op) error {
 	careful := false // optimistic ops in their checking form
+	var lostSince time.Time
+	delay := connRetryFirst
 	for try := 0; ; try++ {
 		err := w.runBatch(batch, careful)
 		if err == nil {
+			if !lostSince.IsZero() {
+				w.s.log.Info("postgres: the database is back", "after", time.Since(lostSince).Round(time.Millisecond))
+			}
 			return nil
 		}
+		var cl connLost
 		switch {
+		case errors.As(err, &cl):
+			if lostSince.IsZero() {
+				lostSince = time.Now()
+				w.s.log.Warn("postgres: the database went away; waiting for it", "err", err, "for", connRetryFor)
+			}
+			if time.Since(lostSince) > connRetryFor || w.isClosed() {
+				return err
+			}
+			w.connRetries.Add(1)
+			time.Sleep(delay)
+			delay = min(2*delay, connRetryMax)
+			try-- // not a conflict: no try spent
 		case !careful && violation(err) && hasOptimistic(batch):
 			careful, try = true, try-1 // not a conflict: no try spent
 			w.s.log.Debug("postgres: batch broke a constraint, running it again op by op", "err", err)
@@ -438,7 +493,7 @@ func (w *writer) runBatch(batch []op, careful bool) error {
 	ctx := context.Background()
 	pc, err := w.s.pool.Acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("connect: %w", err)
+		return connLost{fmt.Errorf("connect: %w", err)}
 	}
 	// A connection released inside a transaction (a failed ROLLBACK) is
 	// closed by the pool, never reused.
@@ -456,8 +511,14 @@ func (w *writer) runBatch(batch []op, careful bool) error {
 		}
 	}
 	if fatal != nil {
+		// A connection that broke before COMMIT was sent took its
+		// transaction with it; after, the commit may have happened.
+		broke := t.conn.IsClosed() && !t.commitSent
 		if t.begun {
 			_, _ = t.conn.Exec(ctx, "ROLLBACK") // the error that matters is fatal
+		}
+		if broke || goneAway(fatal) || pgconn.SafeToRetry(fatal) {
+			return connLost{fatal}
 		}
 		return fatal
 	}
@@ -471,6 +532,7 @@ func (w *writer) runBatch(batch []op, careful bool) error {
 func commit(t *wtx, notes []string) error {
 	b := &pgx.Batch{}
 	queueCommit(b, notes)
+	t.commitSent = true
 	br := t.sendBatch(b)
 	defer br.Close() // every result is read below; Close reports nothing new
 	return readCommit(br, notes)
@@ -620,6 +682,7 @@ func (w *writer) insertEvents(t *wtx, evs []op, andCommit bool, notes []string) 
 	}
 	if andCommit {
 		queueCommit(b, notes)
+		t.commitSent = true
 	}
 	br := t.sendBatch(b)
 	for i := range evs {
