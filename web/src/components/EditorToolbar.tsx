@@ -284,9 +284,12 @@ export function Toolbar({
             />
           </>
         )}
-        <button className="btn" onClick={exportGraph} data-testid="export" title="Download the graph as JSON">
-          Export
-        </button>
+        {/* A YAML workflow is its file: no graph JSON to download. */}
+        {!yamlMode && (
+          <button className="btn" onClick={exportGraph} data-testid="export" title="Download the graph as JSON">
+            Export
+          </button>
+        )}
         {!readOnly && (
           <button
             className="btn btn--primary"

@@ -244,7 +244,10 @@ export function cannotRunProblem(blocker: string): Problem {
 /** The cannot-run problem of the open YAML workflow, when its (saved) file has no errors but the server refuses to run it. */
 export function useCannotRun(): Problem | null {
   const blocker = useYamlFile((s) => (s.workflowId && s.source === s.saved ? s.runBlocker : null));
+  const source = useYamlFile((s) => s.source);
   const yaml = useEditor((s) => s.kind === 'yaml');
+  // Only once the text was checked: its own errors come first.
+  const checked = useValidation((s) => s.yamlSource === source && s.status === 'done');
   const errors = useValidation((s) => s.errors);
-  return useMemo(() => (yaml && blocker && errors === 0 ? cannotRunProblem(blocker) : null), [yaml, blocker, errors]);
+  return useMemo(() => (yaml && blocker && checked && errors === 0 ? cannotRunProblem(blocker) : null), [yaml, blocker, checked, errors]);
 }
