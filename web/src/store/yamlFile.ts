@@ -222,14 +222,19 @@ export function createYamlFileStore(editor: EditorStore = useEditor) {
      * state then: the hash, the typed text). Resolves with the workflow the
      * server answered (null when nothing was sent), after `then` ran.
      */
-    const enqueue = <T>(body: () => WriteBody | null, then: (w: Workflow, before: string, posBefore: Positions) => T): Promise<T | null> => {
+    const enqueue = <T>(
+      body: () => WriteBody | null,
+      then: (w: Workflow, before: string, posBefore: Positions) => T,
+      resolving = false,
+    ): Promise<T | null> => {
       const my = epoch;
       set({ pending: get().pending + 1, saving: true });
       const run = async (): Promise<T | null> => {
         try {
           const s = get();
           if (my !== epoch || !writable()) return null;
-          if (s.conflict) throw new Error('the file changed on disk: resolve that first (the conflict view)');
+          // The conflict view's own write (mine, a merge) is the one that may go while it is open.
+          if (s.conflict && !resolving) throw new Error('the file changed on disk: resolve that first (the conflict view)');
           const b = body();
           if (!b) return null;
           const before = s.saved;
@@ -526,22 +531,20 @@ export function createYamlFileStore(editor: EditorStore = useEditor) {
           return true;
         }
         const text = choice === 'mine' ? (c.yours ?? s.source) : choice.merged;
-        // Written over the disk's text (its hash); undo gives the disk's text back.
-        set({ conflict: null, saved: c.disk, sourceHash: c.diskHash, history: { past: [], future: [] } });
+        // Written over the disk's text (its hash); undo gives the disk's text
+        // back. The view stays open until the write is answered (a second
+        // conflict replaces it; a failure leaves it, to try again).
+        set({ saved: c.disk, sourceHash: c.diskHash, history: { past: [], future: [] } });
         if (get().source === c.yours || choice !== 'mine') set({ source: text });
-        try {
-          const r = await enqueue(
-            () => ({ source: text }),
-            (w, before, posBefore) => {
-              record({ label: choice === 'mine' ? 'Keep mine over the disk' : 'Merge with the disk', kind: 'edit', before, after: w.source ?? '', posBefore });
-              return true;
-            },
-          );
-          return r === true;
-        } catch (e) {
-          if (!(e instanceof ApiError && e.conflict)) set({ conflict: c });
-          throw e;
-        }
+        const r = await enqueue(
+          () => ({ source: text }),
+          (w, before, posBefore) => {
+            record({ label: choice === 'mine' ? 'Keep mine over the disk' : 'Merge with the disk', kind: 'edit', before, after: w.source ?? '', posBefore });
+            return true;
+          },
+          true,
+        );
+        return r === true;
       },
 
       dismissConflict: () => set({ conflict: null }),
