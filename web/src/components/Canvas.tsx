@@ -98,7 +98,8 @@ const MovedContext = createContext<() => void>(() => {});
 /**
  * Fits when the nodes are first measured and on every fit request; and
  * again when the pane changes size (a panel opens, the log grows) as long
- * as the person has not panned or zoomed since.
+ * as the person has not touched the canvas since (a pan, a zoom, a click, a
+ * drag): the view never moves under the pointer.
  */
 function useAutoFit(fitRequest: number) {
   const fit = useFit();
@@ -247,7 +248,7 @@ export function EditorCanvas({
 
   return (
     <CanvasModeContext.Provider value="edit">
-      <div className={`sy-canvas${far}`} data-testid="canvas" onDragOver={onDragOver} onDrop={onDrop}>
+      <div className={`sy-canvas${far}`} data-testid="canvas" onDragOver={onDragOver} onDrop={onDrop} onPointerDownCapture={markMoved}>
         <EdgeMarkers />
         <MovedContext.Provider value={markMoved}>
         <RoutesProvider nodes={nodes} edges={edges}>
@@ -350,7 +351,7 @@ export function RunCanvas() {
   const onPaneClick = useCallback(() => select(null), [select]);
   return (
     <CanvasModeContext.Provider value="run">
-      <div className={`sy-canvas${far}`} data-testid="run-canvas">
+      <div className={`sy-canvas${far}`} data-testid="run-canvas" onPointerDownCapture={markMoved}>
         <EdgeMarkers />
         <MovedContext.Provider value={markMoved}>
         <RoutesProvider nodes={nodes} edges={edges}>

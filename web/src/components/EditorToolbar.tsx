@@ -214,22 +214,30 @@ export function Toolbar({
         </span>
       )}
       {yamlMode && <YamlViewToggle />}
-      {dirty && !readOnly && (
-        <span className="dirty" data-testid="dirty-indicator" title="Unsaved changes">
-          ● unsaved
-        </span>
-      )}
-      {yamlMode && editable && (dirty || yamlState.pending > 0) && (
-        <span className={`save-state${textErrors && dirty ? ' is-blocked' : ''}`} data-testid="save-state" role="status" title={SAVE_MODEL}>
-          {yamlState.pending > 0
-            ? 'Saving…'
-            : dirty
-              ? textErrors
-                ? `Not saved: ${textErrors} error${textErrors === 1 ? '' : 's'} in the text`
-                : 'Saves when you pause typing'
-              : ''}
-        </span>
-      )}
+      {/* A slot of its own width: what it says changes, the toolbar's layout does not. */}
+      <span className="toolbar__status">
+        {dirty && !readOnly && (
+          <span className="dirty" data-testid="dirty-indicator" title="Unsaved changes">
+            ● unsaved
+          </span>
+        )}
+        {yamlMode && editable && (dirty || yamlState.pending > 0) && (
+          <span
+            className={`save-state${textErrors && dirty ? ' is-blocked' : ''}`}
+            data-testid="save-state"
+            role="status"
+            title={
+              yamlState.pending > 0
+                ? 'Writing to the file'
+                : textErrors
+                  ? `Not saved: the text has ${textErrors} error${textErrors === 1 ? '' : 's'}. Fix them (or Save anyway). ${SAVE_MODEL}`
+                  : SAVE_MODEL
+            }
+          >
+            {yamlState.pending > 0 ? 'Saving…' : dirty ? (textErrors ? `Not saved: ${textErrors} error${textErrors === 1 ? '' : 's'}` : 'Saves on pause') : ''}
+          </span>
+        )}
+      </span>
       <div className="toolbar__group">
         <PanelToggle side="left" label="palette and workflow list" />
         {!readOnly && (
