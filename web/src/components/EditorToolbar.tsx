@@ -215,10 +215,10 @@ export function Toolbar({
       )}
       {yamlMode && <YamlViewToggle />}
       {/* A slot of its own width: what it says changes, the toolbar's layout does not. */}
-      <span className="toolbar__status">
+      <span className={`toolbar__status${yamlMode ? ' is-yaml' : ''}`}>
         {dirty && !readOnly && (
           <span className="dirty" data-testid="dirty-indicator" title="Unsaved changes">
-            ● unsaved
+            {/* A YAML file's state says more beside it: the dot, and words for screen readers. */}● <span className={yamlMode && editable ? 'sr-only' : ''}>unsaved</span>
           </span>
         )}
         {yamlMode && editable && (dirty || yamlState.pending > 0) && (
