@@ -42,4 +42,4 @@ type Store interface {
 	RevokedSessions(ctx context.Context) (map[string]time.Time, error)
 }
 
-var _ Store = (*store.Store)(nil)
+var _ Store = store.Store(nil)

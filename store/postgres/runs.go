@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,33 +15,23 @@ import (
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/store"
+	"github.com/switchyard/switchyard/store/internal/commit"
 )
 
-var _ engine.Store = (*Store)(nil)
+var _ store.Store = (*Store)(nil)
 
 // Emit queues ev to be appended to its run's log and returns; it is
 // committed with whatever else is queued, and passed to OnCommit hooks
 // then. A full queue makes Emit block (backpressure). Emit never fails: an
 // event that cannot be written is logged and counted in Stats.
-func (s *Store) Emit(ev *engine.Event) {
-	if ev == nil {
-		return
-	}
-	o := op{kind: opEvent, ev: *ev}
-	o.ev.Data = bytes.Clone(ev.Data)
-	o.ev.Timestamp = store.NormTime(ev.Timestamp)
-	if err := s.w.enqueue(context.Background(), o); err != nil {
-		s.w.eventsDropped.Add(1)
-		s.log.Warn("postgres: event dropped", "run", ev.RunID, "seq", ev.Seq, "err", err)
-	}
-}
+func (s *Store) Emit(ev *engine.Event) { s.w.Emit(ev) }
 
 // OnCommit registers h, called after every commit that wrote events or run
 // headers with exactly what was committed, in order, on the writer
 // goroutine: it must be fast, must not modify what it gets and must not
 // call the store's write methods. Only this Store's commits are reported.
 func (s *Store) OnCommit(h func(events []engine.Event, runs []*engine.Run)) {
-	s.w.addHook(h)
+	s.w.OnCommit(h)
 }
 
 const (
@@ -107,7 +96,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 	if r == nil || r.ID == "" {
 		return errors.New("postgres: create run: run id is required")
 	}
-	hdr := store.CloneRun(r)
+	hdr := commit.CloneRun(r)
 	approvals, err := json.Marshal(hdr.PendingApprovals)
 	if err != nil {
 		return fmt.Errorf("postgres: create run %s: pending approvals: %w", r.ID, err)
@@ -125,20 +114,14 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 		l := s.fromNow(hdr.LeaseUntil)
 		lease = &l
 	}
-	evs := make([]engine.Event, len(events))
-	for i, ev := range events {
-		evs[i] = *ev
-		evs[i].RunID = hdr.ID
-		evs[i].Data = bytes.Clone(ev.Data)
-		evs[i].Timestamp = store.NormTime(ev.Timestamp)
-	}
+	evs := commit.CopyEvents(hdr.ID, events)
 	// The checking form: refuses a taken id or an unknown workflow alone.
 	check := func(t *wtx) error {
 		if wf != nil {
 			var one int
 			err := t.queryRow(`SELECT 1 FROM workflows WHERE id = $1`, *wf).Scan(&one)
 			if errors.Is(err, pgx.ErrNoRows) {
-				return rejected{fmt.Errorf("workflow %q: %w", hdr.WorkflowID, engine.ErrNotFound)}
+				return reject(fmt.Errorf("workflow %q: %w", hdr.WorkflowID, engine.ErrNotFound))
 			}
 			if err != nil {
 				return err
@@ -152,7 +135,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 			return err
 		}
 		if n == 0 {
-			return rejected{fmt.Errorf("run already exists: %w", engine.ErrConflict)}
+			return reject(fmt.Errorf("run already exists: %w", engine.ErrConflict))
 		}
 		b := &pgx.Batch{}
 		b.Queue(`INSERT INTO run_definitions (run_id, definition) VALUES ($1, $2)`, hdr.ID, string(hdr.Definition))
@@ -189,8 +172,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.RunID, e.Seq, e.NodeID, e.Type, e.Conten
 		}
 		return nil, nil
 	}
-	err = s.w.submit(ctx, op{kind: opSync, fn: check, pipe: &pipelined{queue: queue, read: read},
-		ctx: ctx, run: hdr, evs: evs, done: make(chan error, 1)})
+	err = s.w.Do(ctx, hdr, evs, job{fn: check, pipe: &pipelined{queue: queue, read: read}})
 	if err != nil {
 		return fmt.Errorf("postgres: create run %s: %w", r.ID, err)
 	}
@@ -207,7 +189,7 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 	if r == nil {
 		return errors.New("postgres: checkpoint: nil run")
 	}
-	hdr := store.CloneRun(r)
+	hdr := commit.CloneRun(r)
 	approvals, err := json.Marshal(hdr.PendingApprovals)
 	if err != nil {
 		return fmt.Errorf("postgres: checkpoint run %s: pending approvals: %w", r.ID, err)
@@ -255,16 +237,16 @@ func checkpointRefused(t *wtx, hdr *engine.Run) error {
 	var holder, status string
 	err := t.queryRow(`SELECT owner, status FROM runs WHERE id = $1`, hdr.ID).Scan(&holder, &status)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return rejected{engine.ErrNotFound}
+		return reject(engine.ErrNotFound)
 	}
 	if err != nil {
 		return err
 	}
 	if engine.RunStatus(status).Terminal() {
 		// A run's end is written once and never changes.
-		return rejected{fmt.Errorf("run is %s: %w", status, engine.ErrTerminal)}
+		return reject(fmt.Errorf("run is %s: %w", status, engine.ErrTerminal))
 	}
-	return rejected{fmt.Errorf("run is held by %q, not %q: %w", holder, hdr.Owner, engine.ErrConflict)}
+	return reject(fmt.Errorf("run is held by %q, not %q: %w", holder, hdr.Owner, engine.ErrConflict))
 }
 
 // AcquireRun implements engine.Store. now and leaseUntil are this process's
@@ -285,15 +267,15 @@ func (s *Store) AcquireRun(ctx context.Context, runID, owner string, expect engi
 		var status, holder string
 		err = t.queryRow(`SELECT status, owner FROM runs WHERE id = $1`, runID).Scan(&status, &holder)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return rejected{engine.ErrNotFound}
+			return reject(engine.ErrNotFound)
 		}
 		if err != nil {
 			return err
 		}
 		if expect != "" && status != string(expect) {
-			return rejected{fmt.Errorf("run is %s, not %s: %w", status, expect, engine.ErrConflict)}
+			return reject(fmt.Errorf("run is %s, not %s: %w", status, expect, engine.ErrConflict))
 		}
-		return rejected{fmt.Errorf("run is held by %s: %w", holder, engine.ErrConflict)}
+		return reject(fmt.Errorf("run is held by %s: %w", holder, engine.ErrConflict))
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: acquire run %s for %s: %w", runID, owner, err)
@@ -357,18 +339,18 @@ AND EXISTS (SELECT 1 FROM runs WHERE id = $1 AND owner = $3 FOR SHARE)`, runID, 
 		err = t.queryRow(`SELECT r.owner, n.status FROM runs r
 LEFT JOIN node_states n ON n.run_id = r.id AND n.node_id = $2 WHERE r.id = $1`, runID, nodeID).Scan(&holder, &status)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return rejected{fmt.Errorf("run: %w", engine.ErrNotFound)}
+			return reject(fmt.Errorf("run: %w", engine.ErrNotFound))
 		}
 		if err != nil {
 			return err
 		}
 		if status == nil {
-			return rejected{fmt.Errorf("node: %w", engine.ErrNotFound)}
+			return reject(fmt.Errorf("node: %w", engine.ErrNotFound))
 		}
 		if holder == nil || *holder != owner {
-			return rejected{fmt.Errorf("run is not held by %s: %w", owner, engine.ErrConflict)}
+			return reject(fmt.Errorf("run is not held by %s: %w", owner, engine.ErrConflict))
 		}
-		return rejected{fmt.Errorf("node is %q, not waiting: %w", *status, engine.ErrConflict)}
+		return reject(fmt.Errorf("node is %q, not waiting: %w", *status, engine.ErrConflict))
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: claim node %s of run %s: %w", nodeID, runID, err)
@@ -423,12 +405,12 @@ func (s *Store) ReleaseRun(ctx context.Context, runID, owner string) error {
 		var holder string
 		err = t.queryRow(`SELECT owner FROM runs WHERE id = $1`, runID).Scan(&holder)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return rejected{engine.ErrNotFound}
+			return reject(engine.ErrNotFound)
 		}
 		if err != nil {
 			return err
 		}
-		return rejected{fmt.Errorf("run is held by %s: %w", holder, engine.ErrConflict)}
+		return reject(fmt.Errorf("run is held by %s: %w", holder, engine.ErrConflict))
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: release run %s by %s: %w", runID, owner, err)
@@ -444,7 +426,7 @@ func (s *Store) RequestCancel(ctx context.Context, runID string) error {
 			return err
 		}
 		if n == 0 {
-			return rejected{engine.ErrNotFound}
+			return reject(engine.ErrNotFound)
 		}
 		// Wakes the owner at once (delivered only if this commits); its
 		// polling stays the fallback.
@@ -635,7 +617,7 @@ func (s *Store) ListRuns(ctx context.Context, f engine.RunFilter) ([]*engine.Run
 	}
 	limit := f.Limit
 	if limit <= 0 {
-		limit = defaultListLimit
+		limit = store.DefaultListLimit
 	}
 	q := `SELECT ` + runColumns + ` FROM runs`
 	if len(where) > 0 {
@@ -747,7 +729,7 @@ func nodeArgs(runID string, nodes []*engine.NodeState) ([][]any, error) {
 		}
 		out = append(out, []any{runID, n.NodeID, string(n.Status), n.Input, n.Output, n.Handle,
 			n.Error, n.Visits, n.Attempts, fired, nullText(n.Wait),
-			store.NormTimePtr(n.StartedAt), store.NormTimePtr(n.FinishedAt), n.Rejection, nullText(n.Decision)})
+			commit.NormTimePtr(n.StartedAt), commit.NormTimePtr(n.FinishedAt), n.Rejection, nullText(n.Decision)})
 	}
 	return out, nil
 }

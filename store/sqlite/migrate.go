@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -14,25 +14,8 @@ import (
 	"github.com/pressly/goose/v3"
 
 	switchyard "github.com/switchyard/switchyard"
+	"github.com/switchyard/switchyard/store"
 )
-
-// ErrSchemaTooNew means the database was migrated by a newer switchyard.
-// Opening it with this one could corrupt data that version relies on.
-var ErrSchemaTooNew = errors.New("database schema is newer than this switchyard")
-
-// SchemaTooNewError carries the versions; errors.Is(err, ErrSchemaTooNew).
-type SchemaTooNewError struct {
-	DBVersion    int64 // highest migration recorded in the database
-	KnownVersion int64 // highest migration this binary ships
-}
-
-func (e *SchemaTooNewError) Error() string {
-	return fmt.Sprintf("database schema version %d is newer than this switchyard (%d): upgrade switchyard",
-		e.DBVersion, e.KnownVersion)
-}
-
-// Unwrap makes errors.Is(err, ErrSchemaTooNew) true.
-func (e *SchemaTooNewError) Unwrap() error { return ErrSchemaTooNew }
 
 // ErrNotSwitchyard means a path holds no Switchyard database: nothing is
 // there, or a file that is not SQLite, or an SQLite database without
@@ -78,7 +61,7 @@ AND name IN ('goose_db_version', 'workflows', 'runs')`).Scan(&n)
 
 // migrationsFS is the embedded migrations directory, rooted at the files.
 func migrationsFS() (fs.FS, error) {
-	return fs.Sub(switchyard.Migrations, "migrations")
+	return fs.Sub(switchyard.Migrations, "migrations/sqlite")
 }
 
 func newProvider(db *sql.DB) (*goose.Provider, error) {
@@ -133,7 +116,7 @@ func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
 		return fmt.Errorf("migrations: read schema version: %w", err)
 	}
 	if current > known {
-		return &SchemaTooNewError{DBVersion: current, KnownVersion: known}
+		return &store.SchemaTooNewError{DBVersion: current, KnownVersion: known}
 	}
 	results, err := p.Up(ctx)
 	if err != nil {

@@ -1,29 +1,25 @@
-package store
+package sqlite
 
 import (
 	"context"
 	"database/sql"
 	"fmt"
-)
 
-// NodePosition is where the canvas shows a node.
-type NodePosition struct {
-	X float64 `json:"x"`
-	Y float64 `json:"y"`
-}
+	"github.com/switchyard/switchyard/store"
+)
 
 // YAMLPositions returns the canvas positions of the nodes of YAML
 // workflow id (yaml.<escaped path>), by node id; empty when none are kept.
-func (s *Store) YAMLPositions(ctx context.Context, workflowID string) (map[string]NodePosition, error) {
+func (s *Store) YAMLPositions(ctx context.Context, workflowID string) (map[string]store.NodePosition, error) {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT node_id, x, y FROM yaml_positions WHERE workflow_id = ?`, workflowID)
 	if err != nil {
 		return nil, fmt.Errorf("store: yaml positions: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]NodePosition{}
+	out := map[string]store.NodePosition{}
 	for rows.Next() {
 		var id string
-		var p NodePosition
+		var p store.NodePosition
 		if err := rows.Scan(&id, &p.X, &p.Y); err != nil {
 			return nil, fmt.Errorf("store: yaml positions: %w", err)
 		}
@@ -37,7 +33,7 @@ func (s *Store) YAMLPositions(ctx context.Context, workflowID string) (map[strin
 
 // SetYAMLPositions replaces the positions of YAML workflow id's nodes
 // (none: forgets them).
-func (s *Store) SetYAMLPositions(ctx context.Context, workflowID string, pos map[string]NodePosition) error {
+func (s *Store) SetYAMLPositions(ctx context.Context, workflowID string, pos map[string]store.NodePosition) error {
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM yaml_positions WHERE workflow_id = ?`, workflowID); err != nil {
 			return err

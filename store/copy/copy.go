@@ -1,9 +1,12 @@
-package postgres
+// Package copy copies an SQLite database (store/sqlite) into an empty
+// PostgreSQL one (store/postgres): switchyard db copy.
+package copy
 
 import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"path/filepath"
 	"time"
@@ -11,56 +14,60 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/switchyard/switchyard/engine"
-	"github.com/switchyard/switchyard/store"
+	"github.com/switchyard/switchyard/store/postgres"
+	"github.com/switchyard/switchyard/store/sqlite"
 )
 
-// CopyStats counts what CopyFromSQLite copied.
-type CopyStats struct {
+// Stats counts what FromSQLite copied.
+type Stats struct {
 	Workflows, Versions, Runs, Nodes, Events int64
 }
 
-// CopyFromSQLite copies everything in the SQLite database at path into
+// FromSQLite copies everything in the SQLite database at path into
 // dst, which must be empty; path must hold a Switchyard database already
-// (store.ErrNotSwitchyard otherwise: nothing is created there) (no workflows, no runs): workflows with every
+// (sqlite.ErrNotSwitchyard otherwise: nothing is created there) (no workflows, no runs): workflows with every
 // version, runs with their definitions, node states (in their order),
 // events, leases, cancel requests and revoked sessions. The SQLite
 // database is first brought to the current schema (as opening it with
 // switchyard would; a newer one is refused with store.ErrSchemaTooNew),
 // then read in one snapshot; the copy is one PostgreSQL transaction, all or nothing.
 // Nothing may write to either database meanwhile.
-func CopyFromSQLite(ctx context.Context, path string, dst *Store) (CopyStats, error) {
-	var st CopyStats
+func FromSQLite(ctx context.Context, path string, dst *postgres.Store, log *slog.Logger) (Stats, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	var st Stats
 	// Opening would create a database where there is none (a mistyped
 	// --data): the source must be a Switchyard database already.
-	if err := store.CheckDatabase(ctx, path); err != nil {
-		return st, fmt.Errorf("postgres: copy: %w", err)
+	if err := sqlite.CheckDatabase(ctx, path); err != nil {
+		return st, fmt.Errorf("copy: %w", err)
 	}
-	src, err := store.Open(ctx, path, store.WithLogger(dst.log))
+	src, err := sqlite.Open(ctx, path, sqlite.WithLogger(log))
 	if err != nil {
-		return st, fmt.Errorf("postgres: copy: %w", err)
+		return st, fmt.Errorf("copy: %w", err)
 	}
 	if err := src.Close(); err != nil {
-		return st, fmt.Errorf("postgres: copy: %w", err)
+		return st, fmt.Errorf("copy: %w", err)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return st, fmt.Errorf("postgres: copy: %w", err)
+		return st, fmt.Errorf("copy: %w", err)
 	}
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: "mode=ro&_pragma=busy_timeout(5000)"}
 	db, err := sql.Open("sqlite", u.String())
 	if err != nil {
-		return st, fmt.Errorf("postgres: copy: open %s: %w", path, err)
+		return st, fmt.Errorf("copy: open %s: %w", path, err)
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	// One read transaction: a consistent snapshot of the whole file.
 	rtx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return st, fmt.Errorf("postgres: copy: read %s: %w", path, err)
+		return st, fmt.Errorf("copy: read %s: %w", path, err)
 	}
 	defer func() { _ = rtx.Rollback() }() // read-only: nothing to commit
 
-	err = pgx.BeginFunc(ctx, dst.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, dst.Pool(), func(tx pgx.Tx) error {
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM workflows) + (SELECT count(*) FROM runs)`).Scan(&n); err != nil {
 			return err
@@ -137,9 +144,9 @@ started_at, finished_at, rejection, decision FROM node_states ORDER BY rowid`,
 		return verifyCopy(ctx, rtx, tx, tables)
 	})
 	if err != nil {
-		return CopyStats{}, fmt.Errorf("postgres: copy from %s: %w", path, err)
+		return Stats{}, fmt.Errorf("copy from %s: %w", path, err)
 	}
-	dst.log.Info("postgres: copied the SQLite database", "from", path, "workflows", st.Workflows,
+	log.Info("copied the SQLite database into PostgreSQL", "from", path, "workflows", st.Workflows,
 		"versions", st.Versions, "runs", st.Runs, "nodes", st.Nodes, "events", st.Events)
 	return st, nil
 }

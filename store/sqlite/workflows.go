@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -6,69 +6,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/store"
+	"github.com/switchyard/switchyard/store/internal/commit"
 )
-
-// Workflow is a saved workflow: its current version. Definition is the
-// graph JSON, or for kind yaml a JSON value holding the YAML source as the
-// server chooses; the store only requires valid JSON.
-type Workflow struct {
-	ID          string          `json:"id"`
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Kind        string          `json:"kind"` // engine.KindGraph or engine.KindYAML
-	Definition  json.RawMessage `json:"definition,omitempty"`
-	Version     int             `json:"version"`
-	CreatedAt   time.Time       `json:"createdAt"`
-	UpdatedAt   time.Time       `json:"updatedAt"`
-}
-
-// WorkflowVersion is one saved version of a workflow.
-type WorkflowVersion struct {
-	WorkflowID  string          `json:"workflowId"`
-	Version     int             `json:"version"`
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Kind        string          `json:"kind"`
-	Definition  json.RawMessage `json:"definition,omitempty"`
-	CreatedAt   time.Time       `json:"createdAt"` // when this version was saved
-}
-
-// ValidateWorkflow checks what every store requires of a workflow: a name,
-// a known kind and a JSON definition (engine.ErrInvalidWorkflow otherwise).
-func ValidateWorkflow(w *Workflow) error { return validateWorkflow(w) }
-
-func validateWorkflow(w *Workflow) error {
-	var problems []string
-	if strings.TrimSpace(w.Name) == "" {
-		problems = append(problems, "name is required")
-	}
-	if w.Kind != engine.KindGraph && w.Kind != engine.KindYAML {
-		problems = append(problems, fmt.Sprintf("kind %q must be %q or %q", w.Kind, engine.KindGraph, engine.KindYAML))
-	}
-	switch {
-	case len(w.Definition) == 0:
-		problems = append(problems, "definition is required")
-	case !json.Valid(w.Definition):
-		problems = append(problems, "definition is not valid JSON")
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("%w: %s", engine.ErrInvalidWorkflow, strings.Join(problems, "; "))
-	}
-	return nil
-}
 
 // writeTx runs fn in a transaction on the writer connection. Workflow
 // writes need no ordering with run events, so they bypass the queue; the
 // single connection still serializes them with the writer's batches.
 func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	if s.w.isClosed() {
-		return ErrClosed
+	if s.w.Closed() {
+		return store.ErrClosed
 	}
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
@@ -85,14 +37,14 @@ func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // and returns what was stored. ErrConflict if the id is taken; an error
 // matching engine.ErrInvalidWorkflow for a missing name, unknown kind or
 // invalid definition.
-func (s *Store) CreateWorkflow(ctx context.Context, w Workflow) (*Workflow, error) {
-	if err := validateWorkflow(&w); err != nil {
+func (s *Store) CreateWorkflow(ctx context.Context, w store.Workflow) (*store.Workflow, error) {
+	if err := store.ValidateWorkflow(&w); err != nil {
 		return nil, fmt.Errorf("store: create workflow: %w", err)
 	}
 	if w.ID == "" {
 		w.ID = uuid.NewString()
 	}
-	now := normTime(s.now())
+	now := commit.NormTime(s.now())
 	w.Version, w.CreatedAt, w.UpdatedAt = 1, now, now
 	w.Definition = append(json.RawMessage(nil), w.Definition...)
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
@@ -115,7 +67,7 @@ version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 1, ?, ?) ON CONFLICT (id
 	return &w, nil
 }
 
-func insertVersion(ctx context.Context, tx *sql.Tx, w *Workflow, at time.Time) error {
+func insertVersion(ctx context.Context, tx *sql.Tx, w *store.Workflow, at time.Time) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO workflow_versions (workflow_id, version, name, description,
 kind, definition, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		w.ID, w.Version, w.Name, w.Description, w.Kind, string(w.Definition), toMicros(at))
@@ -126,11 +78,11 @@ kind, definition, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 // version of workflow w.ID, provided its current version is expectVersion:
 // a stale editor gets ErrConflict instead of overwriting someone else's
 // save. The previous versions stay available through GetVersion.
-func (s *Store) UpdateWorkflow(ctx context.Context, w Workflow, expectVersion int) (*Workflow, error) {
-	if err := validateWorkflow(&w); err != nil {
+func (s *Store) UpdateWorkflow(ctx context.Context, w store.Workflow, expectVersion int) (*store.Workflow, error) {
+	if err := store.ValidateWorkflow(&w); err != nil {
 		return nil, fmt.Errorf("store: update workflow %s: %w", w.ID, err)
 	}
-	now := normTime(s.now())
+	now := commit.NormTime(s.now())
 	w.Definition = append(json.RawMessage(nil), w.Definition...)
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		var created int64
@@ -185,9 +137,9 @@ func (s *Store) DeleteWorkflow(ctx context.Context, id string) error {
 
 // GetWorkflow returns the current version of a workflow; ErrNotFound if
 // unknown.
-func (s *Store) GetWorkflow(ctx context.Context, id string) (*Workflow, error) {
+func (s *Store) GetWorkflow(ctx context.Context, id string) (*store.Workflow, error) {
 	var (
-		w                Workflow
+		w                store.Workflow
 		def              string
 		created, updated int64
 	)
@@ -207,16 +159,16 @@ created_at, updated_at FROM workflows WHERE id = ?`, id).Scan(&w.ID, &w.Name, &w
 
 // ListWorkflows lists every workflow, most recently updated first, without
 // definitions (Definition is nil; use GetWorkflow).
-func (s *Store) ListWorkflows(ctx context.Context) ([]*Workflow, error) {
+func (s *Store) ListWorkflows(ctx context.Context) ([]*store.Workflow, error) {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT id, name, description, kind, version, created_at,
 updated_at FROM workflows ORDER BY updated_at DESC, id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: list workflows: %w", err)
 	}
 	defer rows.Close()
-	out := []*Workflow{}
+	out := []*store.Workflow{}
 	for rows.Next() {
-		var w Workflow
+		var w store.Workflow
 		var created, updated int64
 		if err := rows.Scan(&w.ID, &w.Name, &w.Description, &w.Kind, &w.Version, &created, &updated); err != nil {
 			return nil, fmt.Errorf("store: list workflows: %w", err)
@@ -232,16 +184,16 @@ updated_at FROM workflows ORDER BY updated_at DESC, id`)
 
 // ListVersions lists the saved versions of a workflow, newest first,
 // without definitions (use GetVersion). ErrNotFound if unknown.
-func (s *Store) ListVersions(ctx context.Context, id string) ([]WorkflowVersion, error) {
+func (s *Store) ListVersions(ctx context.Context, id string) ([]store.WorkflowVersion, error) {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT version, name, description, kind, created_at
 FROM workflow_versions WHERE workflow_id = ? ORDER BY version DESC`, id)
 	if err != nil {
 		return nil, fmt.Errorf("store: list versions of workflow %s: %w", id, err)
 	}
 	defer rows.Close()
-	var out []WorkflowVersion
+	var out []store.WorkflowVersion
 	for rows.Next() {
-		v := WorkflowVersion{WorkflowID: id}
+		v := store.WorkflowVersion{WorkflowID: id}
 		var created int64
 		if err := rows.Scan(&v.Version, &v.Name, &v.Description, &v.Kind, &created); err != nil {
 			return nil, fmt.Errorf("store: list versions of workflow %s: %w", id, err)
@@ -260,8 +212,8 @@ FROM workflow_versions WHERE workflow_id = ? ORDER BY version DESC`, id)
 
 // GetVersion returns version v of a workflow; ErrNotFound if either is
 // unknown.
-func (s *Store) GetVersion(ctx context.Context, id string, v int) (*WorkflowVersion, error) {
-	wv := WorkflowVersion{WorkflowID: id, Version: v}
+func (s *Store) GetVersion(ctx context.Context, id string, v int) (*store.WorkflowVersion, error) {
+	wv := store.WorkflowVersion{WorkflowID: id, Version: v}
 	var def string
 	var created int64
 	err := s.rdb.QueryRowContext(ctx, `SELECT name, description, kind, definition, created_at

@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"bytes"
@@ -7,17 +7,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/store"
+	"github.com/switchyard/switchyard/store/internal/commit"
 )
 
-var _ engine.Store = (*Store)(nil)
-
-const defaultListLimit = 50
+var _ store.Store = (*Store)(nil)
 
 // Emit queues ev to be appended to its run's log and returns. The store
 // keeps a copy, so the caller may reuse ev. The event is committed by the
@@ -28,18 +27,7 @@ const defaultListLimit = 50
 // is backpressure on a producer faster than the disk. Emit never fails; an
 // event that cannot be written (after retries, for an unknown run, or after
 // Close) is logged and counted in Stats().EventsDropped.
-func (s *Store) Emit(ev *engine.Event) {
-	if ev == nil {
-		return
-	}
-	o := op{kind: opEvent, ev: *ev}
-	o.ev.Data = bytes.Clone(ev.Data)
-	o.ev.Timestamp = normTime(ev.Timestamp)
-	if err := s.w.enqueue(context.Background(), o); err != nil {
-		s.w.eventsDropped.Add(1)
-		s.log.Warn("store: event dropped", "run", ev.RunID, "seq", ev.Seq, "err", err)
-	}
-}
+func (s *Store) Emit(ev *engine.Event) { s.w.Emit(ev) }
 
 // OnCommit registers h, called after every commit that wrote events or run
 // headers, with exactly what was committed, in order. Hooks run on the
@@ -48,7 +36,7 @@ func (s *Store) Emit(ev *engine.Event) {
 // and must not call the store's write methods (Emit, Checkpoint, ...),
 // which would wait for the writer they are blocking. Reads are fine.
 func (s *Store) OnCommit(h func(events []engine.Event, runs []*engine.Run)) {
-	s.w.addHook(h)
+	s.w.OnCommit(h)
 }
 
 // CreateRun stores a new run, its initial node states and its first events
@@ -60,7 +48,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 	if r == nil || r.ID == "" {
 		return errors.New("store: create run: run id is required")
 	}
-	hdr := cloneRun(r)
+	hdr := commit.CloneRun(r)
 	approvals, err := json.Marshal(hdr.PendingApprovals)
 	if err != nil {
 		return fmt.Errorf("store: create run %s: pending approvals: %w", r.ID, err)
@@ -77,19 +65,13 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 	if hdr.Owner != "" {
 		lease = toMicros(hdr.LeaseUntil)
 	}
-	evs := make([]engine.Event, len(events))
-	for i, ev := range events {
-		evs[i] = *ev
-		evs[i].RunID = hdr.ID
-		evs[i].Data = bytes.Clone(ev.Data)
-		evs[i].Timestamp = normTime(ev.Timestamp)
-	}
+	evs := commit.CopyEvents(hdr.ID, events)
 	err = s.w.doEvents(ctx, hdr, evs, func(t *wtx) error {
 		if wf != nil {
 			var one int
 			err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM workflows WHERE id = ?`, wf).Scan(&one)
 			if errors.Is(err, sql.ErrNoRows) {
-				return rejected{fmt.Errorf("workflow %q: %w", hdr.WorkflowID, engine.ErrNotFound)}
+				return reject(fmt.Errorf("workflow %q: %w", hdr.WorkflowID, engine.ErrNotFound))
 			}
 			if err != nil {
 				return err
@@ -104,7 +86,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 			return err
 		}
 		if n == 0 {
-			return rejected{fmt.Errorf("run already exists: %w", engine.ErrConflict)}
+			return reject(fmt.Errorf("run already exists: %w", engine.ErrConflict))
 		}
 		if _, err := t.exec(sqlInsertDefinition, hdr.ID, string(hdr.Definition)); err != nil {
 			return err
@@ -161,6 +143,9 @@ AND (r.status <> 'paused' OR EXISTS
 ORDER BY r.created_at, r.id`
 )
 
+// hotStatements are prepared once by the writer (see wtx.exec).
+var hotStatements = []string{sqlInsertRun, sqlInsertDefinition, sqlAcquireRun, sqlReleaseRun}
+
 // Checkpoint writes the run header and upserts the given node states in the
 // writer's next batch, after every event already emitted, and returns once
 // that batch committed. The header's mutable fields are written (status,
@@ -172,7 +157,7 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 	if r == nil {
 		return errors.New("store: checkpoint: nil run")
 	}
-	hdr := cloneRun(r)
+	hdr := commit.CloneRun(r)
 	approvals, err := json.Marshal(hdr.PendingApprovals)
 	if err != nil {
 		return fmt.Errorf("store: checkpoint run %s: pending approvals: %w", r.ID, err)
@@ -200,16 +185,16 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 			var holder, status string
 			err := t.tx.QueryRowContext(t.ctx, `SELECT owner, status FROM runs WHERE id = ?`, hdr.ID).Scan(&holder, &status)
 			if errors.Is(err, sql.ErrNoRows) {
-				return rejected{engine.ErrNotFound}
+				return reject(engine.ErrNotFound)
 			}
 			if err != nil {
 				return err
 			}
 			if engine.RunStatus(status).Terminal() {
 				// A run's end is written once and never changes.
-				return rejected{fmt.Errorf("run is %s: %w", status, engine.ErrTerminal)}
+				return reject(fmt.Errorf("run is %s: %w", status, engine.ErrTerminal))
 			}
-			return rejected{fmt.Errorf("run is held by %q, not %q: %w", holder, hdr.Owner, engine.ErrConflict)}
+			return reject(fmt.Errorf("run is held by %q, not %q: %w", holder, hdr.Owner, engine.ErrConflict))
 		}
 		return upsertNodes(t, t.stmt(s.w.upsNode), nargs)
 	})
@@ -238,15 +223,15 @@ func (s *Store) AcquireRun(ctx context.Context, runID, owner string, expect engi
 		var status, holder string
 		err = t.tx.QueryRowContext(t.ctx, `SELECT status, owner FROM runs WHERE id = ?`, runID).Scan(&status, &holder)
 		if errors.Is(err, sql.ErrNoRows) {
-			return rejected{engine.ErrNotFound}
+			return reject(engine.ErrNotFound)
 		}
 		if err != nil {
 			return err
 		}
 		if expect != "" && status != string(expect) {
-			return rejected{fmt.Errorf("run is %s, not %s: %w", status, expect, engine.ErrConflict)}
+			return reject(fmt.Errorf("run is %s, not %s: %w", status, expect, engine.ErrConflict))
 		}
-		return rejected{fmt.Errorf("run is held by %s: %w", holder, engine.ErrConflict)}
+		return reject(fmt.Errorf("run is held by %s: %w", holder, engine.ErrConflict))
 	})
 	if err != nil {
 		return fmt.Errorf("store: acquire run %s for %s: %w", runID, owner, err)
@@ -277,18 +262,18 @@ AND EXISTS (SELECT 1 FROM runs WHERE id = ?1 AND owner = ?3)`, runID, nodeID, ow
 		err = t.tx.QueryRowContext(t.ctx, `SELECT r.owner, n.status FROM runs r
 LEFT JOIN node_states n ON n.run_id = r.id AND n.node_id = ?2 WHERE r.id = ?1`, runID, nodeID).Scan(&holder, &status)
 		if errors.Is(err, sql.ErrNoRows) {
-			return rejected{fmt.Errorf("run: %w", engine.ErrNotFound)}
+			return reject(fmt.Errorf("run: %w", engine.ErrNotFound))
 		}
 		if err != nil {
 			return err
 		}
 		if !status.Valid {
-			return rejected{fmt.Errorf("node: %w", engine.ErrNotFound)}
+			return reject(fmt.Errorf("node: %w", engine.ErrNotFound))
 		}
 		if holder.String != owner {
-			return rejected{fmt.Errorf("run is not held by %s: %w", owner, engine.ErrConflict)}
+			return reject(fmt.Errorf("run is not held by %s: %w", owner, engine.ErrConflict))
 		}
-		return rejected{fmt.Errorf("node is %q, not waiting: %w", status.String, engine.ErrConflict)}
+		return reject(fmt.Errorf("node is %q, not waiting: %w", status.String, engine.ErrConflict))
 	})
 	if err != nil {
 		return fmt.Errorf("store: claim node %s of run %s: %w", nodeID, runID, err)
@@ -343,12 +328,12 @@ func (s *Store) ReleaseRun(ctx context.Context, runID, owner string) error {
 		var holder string
 		err = t.tx.QueryRowContext(t.ctx, `SELECT owner FROM runs WHERE id = ?`, runID).Scan(&holder)
 		if errors.Is(err, sql.ErrNoRows) {
-			return rejected{engine.ErrNotFound}
+			return reject(engine.ErrNotFound)
 		}
 		if err != nil {
 			return err
 		}
-		return rejected{fmt.Errorf("run is held by %s: %w", holder, engine.ErrConflict)}
+		return reject(fmt.Errorf("run is held by %s: %w", holder, engine.ErrConflict))
 	})
 	if err != nil {
 		return fmt.Errorf("store: release run %s by %s: %w", runID, owner, err)
@@ -364,7 +349,7 @@ func (s *Store) RequestCancel(ctx context.Context, runID string) error {
 			return err
 		}
 		if n == 0 {
-			return rejected{engine.ErrNotFound}
+			return reject(engine.ErrNotFound)
 		}
 		return nil
 	})
@@ -596,7 +581,7 @@ func listRunsQuery(f engine.RunFilter) (string, []any) {
 	}
 	limit := f.Limit
 	if limit <= 0 {
-		limit = defaultListLimit
+		limit = store.DefaultListLimit
 	}
 	q := `SELECT ` + runColumns + ` FROM runs`
 	if len(where) > 0 {
@@ -670,47 +655,6 @@ func (s *Store) ListOrphaned(ctx context.Context, now time.Time) ([]string, erro
 }
 
 // --- copying and argument building ---
-
-// normTime is t as it reads back from the database: UTC, whole microseconds.
-func normTime(t time.Time) time.Time { return fromMicros(toMicros(t)) }
-
-// NormTime is t as a store reads it back: UTC, whole microseconds. The
-// exported helpers here serve the other stores (store/postgres), so that
-// every store copies and normalizes alike.
-func NormTime(t time.Time) time.Time { return normTime(t) }
-
-// NormTimePtr is NormTime of *t, nil for nil.
-func NormTimePtr(t *time.Time) *time.Time { return normTimePtr(t) }
-
-// CloneRun copies r as a store keeps it (see cloneRun).
-func CloneRun(r *engine.Run) *engine.Run { return cloneRun(r) }
-
-func normTimePtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	n := normTime(*t)
-	return &n
-}
-
-// cloneRun copies r deeply enough that the caller may modify r afterwards,
-// with times normalized as they will read back. Definition is shared: it is
-// an immutable snapshot.
-func cloneRun(r *engine.Run) *engine.Run {
-	c := *r
-	c.PendingApprovals = slices.Clone(r.PendingApprovals)
-	for i := range c.PendingApprovals {
-		c.PendingApprovals[i].Since = normTime(c.PendingApprovals[i].Since)
-	}
-	c.CreatedAt = normTime(r.CreatedAt)
-	c.UpdatedAt = normTime(r.UpdatedAt)
-	c.FinishedAt = normTimePtr(r.FinishedAt)
-	if r.Usage.CostUSD != nil {
-		f := *r.Usage.CostUSD
-		c.Usage.CostUSD = &f
-	}
-	return &c
-}
 
 // nodeArgs turns node states into statement arguments right away, which is
 // also the copy that lets the engine reuse its NodeState structs.

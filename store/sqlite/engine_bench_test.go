@@ -1,4 +1,4 @@
-package store_test
+package sqlite_test
 
 // Benchmarks of the engine persisting through the SQLite store: what
 // durability costs per node (goal: under 100 µs per node persisted), and
@@ -19,7 +19,7 @@ import (
 	"github.com/switchyard/switchyard/graph"
 	"github.com/switchyard/switchyard/internal/fakeopenai"
 	"github.com/switchyard/switchyard/llm"
-	"github.com/switchyard/switchyard/store"
+	"github.com/switchyard/switchyard/store/sqlite"
 )
 
 // inProcess serves openai-go's requests from the fake's handler without a
@@ -81,10 +81,10 @@ func fanout(n int, typ string) *graph.Graph {
 	return g
 }
 
-func openBenchStore(b *testing.B) *store.Store {
+func openBenchStore(b *testing.B) *sqlite.Store {
 	b.Helper()
 	log := slog.New(slog.NewTextHandler(b.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	st, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "switchyard.db"), store.WithLogger(log))
+	st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "switchyard.db"), sqlite.WithLogger(log))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func benchPersistedRun(b *testing.B, g *graph.Graph, nodes int) {
 	b.ReportMetric(float64(stats.EventsWritten)/float64(b.N), "events/run")
 }
 
-func mustLastRun(b *testing.B, st *store.Store) string {
+func mustLastRun(b *testing.B, st *sqlite.Store) string {
 	runs, err := st.ListRuns(context.Background(), engine.RunFilter{Limit: 1})
 	if err != nil || len(runs) != 1 {
 		b.Fatalf("list runs: %v %v", runs, err)

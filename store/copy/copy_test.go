@@ -1,4 +1,4 @@
-package postgres
+package copy
 
 import (
 	"database/sql"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/store"
+	"github.com/switchyard/switchyard/store/sqlite"
 )
 
 // TestCopyFromSQLite: everything a SQLite database holds reads back the
@@ -20,7 +21,7 @@ func TestCopyFromSQLite(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	path := filepath.Join(t.TempDir(), "switchyard.db")
-	src, err := store.Open(ctx, path, store.WithLogger(testLogger(t)))
+	src, err := sqlite.Open(ctx, path, sqlite.WithLogger(testLogger(t)))
 	mustOK(t, err, "open SQLite")
 
 	w, err := src.CreateWorkflow(ctx, store.Workflow{Name: "Review", Kind: engine.KindGraph, Definition: json.RawMessage(`{"nodes":[1]}`)})
@@ -65,12 +66,12 @@ func TestCopyFromSQLite(t *testing.T) {
 	mustOK(t, src.Close(), "close SQLite")
 
 	dst := openStore(t)
-	st, err := CopyFromSQLite(ctx, path, dst)
-	mustOK(t, err, "CopyFromSQLite")
-	if want := (CopyStats{Workflows: 2, Versions: 3, Runs: 4, Nodes: 2, Events: 300}); st != want {
+	st, err := FromSQLite(ctx, path, dst, testLogger(t))
+	mustOK(t, err, "FromSQLite")
+	if want := (Stats{Workflows: 2, Versions: 3, Runs: 4, Nodes: 2, Events: 300}); st != want {
 		t.Fatalf("copied %+v, want %+v", st, want)
 	}
-	src, err = store.Open(ctx, path, store.WithLogger(testLogger(t)))
+	src, err = sqlite.Open(ctx, path, sqlite.WithLogger(testLogger(t)))
 	mustOK(t, err, "reopen SQLite")
 	defer src.Close()
 
@@ -131,7 +132,7 @@ func TestCopyFromSQLite(t *testing.T) {
 	}
 
 	// A second copy into the now non-empty database is refused whole.
-	_, err = CopyFromSQLite(ctx, path, dst)
+	_, err = FromSQLite(ctx, path, dst, testLogger(t))
 	wantIs(t, err, engine.ErrConflict, "copy into a non-empty database")
 }
 
@@ -141,7 +142,7 @@ func TestCopyVerificationCatchesAMismatch(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	path := filepath.Join(t.TempDir(), "switchyard.db")
-	src, err := store.Open(ctx, path, store.WithLogger(testLogger(t)))
+	src, err := sqlite.Open(ctx, path, sqlite.WithLogger(testLogger(t)))
 	mustOK(t, err, "open SQLite")
 	r := newRun("run-v")
 	mustOK(t, src.CreateRun(ctx, r, nil, nil), "CreateRun")
@@ -156,7 +157,7 @@ func TestCopyVerificationCatchesAMismatch(t *testing.T) {
 	rtx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	mustOK(t, err, "read tx")
 	defer func() { _ = rtx.Rollback() }()
-	tx, err := dst.pool.Begin(ctx)
+	tx, err := dst.Pool().Begin(ctx)
 	mustOK(t, err, "begin")
 	defer func() { _ = tx.Rollback(ctx) }()
 	if err := verifyCopy(ctx, rtx, tx, []string{"runs"}); err == nil || !strings.Contains(err.Error(), "1 rows in SQLite, 0 copied") {

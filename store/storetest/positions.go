@@ -1,4 +1,4 @@
-package postgres
+package storetest
 
 import (
 	"context"
@@ -7,10 +7,14 @@ import (
 	"github.com/switchyard/switchyard/store"
 )
 
-// TestYAMLPositions: positions of a YAML workflow's nodes are replaced as
+var positionsTests = []test{
+	{"ReplacedPerWorkflow", testYAMLPositions},
+}
+
+// testYAMLPositions: positions of a YAML workflow's nodes are replaced as
 // a whole, per workflow, and an empty set forgets them.
-func TestYAMLPositions(t *testing.T) {
-	s := openStore(t)
+func testYAMLPositions(t *testing.T, open Open) {
+	s := open(t, Options{})
 	ctx := context.Background()
 	got, err := s.YAMLPositions(ctx, "yaml.a.yaml")
 	if err != nil || len(got) != 0 {

@@ -1,0 +1,3 @@
+package storetest
+
+var retentionTests = []test{}
