@@ -8,10 +8,11 @@ import (
 )
 
 // This file is the one place node kinds and workflow kinds are registered.
-// Drawn graphs: node_start.go, node_if.go, node_approval.go, node_agent.go.
-// YAML workflows: yaml_exec.go dispatches to yaml_prompt.go (command and
-// prompt), yaml_bash.go, yaml_script.go, yaml_loop.go, yaml_approval.go
-// and yaml_cancel.go.
+// Drawn graphs: node_start.go, node_if.go, node_approval.go, node_agent.go
+// (plans: graph_plan.go). YAML workflows: yaml_prompt.go (command and
+// prompt), yaml_bash.go, yaml_script.go, yaml_loop.go, yaml_approval.go and
+// yaml_cancel.go, each wrapped by yaml_exec.go's shared steps (plans:
+// yaml_plan.go).
 
 // yamlTypePrefix keys YAML node executors apart from drawn-graph ones.
 const yamlTypePrefix = "yaml."
@@ -24,11 +25,13 @@ func defaultExecutors() map[string]Executor {
 		graph.TypeApproval: approvalExec{},
 		graph.TypeAgent:    agentExec{},
 	}
-	for _, k := range []yamlflow.Kind{
-		yamlflow.KindCommand, yamlflow.KindPrompt, yamlflow.KindBash, yamlflow.KindScript,
-		yamlflow.KindLoop, yamlflow.KindApproval, yamlflow.KindCancel,
+	for k, x := range map[yamlflow.Kind]Executor{
+		yamlflow.KindCommand: yamlPromptExec{}, yamlflow.KindPrompt: yamlPromptExec{},
+		yamlflow.KindBash: yamlBashExec{}, yamlflow.KindScript: yamlScriptExec{},
+		yamlflow.KindLoop: yamlLoopExec{}, yamlflow.KindApproval: yamlApprovalExec{},
+		yamlflow.KindCancel: yamlCancelExec{},
 	} {
-		m[yamlTypePrefix+string(k)] = yamlExecutor{kind: k}
+		m[yamlTypePrefix+string(k)] = x
 	}
 	return m
 }

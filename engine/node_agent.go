@@ -47,7 +47,7 @@ func runAgentNode(ctx context.Context, x *Exec, d *Decision) (Result, error) {
 	} else if system, err = x.substitute(system, vars); err != nil {
 		return Result{}, err
 	}
-	a := &agentCall{x: x, llm: client, subagents: x.r.plan.subagents, continuing: d != nil || x.Attempt > 1}
+	a := &agentCall{x: x, llm: client, subagents: x.r.plan.subagentsOf(), continuing: d != nil || x.Attempt > 1}
 	session := fmt.Sprintf("v%d", x.Visit)
 	tr, err := a.resumeTranscript(ctx, session, d)
 	if err != nil {

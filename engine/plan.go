@@ -1,14 +1,9 @@
 package engine
 
-import (
-	"github.com/switchyard/switchyard/graph"
-)
-
 // plan is a workflow compiled for the scheduler: nodes and execution edges
 // by index, so the hot path does no map lookups or string compares beyond
 // handle matching.
 type plan struct {
-	kind  string
 	nodes []*planNode
 	index map[string]int
 	edges []planEdge
@@ -24,8 +19,12 @@ type plan struct {
 	// instead settle the node as failed and let trigger rules decide.
 	failFast  bool
 	maxVisits int
-	// subagents lists each agent's subagent children (drawn graphs).
-	subagents map[string][]graph.Node
+	// defaultHandle is the handle a node that names none fires ("output"
+	// in drawn graphs, where edges name handles; "" in YAML DAGs).
+	defaultHandle string
+	// extras is what one workflow kind's executors share beyond the plan
+	// (graphExtras for drawn graphs); the scheduler never reads it.
+	extras any
 }
 
 type planNode struct {
@@ -50,18 +49,6 @@ type joinPolicy interface {
 	// decide gets the node's incoming edges and whether each fired; it
 	// returns whether to run. A policy may inspect source node states.
 	decide(r *runner, n int, fired []bool) (run bool, reason string)
-}
-
-// anyFired runs a node when at least one of its inputs fired (drawn graphs).
-type anyFired struct{}
-
-func (anyFired) decide(_ *runner, _ int, fired []bool) (bool, string) {
-	for _, f := range fired {
-		if f {
-			return true, ""
-		}
-	}
-	return false, "no incoming branch was taken"
 }
 
 func (p *plan) addEdge(id string, src, dst int, handle string) {
@@ -121,74 +108,4 @@ func (p *plan) finish() {
 		}
 	}
 	p.acyclic = seen == n
-}
-
-// graphNodeDescription is the step_start content of a drawn node.
-func graphNodeDescription(n graph.Node) string {
-	switch n.Type {
-	case graph.TypeAgent:
-		if n.Data.AgentName != "" {
-			return n.Data.AgentName + " agent node"
-		}
-		return "Agent node"
-	case graph.TypeStart:
-		return "Start node"
-	case graph.TypeIf:
-		return "If node"
-	case graph.TypeApproval:
-		return "Approval node"
-	}
-	return n.Type + " node"
-}
-
-// compileGraph turns a normalized, valid graph into a plan. Subagent edges
-// are not execution edges: subagent targets never run on their own.
-func compileGraph(g *graph.Graph, maxVisits int) *plan {
-	p := &plan{kind: KindGraph, failFast: true, maxVisits: maxVisits}
-	p.init(len(g.Nodes))
-	for _, n := range g.Nodes {
-		p.index[n.ID] = len(p.nodes)
-		p.nodes = append(p.nodes, &planNode{
-			id: n.ID, typ: n.Type, label: n.Label(), describe: graphNodeDescription(n),
-			spec: n, join: anyFired{},
-		})
-	}
-	byID := make(map[string]graph.Node, len(g.Nodes))
-	for _, n := range g.Nodes {
-		byID[n.ID] = n
-	}
-	p.subagents = map[string][]graph.Node{}
-	seen := make(map[[3]string]bool, len(g.Edges))
-	for _, e := range g.Edges {
-		if e.IsSubagent() {
-			if c, ok := byID[e.Target]; ok {
-				p.subagents[e.Source] = append(p.subagents[e.Source], c)
-			}
-			continue
-		}
-		s, ok1 := p.index[e.Source]
-		d, ok2 := p.index[e.Target]
-		if !ok1 || !ok2 {
-			continue // validation reports missing_node; never reached for valid graphs
-		}
-		h := e.SourceHandle
-		if h == "" {
-			h = graph.HandleOutput
-		}
-		// A repeated edge is ignored, as validation warns: it would
-		// otherwise join the same input twice.
-		if k := [3]string{e.Source, h, e.Target}; seen[k] {
-			continue
-		} else {
-			seen[k] = true
-		}
-		p.addEdge(e.ID, s, d, h)
-	}
-	for i, n := range g.Nodes {
-		if n.Type == graph.TypeStart {
-			p.roots = append(p.roots, i)
-		}
-	}
-	p.finish()
-	return p
 }

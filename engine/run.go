@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 )
@@ -125,74 +124,7 @@ func newRunner(e *Engine, p *plan, run *Run, states []*NodeState, lastSeq int64,
 	for i, pn := range p.nodes {
 		r.nodes[i] = &NodeState{NodeID: pn.id}
 	}
-	edgeIdx := make(map[string]int, len(p.edges))
-	for i, ed := range p.edges {
-		edgeIdx[ed.id] = i
-	}
-	waitOrder := map[string]int{}
-	for i, pa := range run.PendingApprovals {
-		waitOrder[pa.NodeID] = i
-	}
-	for _, st := range states {
-		i, ok := p.index[st.NodeID]
-		if !ok {
-			continue
-		}
-		cp := *st
-		r.nodes[i] = &cp
-		for _, id := range st.Fired {
-			if ei, ok := edgeIdx[id]; ok && !r.fired[ei] {
-				r.fired[ei] = true
-				r.firedCount[i]++
-			}
-		}
-	}
-	// Rebuild the queues from persisted statuses, in node order.
-	for i, ns := range r.nodes {
-		switch ns.Status {
-		case NodePending:
-			r.pending = append(r.pending, i)
-			r.inPending[i] = true
-		case NodeRunning, NodeQueued:
-			rec := log[ns.NodeID]
-			if rec != nil {
-				if d, ok := rec.completed[ns.Visits]; ok {
-					// Completed and reported, but not checkpointed: keep it.
-					r.replay = append(r.replay, logged{idx: i, res: Result{Output: d.Output, Handle: d.Handle,
-						Decided: d.Decided, Rejection: d.Rejection}})
-					continue
-				}
-			}
-			if ns.Status == NodeRunning && len(ns.Decision) > 0 {
-				// A human decision was claimed but not applied: apply it.
-				r.redecide = append(r.redecide, i)
-				continue
-			}
-			if rec != nil && rec.starts[ns.Visits] > ns.Attempts {
-				ns.Attempts = rec.starts[ns.Visits] // attempts the log saw but no checkpoint did
-			}
-			// In flight when the owner stopped: run again, marked as a retry.
-			r.restartRetry[i] = ns.Status == NodeRunning || ns.Attempts > 0 || (rec != nil && rec.started == ns.Visits)
-			ns.Status = NodeQueued
-			r.queue = append(r.queue, i)
-		case NodeWaiting:
-			r.waiting = append(r.waiting, i)
-		}
-	}
-	// A busy node whose inputs fired again was notified while busy: its
-	// status does not say it is pending too, its fired edges do.
-	for i := range r.nodes {
-		if r.firedCount[i] > 0 && !r.inPending[i] {
-			r.pending = append(r.pending, i)
-			r.inPending[i] = true
-		}
-	}
-	sortByKey(r.waiting, func(i int) int {
-		if o, ok := waitOrder[r.nodes[i].NodeID]; ok {
-			return o
-		}
-		return len(waitOrder) + i
-	})
+	r.restore(states, log)
 	return r
 }
 
@@ -298,37 +230,9 @@ func (r *runner) begin() {
 		return
 	}
 	r.begun = true
-	for _, l := range r.replay {
-		now := time.Now().UTC()
-		ns := r.nodes[l.idx]
-		r.stateMu.Lock()
-		ns.Status = NodeCompleted
-		ns.Output = l.res.Output
-		ns.Handle = l.res.Handle
-		ns.Decision = nil
-		ns.Wait = nil
-		ns.FinishedAt = &now
-		r.stateMu.Unlock()
-		r.markDirty(l.idx)
-		r.fire(l.idx, l.res)
-	}
-	r.replay = nil
-	if r.loggedEnd != "" {
-		r.endAsLogged()
+	if ended := r.redo(); ended {
 		return
 	}
-	for _, i := range r.redecide {
-		if _, ok := r.e.execs[r.plan.nodes[i].typ].(Resumer); ok {
-			var d Decision
-			_ = json.Unmarshal(r.nodes[i].Decision, &d)
-			if r.applied == nil {
-				r.applied = map[string]Decision{}
-			}
-			r.applied[r.nodes[i].NodeID] = d
-			r.applyDecision(i)
-		}
-	}
-	r.redecide = nil
 	if r.running > 0 {
 		return
 	}

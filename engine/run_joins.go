@@ -23,8 +23,8 @@ func (r *runner) firedIDs(i int) []string {
 // notifies the targets of the others.
 func (r *runner) fire(i int, res Result) {
 	handle := res.Handle
-	if handle == "" && r.plan.kind == KindGraph {
-		handle = "output"
+	if handle == "" {
+		handle = r.plan.defaultHandle
 	}
 	matched := false
 	for _, ei := range r.plan.out[i] {

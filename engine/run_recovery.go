@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -139,4 +142,327 @@ func (r *runner) endAsLogged() {
 		r.endReason = r.failSummary()
 	}
 	r.loggedSteps = nil
+}
+
+// load rebuilds a runner from the store and takes the run's lease.
+func (e *Engine) load(ctx context.Context, runID string, kind reqKind) (*runner, error) {
+	run, err := e.store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if run.Status.Terminal() {
+		return nil, fmt.Errorf("run %s is %s: %w", runID, run.Status, ErrTerminal)
+	}
+	switch kind {
+	case reqDecision:
+		if run.Status != StatusPaused {
+			return nil, fmt.Errorf("run %s is %s: %w", runID, run.Status, ErrNotPaused)
+		}
+	case reqContinue:
+		if run.Status == StatusPaused {
+			return nil, fmt.Errorf("run %s is paused: answer its approval instead: %w", runID, ErrNotWaiting)
+		}
+	}
+	now := time.Now()
+	err = e.store.AcquireRun(ctx, runID, e.cfg.Owner, run.Status, now, now.Add(e.cfg.LeaseTTL))
+	if errors.Is(err, ErrConflict) && e.reapDead(ctx) {
+		// The holder may be a process of this machine that died: its
+		// leases just ended, so try again instead of waiting them out.
+		now = time.Now()
+		err = e.store.AcquireRun(ctx, runID, e.cfg.Owner, run.Status, now, now.Add(e.cfg.LeaseTTL))
+	}
+	if err != nil {
+		if errors.Is(err, ErrConflict) {
+			return nil, fmt.Errorf("run %s: %w: %w", runID, ErrDrivenElsewhere, err)
+		}
+		return nil, fmt.Errorf("run %s: take its lease: %w", runID, err)
+	}
+	// Driven here again: a release left pending by an earlier driver of
+	// this process must not clear the new lease.
+	e.unreleasedMu.Lock()
+	delete(e.unreleased, runID)
+	e.unreleasedMu.Unlock()
+	run, nodes, lastSeq, err := e.store.LoadRun(ctx, runID)
+	if err != nil {
+		_ = e.store.ReleaseRun(context.WithoutCancel(ctx), runID, e.cfg.Owner)
+		return nil, err
+	}
+	p, err := e.planFor(run)
+	if err != nil {
+		_ = e.store.ReleaseRun(context.WithoutCancel(ctx), runID, e.cfg.Owner)
+		return nil, err
+	}
+	onLoad(p, run, nodes) // e.g. YAML always_run nodes run again on resume
+	// The event log may be ahead of the node states (a completion reported
+	// just before a crash): it is read so nothing reported is redone.
+	evs, err := e.store.Events(ctx, runID, 0, 0)
+	if err != nil {
+		_ = e.store.ReleaseRun(context.WithoutCancel(ctx), runID, e.cfg.Owner)
+		return nil, err
+	}
+	e.killLeftovers(runID, evs)
+	log := readLog(evs)
+	r := newRunner(e, p, run, nodes, lastSeq, log)
+	r.keepLoggedEnd(evs, log)
+	return r, nil
+}
+
+// Recover takes over runs whose owner died. With resume, they continue
+// from their last persisted state; otherwise they are marked interrupted
+// for the user to resume or cancel. It returns the ids it took.
+func (e *Engine) Recover(ctx context.Context, resume bool) ([]string, error) {
+	e.reapDead(ctx)
+	var ids []string
+	var err error
+	claimed := false
+	if oc, ok := e.store.(OrphanClaimer); ok && resume {
+		claimed = true
+		// Claimed in one statement that skips runs another process is
+		// claiming: N processes recovering at once take disjoint sets
+		// instead of racing for the same runs.
+		now := time.Now()
+		ids, err = oc.ClaimOrphaned(ctx, e.cfg.Owner, now, now.Add(e.cfg.LeaseTTL), 0)
+	} else {
+		ids, err = e.store.ListOrphaned(ctx, time.Now())
+	}
+	if err != nil {
+		return nil, err
+	}
+	var took []string
+	for _, id := range ids {
+		if resume {
+			if _, err := e.deliver(ctx, id, request{kind: reqRecover}); err != nil {
+				e.log.Warn("recover run", "run", id, "err", err)
+				if claimed {
+					// Leased to us but not driven: let it go, or our lease
+					// renewals would keep it from everyone.
+					if err := e.store.ReleaseRun(ctx, id, e.cfg.Owner); err != nil {
+						e.log.Warn("release a claimed run", "run", id, "err", err)
+					}
+				}
+				continue
+			}
+		} else if err := e.markInterrupted(ctx, id); err != nil {
+			e.log.Warn("mark run interrupted", "run", id, "err", err)
+			continue
+		}
+		took = append(took, id)
+	}
+	return took, nil
+}
+
+// OrphanClaimer is implemented by a store that can claim orphaned runs in
+// one statement, skipping those another process is claiming (PostgreSQL's
+// FOR UPDATE SKIP LOCKED). The claimed runs are leased to owner.
+type OrphanClaimer interface {
+	ClaimOrphaned(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]string, error)
+}
+
+// KeepRecovering calls Recover every fifth of a lease period until the
+// engine closes: a run whose owner died takes up to a lease period to
+// become orphaned, so a process restarted sooner than that (or another
+// process sharing the database) must look again later, not only at
+// start-up. Looking often bounds a takeover by a lease period and a fifth
+// (leases alone decide across machines; see Config.Owners for this one).
+func (e *Engine) KeepRecovering(resume bool) {
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		t := time.NewTicker(max(e.cfg.LeaseTTL/recoverPolls, time.Millisecond))
+		defer t.Stop()
+		// Owners known dead free their runs at once: look for them often.
+		var dead <-chan time.Time
+		if e.cfg.Owners != nil {
+			dt := time.NewTicker(ownerPoll)
+			defer dt.Stop()
+			dead = dt.C
+		}
+		for {
+			select {
+			case <-e.stop:
+				return
+			case <-dead:
+				if len(e.cfg.Owners.Dead()) == 0 {
+					continue
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), e.cfg.LeaseTTL)
+				took, err := e.Recover(ctx, resume)
+				cancel()
+				if err != nil {
+					e.log.Warn("recover runs of dead owners", "err", err)
+				} else if len(took) > 0 {
+					e.log.Info("took over the runs of dead owners", "count", len(took), "resume", resume)
+				}
+			case <-t.C:
+				ctx, cancel := context.WithTimeout(context.Background(), e.cfg.LeaseTTL)
+				took, err := e.Recover(ctx, resume)
+				cancel()
+				if err != nil {
+					e.log.Warn("recover orphaned runs", "err", err)
+				} else if len(took) > 0 {
+					e.log.Info("took over orphaned runs", "count", len(took), "resume", resume)
+				}
+			}
+		}
+	}()
+}
+
+// reapDead ends the leases of the owners known dead and reports whether
+// there were any.
+func (e *Engine) reapDead(ctx context.Context) bool {
+	if e.cfg.Owners == nil {
+		return false
+	}
+	freed := false
+	for _, o := range e.cfg.Owners.Dead() {
+		if o == e.cfg.Owner {
+			continue
+		}
+		if err := e.store.ExpireLeases(ctx, o); err != nil {
+			e.log.Warn("end the leases of a dead owner", "owner", o, "err", err)
+			continue
+		}
+		e.log.Info("lease owner died: its runs are free", "owner", o)
+		if err := e.cfg.Owners.Forget(o); err != nil {
+			e.log.Warn("forget a dead owner", "owner", o, "err", err)
+		}
+		freed = true
+	}
+	return freed
+}
+
+func (e *Engine) markInterrupted(ctx context.Context, runID string) error {
+	now := time.Now()
+	if err := e.store.AcquireRun(ctx, runID, e.cfg.Owner, "", now, now.Add(e.cfg.LeaseTTL)); err != nil {
+		return err
+	}
+	defer func() { _ = e.store.ReleaseRun(context.WithoutCancel(ctx), runID, e.cfg.Owner) }()
+	run, _, lastSeq, err := e.store.LoadRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if run.Status != StatusRunning && run.Status != StatusPending {
+		return nil // paused with a claimed decision: left for the next resume
+	}
+	run.Status = StatusInterrupted
+	run.UpdatedAt = now.UTC()
+	run.Owner = e.cfg.Owner
+	e.store.Emit(&Event{Seq: lastSeq + 1, RunID: runID, NodeID: SystemNodeID, Type: EvRunStatus,
+		Content: string(StatusInterrupted), Timestamp: now.UTC(), Owner: e.cfg.Owner})
+	return e.store.Checkpoint(ctx, run, nil)
+}
+
+// restore rebuilds a runner's state from what was persisted: node states
+// and fired edges, then the queues, in node order; log (the step events)
+// says which nodes completed without a checkpoint (replayed), which held a
+// claimed decision (decided again) and which were in flight (run again,
+// marked as a restart). A fresh run has neither.
+func (r *runner) restore(states []*NodeState, log map[string]*stepRecord) {
+	p, run := r.plan, r.run
+	edgeIdx := make(map[string]int, len(p.edges))
+	for i, ed := range p.edges {
+		edgeIdx[ed.id] = i
+	}
+	waitOrder := map[string]int{}
+	for i, pa := range run.PendingApprovals {
+		waitOrder[pa.NodeID] = i
+	}
+	for _, st := range states {
+		i, ok := p.index[st.NodeID]
+		if !ok {
+			continue
+		}
+		cp := *st
+		r.nodes[i] = &cp
+		for _, id := range st.Fired {
+			if ei, ok := edgeIdx[id]; ok && !r.fired[ei] {
+				r.fired[ei] = true
+				r.firedCount[i]++
+			}
+		}
+	}
+	// Rebuild the queues from persisted statuses, in node order.
+	for i, ns := range r.nodes {
+		switch ns.Status {
+		case NodePending:
+			r.pending = append(r.pending, i)
+			r.inPending[i] = true
+		case NodeRunning, NodeQueued:
+			rec := log[ns.NodeID]
+			if rec != nil {
+				if d, ok := rec.completed[ns.Visits]; ok {
+					// Completed and reported, but not checkpointed: keep it.
+					r.replay = append(r.replay, logged{idx: i, res: Result{Output: d.Output, Handle: d.Handle,
+						Decided: d.Decided, Rejection: d.Rejection}})
+					continue
+				}
+			}
+			if ns.Status == NodeRunning && len(ns.Decision) > 0 {
+				// A human decision was claimed but not applied: apply it.
+				r.redecide = append(r.redecide, i)
+				continue
+			}
+			if rec != nil && rec.starts[ns.Visits] > ns.Attempts {
+				ns.Attempts = rec.starts[ns.Visits] // attempts the log saw but no checkpoint did
+			}
+			// In flight when the owner stopped: run again, marked as a retry.
+			r.restartRetry[i] = ns.Status == NodeRunning || ns.Attempts > 0 || (rec != nil && rec.started == ns.Visits)
+			ns.Status = NodeQueued
+			r.queue = append(r.queue, i)
+		case NodeWaiting:
+			r.waiting = append(r.waiting, i)
+		}
+	}
+	// A busy node whose inputs fired again was notified while busy: its
+	// status does not say it is pending too, its fired edges do.
+	for i := range r.nodes {
+		if r.firedCount[i] > 0 && !r.inPending[i] {
+			r.pending = append(r.pending, i)
+			r.inPending[i] = true
+		}
+	}
+	sortByKey(r.waiting, func(i int) int {
+		if o, ok := waitOrder[r.nodes[i].NodeID]; ok {
+			return o
+		}
+		return len(waitOrder) + i
+	})
+}
+
+// redo applies what restore found left to do when the loop begins: the
+// logged completions, an end the log has but the store lacks, the claimed
+// decisions. It reports whether the run ended as logged.
+func (r *runner) redo() (ended bool) {
+	for _, l := range r.replay {
+		now := time.Now().UTC()
+		ns := r.nodes[l.idx]
+		r.stateMu.Lock()
+		ns.Status = NodeCompleted
+		ns.Output = l.res.Output
+		ns.Handle = l.res.Handle
+		ns.Decision = nil
+		ns.Wait = nil
+		ns.FinishedAt = &now
+		r.stateMu.Unlock()
+		r.markDirty(l.idx)
+		r.fire(l.idx, l.res)
+	}
+	r.replay = nil
+	if r.loggedEnd != "" {
+		r.endAsLogged()
+		return true
+	}
+	for _, i := range r.redecide {
+		if _, ok := r.e.execs[r.plan.nodes[i].typ].(Resumer); ok {
+			var d Decision
+			_ = json.Unmarshal(r.nodes[i].Decision, &d)
+			if r.applied == nil {
+				r.applied = map[string]Decision{}
+			}
+			r.applied[r.nodes[i].NodeID] = d
+			r.applyDecision(i)
+		}
+	}
+	r.redecide = nil
+	return false
 }

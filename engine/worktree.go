@@ -30,13 +30,6 @@ func (e *Engine) WorktreeBranch(r *Run) string {
 	return ""
 }
 
-// worktreeFor gives the run about to start (its id chosen now, in opt) a
-// worktree of the repository holding dir.
-func (e *Engine) worktreeFor(ctx context.Context, dir string, opt *StartOptions) (string, error) {
-	opt.runID = newRunID()
-	return e.createWorktree(ctx, dir, opt.runID)
-}
-
 // createWorktree adds the run's worktree for the repository holding dir
 // and returns the folder that corresponds to dir inside it.
 func (e *Engine) createWorktree(ctx context.Context, dir, runID string) (string, error) {

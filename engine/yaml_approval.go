@@ -15,6 +15,20 @@ type approvalState struct {
 	LastRework string `json:"lastRework,omitempty"`
 }
 
+// yamlApprovalExec runs an approval node: it waits for a human; Resume
+// continues it (an on_reject rework, or the decision's branch).
+type yamlApprovalExec struct{}
+
+func (yamlApprovalExec) Execute(ctx context.Context, x *Exec) (Result, error) {
+	return runYAML(ctx, x, func(ctx context.Context, spec *yamlSpec) (Result, error) {
+		return approvalWait(x, spec, approvalState{})
+	})
+}
+
+func (yamlApprovalExec) Resume(ctx context.Context, x *Exec, d Decision) (Result, error) {
+	return resumeYAML(ctx, x, func(ctx context.Context, spec *yamlSpec) (Result, error) { return approvalResume(ctx, x, spec, d) })
+}
+
 func approvalWait(x *Exec, spec *yamlSpec, st approvalState) (Result, error) {
 	vars := &yamlVars{x: x, spec: spec, mode: modePrompt}
 	msg, err := vars.substitute(spec.n.Approval.Message, nil)

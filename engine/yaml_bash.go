@@ -15,6 +15,16 @@ import (
 )
 
 // ---- bash nodes ----
+
+// yamlBashExec runs a bash node's script in the run's working directory.
+type yamlBashExec struct{}
+
+func (yamlBashExec) Execute(ctx context.Context, x *Exec) (Result, error) {
+	return runYAML(ctx, x, func(ctx context.Context, spec *yamlSpec) (Result, error) {
+		return withRetry(ctx, x, spec.n, func(ctx context.Context) (Result, error) { return runBashNode(ctx, x, spec) })
+	})
+}
+
 func runBashNode(ctx context.Context, x *Exec, spec *yamlSpec) (Result, error) {
 	vars := &yamlVars{x: x, spec: spec, mode: modeBash}
 	out, _, err := runBash(ctx, x, spec, vars, spec.n.Bash, procTimeout(spec.n), "")

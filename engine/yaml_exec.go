@@ -13,10 +13,15 @@ import (
 	"github.com/switchyard/switchyard/yamlflow"
 )
 
-// yamlExecutor runs every YAML node kind; the kind picks the behaviour.
-type yamlExecutor struct{ kind yamlflow.Kind }
+// Each YAML node kind has its executor in its own file (yaml_prompt.go,
+// yaml_bash.go, yaml_script.go, yaml_loop.go, yaml_approval.go,
+// yaml_cancel.go), registered in kinds.go. What every YAML node does
+// around its kind's work is here: take the checkout when it may change it,
+// check `when:`, retry under the node's policy, write output_type
+// artifacts.
 
-func (y yamlExecutor) Execute(ctx context.Context, x *Exec) (Result, error) {
+// runYAML runs a YAML node's body with the steps every kind shares.
+func runYAML(ctx context.Context, x *Exec, body func(ctx context.Context, spec *yamlSpec) (Result, error)) (Result, error) {
 	spec := x.Spec().(*yamlSpec)
 	if err := holdIfMutating(ctx, x, spec); err != nil {
 		return Result{}, err
@@ -24,53 +29,18 @@ func (y yamlExecutor) Execute(ctx context.Context, x *Exec) (Result, error) {
 	if err := checkWhen(x, spec); err != nil {
 		return Result{}, err
 	}
-	var (
-		res Result
-		err error
-	)
-	switch y.kind {
-	case yamlflow.KindPrompt, yamlflow.KindCommand:
-		tries := 0
-		res, err = withRetry(ctx, x, spec.n, func(ctx context.Context) (Result, error) {
-			tries++
-			return runPromptNode(ctx, x, spec, nil, tries > 1)
-		})
-	case yamlflow.KindBash:
-		res, err = withRetry(ctx, x, spec.n, func(ctx context.Context) (Result, error) { return runBashNode(ctx, x, spec) })
-	case yamlflow.KindScript:
-		res, err = withRetry(ctx, x, spec.n, func(ctx context.Context) (Result, error) { return runScriptNode(ctx, x, spec) })
-	case yamlflow.KindLoop:
-		res, err = runLoop(ctx, x, spec, loopState{Iteration: 0})
-	case yamlflow.KindApproval:
-		res, err = approvalWait(x, spec, approvalState{})
-	case yamlflow.KindCancel:
-		res, err = runCancelNode(x, spec)
-	default:
-		err = fmt.Errorf("unknown YAML node kind %q", y.kind)
-	}
+	res, err := body(ctx, spec)
 	return finishNode(x, spec, res, err)
 }
 
-// Resume answers an approval gate or an interactive loop's gate.
-func (y yamlExecutor) Resume(ctx context.Context, x *Exec, d Decision) (Result, error) {
+// resumeYAML continues a YAML node that waited for a human (its when:
+// held when it first ran).
+func resumeYAML(ctx context.Context, x *Exec, body func(ctx context.Context, spec *yamlSpec) (Result, error)) (Result, error) {
 	spec := x.Spec().(*yamlSpec)
 	if err := holdIfMutating(ctx, x, spec); err != nil {
 		return Result{}, err
 	}
-	var (
-		res Result
-		err error
-	)
-	switch y.kind {
-	case yamlflow.KindPrompt, yamlflow.KindCommand: // a tool call answered by a reviewer
-		res, err = withRetry(ctx, x, spec.n, func(ctx context.Context) (Result, error) { return runPromptNode(ctx, x, spec, &d, true) })
-	case yamlflow.KindApproval:
-		res, err = approvalResume(ctx, x, spec, d)
-	case yamlflow.KindLoop:
-		res, err = loopResume(ctx, x, spec, d)
-	default:
-		err = fmt.Errorf("node %q (%s) does not wait for decisions", spec.n.ID, y.kind)
-	}
+	res, err := body(ctx, spec)
 	return finishNode(x, spec, res, err)
 }
 

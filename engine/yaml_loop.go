@@ -27,6 +27,21 @@ type loopState struct {
 	UserInput string    `json:"userInput,omitempty"`
 }
 
+// yamlLoopExec runs a loop node: iterations of its prompt until the
+// completion signal; Resume answers an interactive loop's gate or a tool
+// call of an iteration.
+type yamlLoopExec struct{}
+
+func (yamlLoopExec) Execute(ctx context.Context, x *Exec) (Result, error) {
+	return runYAML(ctx, x, func(ctx context.Context, spec *yamlSpec) (Result, error) {
+		return runLoop(ctx, x, spec, loopState{Iteration: 0})
+	})
+}
+
+func (yamlLoopExec) Resume(ctx context.Context, x *Exec, d Decision) (Result, error) {
+	return resumeYAML(ctx, x, func(ctx context.Context, spec *yamlSpec) (Result, error) { return loopResume(ctx, x, spec, d) })
+}
+
 // runLoop runs iterations after st until the completion signal (or
 // until_bash exiting 0), max_iterations, or, for an interactive loop, the
 // gate after an iteration that did not complete.

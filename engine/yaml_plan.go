@@ -133,12 +133,18 @@ func (e *Engine) StartYAML(ctx context.Context, file string, source []byte, opt 
 	if abs, err := filepath.Abs(opt.WorkDir); err == nil {
 		opt.WorkDir = abs
 	}
+	opt.runID = newRunID()
 	if wf.Worktree != nil && wf.Worktree.Enabled != nil && *wf.Worktree.Enabled {
-		wt, err := e.worktreeFor(ctx, opt.WorkDir, &opt)
+		wt, err := e.createWorktree(ctx, opt.WorkDir, opt.runID)
 		if err != nil {
 			return nil, err
 		}
 		opt.WorkDir = wt
+	}
+	// $ARTIFACTS_DIR exists before the first node runs (YAML promises it;
+	// drawn graphs create it on first use).
+	if err := os.MkdirAll(filepath.Join(e.cfg.ArtifactsRoot, opt.runID), 0o755); err != nil {
+		return nil, fmt.Errorf("create artifacts dir: %w", err)
 	}
 	def, err := json.Marshal(yamlDefinition{File: file, Dir: wf.Dir, Source: string(source), Config: cfg, Includes: wf.Includes})
 	if err != nil {
@@ -193,7 +199,7 @@ type yamlRunState struct {
 // policies. Node failures settle as failed (no fail-fast).
 func compileYAML(wf *yamlflow.Workflow, cfg yamlConfig, maxVisits int) *plan {
 	rs := &yamlRunState{wf: wf, cfg: cfg, histories: map[string][]llm.Message{}}
-	p := &plan{kind: KindYAML, failFast: false, maxVisits: maxVisits}
+	p := &plan{failFast: false, maxVisits: maxVisits}
 	p.init(len(wf.Nodes))
 	for _, n := range wf.Nodes {
 		p.index[n.ID] = len(p.nodes)

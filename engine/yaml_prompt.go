@@ -19,6 +19,28 @@ import (
 var ErrProviderUnsupported = errors.New("provider is not supported")
 
 // ---- prompt and command nodes ----
+
+// yamlPromptExec runs prompt and command nodes (a command's text comes
+// from its file): one tool loop; Resume answers a tool call that waited
+// for a reviewer.
+type yamlPromptExec struct{}
+
+func (yamlPromptExec) Execute(ctx context.Context, x *Exec) (Result, error) {
+	return runYAML(ctx, x, func(ctx context.Context, spec *yamlSpec) (Result, error) {
+		tries := 0
+		return withRetry(ctx, x, spec.n, func(ctx context.Context) (Result, error) {
+			tries++
+			return runPromptNode(ctx, x, spec, nil, tries > 1)
+		})
+	})
+}
+
+func (yamlPromptExec) Resume(ctx context.Context, x *Exec, d Decision) (Result, error) {
+	return resumeYAML(ctx, x, func(ctx context.Context, spec *yamlSpec) (Result, error) {
+		return withRetry(ctx, x, spec.n, func(ctx context.Context) (Result, error) { return runPromptNode(ctx, x, spec, &d, true) })
+	})
+}
+
 func runPromptNode(ctx context.Context, x *Exec, spec *yamlSpec, d *Decision, retry bool) (Result, error) {
 	n := spec.n
 	text := n.Prompt

@@ -29,6 +29,16 @@ var scriptExts = map[string][]string{
 	yamlflow.RuntimeUV:  {".py"},
 }
 
+// yamlScriptExec runs a script node: inline code or a named script, with
+// bun or uv.
+type yamlScriptExec struct{}
+
+func (yamlScriptExec) Execute(ctx context.Context, x *Exec) (Result, error) {
+	return runYAML(ctx, x, func(ctx context.Context, spec *yamlSpec) (Result, error) {
+		return withRetry(ctx, x, spec.n, func(ctx context.Context) (Result, error) { return runScriptNode(ctx, x, spec) })
+	})
+}
+
 func runScriptNode(ctx context.Context, x *Exec, spec *yamlSpec) (Result, error) {
 	n := spec.n
 	vars := &yamlVars{x: x, spec: spec, mode: modeScript}

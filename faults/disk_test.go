@@ -137,11 +137,18 @@ func TestDatabaseLocked(t *testing.T) {
 
 func lockDuringRun(t *testing.T, hold time.Duration) {
 	h := newHarness(t)
-	h.llm.setLatency(func(key, node string) time.Duration {
-		if key == "locked" {
-			return 300 * time.Millisecond
+	// a answers once the database is locked, so that its completion is
+	// written into the lock however slowly this machine runs (a 300 ms
+	// latency let a loaded machine finish the run before the lock).
+	gate := make(chan struct{})
+	var opened sync.Once
+	open := func() { opened.Do(func() { close(gate) }) }
+	t.Cleanup(open)
+	h.llm.setFault("locked", func(c llmCall, _ int) (fakeReply, bool) {
+		if c.node == "a" {
+			<-gate
 		}
-		return -1
+		return fakeReply{}, false
 	})
 	p := h.start()
 	base := p.baseline(t)
@@ -161,8 +168,15 @@ func lockDuringRun(t *testing.T, hold time.Duration) {
 		t.Fatal(err)
 	}
 	locked := time.Now()
-	// The server answers meanwhile: health, and reads of the run.
-	for time.Since(locked) < hold {
+	open()
+	// The server answers meanwhile: health, and reads of the run. The lock
+	// is held for hold, and at least until a write failed on it (a busy
+	// machine may reach the write late).
+	for deadline := locked.Add(3 * time.Minute); time.Since(locked) < hold || p.metrics(t)[writeErrors] <= errsBefore; {
+		if time.Now().After(deadline) {
+			t.Errorf("no write failed in %s of holding the database (%s still %v)", time.Since(locked).Round(time.Second), writeErrors, errsBefore)
+			break
+		}
 		p.healthy(t)
 		if code, body, err := p.do(http.MethodGet, "/api/runs/"+id, nil); err != nil || code != http.StatusOK {
 			t.Errorf("GET the run while the database is locked: %d %v %s", code, err, truncate(string(body), 200))

@@ -214,7 +214,10 @@ func newHarness(t *testing.T) *harness {
 	h.llm = newFakeLLM(t)
 	h.env = append(os.Environ(), "SWITCHYARD_DATA=", "SWITCHYARD_DB=", "SWITCHYARD_MODEL=", "SWITCHYARD_LLM_API=", "SWITCHYARD_TOKEN=",
 		"SWITCHYARD_LOG_LEVEL=", "SWITCHYARD_MAX_PARALLEL=", "SWITCHYARD_MAX_LLM_CALLS=",
-		"OPENAI_BASE_URL="+h.llm.srv.URL(), "OPENAI_API_KEY=test", "SWITCHYARD_LEASE_TTL="+leaseTTL.String())
+		"OPENAI_BASE_URL="+h.llm.srv.URL(), "OPENAI_API_KEY=test", "SWITCHYARD_LEASE_TTL="+leaseTTL.String(),
+		// The tests count the processes' descriptors (/proc/PID/fd), which a
+		// non-dumpable process refuses to other users than root.
+		"SWITCHYARD_DUMPABLE=1")
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
 	h.http = &http.Client{Transport: tr, Timeout: 60 * time.Second}

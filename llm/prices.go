@@ -20,6 +20,11 @@ type Price struct {
 	Output float64 `json:"output"`
 }
 
+// MaxPrice bounds a price, in USD per million tokens: a dollar a token,
+// far above any model's, and low enough that a cost stays finite for any
+// token count (an int64 of tokens at this price is about 1e24 USD).
+const MaxPrice = 100_000
+
 // Prices maps model names (as nodes and the configuration name them) to
 // their price. A nil table prices nothing.
 type Prices map[string]Price
@@ -30,7 +35,14 @@ func (p Prices) Cost(model string, u Usage) (usd float64, ok bool) {
 	if !ok {
 		return 0, false
 	}
-	return (float64(u.PromptTokens)*pr.Input + float64(u.CompletionTokens)*pr.Output) / 1e6, true
+	c := (float64(u.PromptTokens)*pr.Input + float64(u.CompletionTokens)*pr.Output) / 1e6
+	// A table built in code skips ParsePrices' bounds: a cost that is
+	// not a finite number is no cost (JSON cannot encode it, and a stored
+	// +Inf would break every answer that lists the run).
+	if math.IsInf(c, 0) || math.IsNaN(c) {
+		return 0, false
+	}
+	return c, true
 }
 
 // LoadPrices reads a price table file. Errors name the file and the line,
@@ -94,8 +106,8 @@ func ParsePrices(b []byte) (Prices, error) {
 			switch {
 			case f.v == nil:
 				return nil, fmt.Errorf("line %d: model %q: field %q is missing (USD per 1M tokens)", line, model, f.name)
-			case *f.v < 0 || math.IsInf(*f.v, 0) || math.IsNaN(*f.v):
-				return nil, fmt.Errorf("line %d: model %q: field %q must be a price >= 0, not %v", line, model, f.name, *f.v)
+			case *f.v < 0 || *f.v > MaxPrice || math.IsInf(*f.v, 0) || math.IsNaN(*f.v):
+				return nil, fmt.Errorf("line %d: model %q: field %q must be a price from 0 to %d USD per 1M tokens, not %v", line, model, f.name, MaxPrice, *f.v)
 			}
 		}
 		out[model] = Price{Input: *e.Input, Output: *e.Output}

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,7 +39,7 @@ func TestParsePricesErrors(t *testing.T) {
 		{`{"a": {"input": 1, "output": 2, "cached": 1}}`, `model "a": json: unknown field "cached"`},
 		{`{"": {"input": 1, "output": 2}}`, "a model name is empty"},
 		{`{"a": {"input": 1, "output": 2}, "a": {"input": 1, "output": 2}}`, `model "a" is listed twice`},
-		{`{"a": {"input": 1, "output": -2}}`, `field "output" must be a price >= 0`},
+		{`{"a": {"input": 1, "output": -2}}`, `field "output" must be a price from 0 to 100000`},
 		{`{"a": {"input": 1, "output": 2}} {}`, "unexpected data after the JSON object"},
 	} {
 		_, err := ParsePrices([]byte(tc.body))
@@ -58,5 +59,44 @@ func TestLoadPricesNamesTheFile(t *testing.T) {
 	}
 	if _, err := LoadPrices(path + ".missing"); err == nil || !strings.Contains(err.Error(), path+".missing") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// TestParsePricesBounds: a price must be a finite number of at most
+// MaxPrice USD per million tokens; 1e308 once made a run's cost +Inf.
+func TestParsePricesBounds(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{`{"big": {"input": 1e308, "output": 1}}`, `model "big": field "input" must be a price from 0 to 100000 USD per 1M tokens, not 1e+308`},
+		{"{\"a\": {\"input\": 1, \"output\": 2},\n\"big\": {\"input\": 1, \"output\": 100000.5}}", `line 2: model "big": field "output" must be a price from 0 to 100000`},
+	} {
+		_, err := ParsePrices([]byte(tc.body))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.body, err, tc.want)
+		}
+	}
+	if _, err := ParsePrices([]byte(`{"top": {"input": 100000, "output": 0}}`)); err != nil {
+		t.Errorf("the largest price refused: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "prices.json")
+	if err := os.WriteFile(path, []byte(`{"m": {"input": 1, "output": 1e308}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadPrices(path); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), `model "m": field "output"`) {
+		t.Errorf("error %v should name the file, model and field", err)
+	}
+}
+
+// TestCostNeverNonFinite: a table built in code (not parsed) with absurd
+// prices, or absurd token counts, never yields an infinite or NaN cost:
+// such a cost is not reported at all.
+func TestCostNeverNonFinite(t *testing.T) {
+	p := Prices{"huge": {Input: 1e308, Output: 1e308}, "nan": {Input: math.NaN()}}
+	for _, model := range []string{"huge", "nan"} {
+		if c, ok := p.Cost(model, Usage{PromptTokens: 1 << 40, CompletionTokens: 1 << 40}); ok || math.IsInf(c, 0) || math.IsNaN(c) {
+			t.Errorf("%s: cost %v, %v; want none", model, c, ok)
+		}
+	}
+	if c, ok := (Prices{"m": {Input: MaxPrice, Output: MaxPrice}}).Cost("m", Usage{PromptTokens: math.MaxInt64, CompletionTokens: math.MaxInt64}); !ok || math.IsInf(c, 0) {
+		t.Errorf("largest price and token counts: %v %v", c, ok)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -72,7 +73,17 @@ func toSummary(r *engine.Run) runSummary {
 	}
 	return runSummary{RunID: r.ID, WorkflowID: r.WorkflowID, Kind: r.Kind, Status: r.Status, Input: r.Input,
 		WaitingForInput: r.WaitingForInput, CurrentNodeID: r.CurrentNodeID, PendingApprovals: pa,
-		Error: r.Error, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt, Usage: r.Usage}
+		Error: r.Error, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt, Usage: finiteUsage(r.Usage)}
+}
+
+// finiteUsage leaves out a cost that is not a finite number: JSON cannot
+// encode one, and an older version could store +Inf (an absurd price), which
+// then made every list of runs fail.
+func finiteUsage(u engine.Usage) engine.Usage {
+	if u.CostUSD != nil && (math.IsInf(*u.CostUSD, 0) || math.IsNaN(*u.CostUSD)) {
+		u.CostUSD = nil
+	}
+	return u
 }
 
 func nodeStatus(s engine.NodeStatus) string {

@@ -115,7 +115,34 @@ type compatResumeRequest struct {
 }
 
 func toLog(ev *engine.Event) compatLog {
-	return compatLog{Timestamp: ev.Timestamp, NodeID: ev.NodeID, Type: ev.Type, Content: ev.Content}
+	return compatLog{Timestamp: ev.Timestamp, NodeID: ev.NodeID, Type: compatType(ev), Content: ev.Content}
+}
+
+// Log types of the compatibility routes that the engine's log names
+// otherwise. AgentFlow's client draws every entry whose type contains
+// "llm_error" as an error and marks a completed run with one as Failed
+// (apps/web/src/app/workflow-editor.ts, handleRunResult), so an LLM call
+// that was retried and then answered must not look like one.
+const (
+	// compatLLMRetry is a failed attempt that is retried.
+	compatLLMRetry = "llm_retry"
+	// compatLLMFailed is a call that failed for good: the node's error
+	// entry that follows says so once (the client shows that one).
+	compatLLMFailed = "llm_failed"
+)
+
+// compatType is ev's type as AgentFlow's client should read it.
+func compatType(ev *engine.Event) string {
+	if ev.Type != engine.EvLLMError {
+		return ev.Type
+	}
+	var d struct {
+		Final bool `json:"final"`
+	}
+	if json.Unmarshal(ev.Data, &d) == nil && d.Final {
+		return compatLLMFailed
+	}
+	return compatLLMRetry
 }
 
 // compatResultOf reads a run's state and whole log.

@@ -369,7 +369,7 @@ func TestCompatContractErrors(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t)
 	noLLM := newEnv(t, func(o *envOpts) { o.noLLM = true })
-	locked := newEnv(t, func(o *envOpts) { o.token = "tok-compat" })
+	locked := newEnv(t, func(o *envOpts) { o.token = testToken })
 	locked.token = "" // requests without the token
 	approve := map[string]any{"runId": newID(), "input": map[string]any{"decision": "approve"}}
 	cases := []struct {

@@ -278,3 +278,90 @@ func TestCompatParallelRuns(t *testing.T) {
 		t.Fatal(e)
 	}
 }
+
+// TestCompatLLMRetriesAreNotErrors: AgentFlow's client draws every log
+// entry whose type contains "llm_error" (and "error") as an error and
+// marks a completed run that has one as Failed. On the compatibility
+// routes a retried model call is llm_retry, and a call that finally fails
+// is one error entry (the node's), not two.
+func TestCompatLLMRetriesAreNotErrors(t *testing.T) {
+	t.Parallel()
+	one := func() *graph.Graph {
+		return newGraph().node("s", graph.TypeStart, graph.NodeData{InitialInput: "hi"}).
+			node("a", graph.TypeAgent, graph.NodeData{AgentName: "A"}).edge("s", "output", "a").build()
+	}
+	types := func(logs []map[string]any) map[string]int {
+		n := map[string]int{}
+		for _, l := range logs {
+			n[l["type"].(string)]++
+		}
+		return n
+	}
+	errorish := func(n map[string]int) int {
+		c := 0
+		for ty, k := range n {
+			if strings.Contains(ty, "llm_error") || ty == "error" {
+				c += k
+			}
+		}
+		return c
+	}
+	t.Run("retried then completed", func(t *testing.T) {
+		t.Parallel()
+		v := newEnv(t).with(t)
+		v.fake.Enqueue(fakeopenai.Reply{Status: 500}, fakeopenai.Reply{Status: 503})
+		var res compatJSON
+		v.must(http.StatusOK, "POST", "/api/run", map[string]any{"graph": one()}, &res)
+		n := types(res.Logs)
+		if res.Status != engine.StatusCompleted || errorish(n) != 0 || n["llm_retry"] != 2 {
+			t.Fatalf("status %s, log types %v: want completed with two llm_retry and no error", res.Status, n)
+		}
+		var again compatJSON
+		v.must(http.StatusOK, "GET", "/api/run/"+res.RunID, nil, &again)
+		if n := types(again.Logs); errorish(n) != 0 || n["llm_retry"] != 2 {
+			t.Errorf("GET /api/run log types %v", n)
+		}
+		// The native API keeps the engine's types.
+		var evs []engine.Event
+		v.must(http.StatusOK, "GET", "/api/runs/"+res.RunID+"/events", nil, &evs)
+		native := 0
+		for _, ev := range evs {
+			if ev.Type == engine.EvLLMError {
+				native++
+			}
+		}
+		if native != 2 {
+			t.Errorf("native log has %d llm_error events, want 2", native)
+		}
+	})
+	t.Run("retried then failed", func(t *testing.T) {
+		t.Parallel()
+		v := newEnv(t).with(t)
+		for i := 0; i < 4; i++ {
+			v.fake.Enqueue(fakeopenai.Reply{Status: 500})
+		}
+		var res compatJSON
+		v.must(http.StatusOK, "POST", "/api/run", map[string]any{"graph": one()}, &res)
+		n := types(res.Logs)
+		if res.Status != engine.StatusFailed || errorish(n) != 1 || n["error"] != 1 || n["llm_retry"] != 3 || n["llm_failed"] != 1 {
+			t.Fatalf("status %s, log types %v: want failed with three llm_retry, one llm_failed and one error", res.Status, n)
+		}
+	})
+	t.Run("stream", func(t *testing.T) {
+		t.Parallel()
+		v := newEnv(t).with(t)
+		v.fake.Enqueue(fakeopenai.Reply{Status: 500})
+		n := map[string]int{}
+		for _, m := range v.readSSE("/api/run-stream", map[string]any{"graph": one()}) {
+			if m.Entry != nil {
+				n[m.Entry.Type]++
+			}
+			if m.Type == "done" && (m.Result == nil || m.Result.Status != engine.StatusCompleted || errorish(types(m.Result.Logs)) != 0) {
+				t.Errorf("done %+v", m.Result)
+			}
+		}
+		if errorish(n) != 0 || n["llm_retry"] != 1 {
+			t.Errorf("streamed log types %v", n)
+		}
+	})
+}

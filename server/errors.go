@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -272,6 +273,23 @@ var (
 	decodeWait  = 30 * time.Second
 )
 
+// acquireDecodeSlot waits (up to decodeWait) for one of the slots that
+// bound concurrent decodes of graphs and YAML workflows: 503 when none
+// frees in time. The caller calls release when done.
+func acquireDecodeSlot(ctx context.Context) (release func(), err error) {
+	t := time.NewTimer(decodeWait)
+	defer t.Stop()
+	select {
+	case decodeSlots <- struct{}{}:
+		return func() { <-decodeSlots }, nil
+	case <-t.C:
+		return nil, newErr(http.StatusServiceUnavailable, CodeUnavailable,
+			"too many graphs and YAML workflows are being decoded at once (at most %d); try again", cap(decodeSlots))
+	case <-ctx.Done():
+		return nil, cancelled(ctx.Err())
+	}
+}
+
 // decodeGraph decodes a graph in the current or legacy shape (graph.Decode
 // normalizes it) and returns the normalization warnings.
 func decodeGraph(raw json.RawMessage) (*graph.Graph, []graph.Problem, error) {
@@ -280,15 +298,11 @@ func decodeGraph(raw json.RawMessage) (*graph.Graph, []graph.Problem, error) {
 	}
 	// Decoding a large graph costs many times its size in memory: a few at
 	// a time, so concurrent uploads cannot add up.
-	t := time.NewTimer(decodeWait)
-	defer t.Stop()
-	select {
-	case decodeSlots <- struct{}{}:
-		defer func() { <-decodeSlots }()
-	case <-t.C:
-		return nil, nil, newErr(http.StatusServiceUnavailable, CodeUnavailable,
-			"too many graphs are being decoded at once (at most %d); try again", cap(decodeSlots))
+	release, err := acquireDecodeSlot(context.Background())
+	if err != nil {
+		return nil, nil, err
 	}
+	defer release()
 	g, warns, err := graph.Decode(raw)
 	if err != nil {
 		if errors.Is(err, graph.ErrTooLarge) {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"sort"
@@ -69,6 +70,8 @@ type envOpts struct {
 	prices     llm.Prices
 	// YAML editing: serve --read-only-workflows.
 	readOnlyWorkflows bool
+	trustedProxies    []netip.Prefix
+	maxConns          int
 }
 
 // env is a server on a real SQLite file, a real engine talking to the fake
@@ -127,7 +130,7 @@ func newEnvTB(t testing.TB, opts ...func(*envOpts)) *env {
 	t.Cleanup(e.Close)
 	srv, err := New(Config{Engine: e, Store: st, Addr: o.addr, Token: o.token, Logger: logger, Metrics: m,
 		UI: o.ui, WSBuffer: o.wsBuffer, PingInterval: o.ping, PongWait: o.pongWait, WSWriteTimeout: o.writeLimit, MaxBody: o.maxBody,
-		Workflows: o.source, ReadOnlyWorkflows: o.readOnlyWorkflows})
+		Workflows: o.source, ReadOnlyWorkflows: o.readOnlyWorkflows, TrustedProxies: o.trustedProxies, MaxConns: o.maxConns})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,6 +55,7 @@ type Notice struct {
 // sender that retries with backoff.
 type Notifier struct {
 	url     string
+	shown   string // url without its path and query, for logs
 	client  *http.Client
 	log     *slog.Logger
 	backoff []time.Duration
@@ -78,7 +79,8 @@ const maxNoticeInput = 4000
 func NewNotifier(o NotifierOptions) (*Notifier, error) {
 	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("notify URL %q: want an http:// or https:// URL with a host", o.URL)
+		// Not quoted: a webhook URL's path is its secret (Slack's is).
+		return nil, errors.New("notify URL: want an http:// or https:// URL with a host")
 	}
 	if o.PublicURL != "" {
 		if p, err := url.Parse(o.PublicURL); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
@@ -91,6 +93,11 @@ func NewNotifier(o NotifierOptions) (*Notifier, error) {
 	if o.Client == nil {
 		o.Client = &http.Client{Timeout: 10 * time.Second}
 	}
+	// Never follow a redirect: the receiver would choose where the server
+	// POSTs next, e.g. its own cancel route on loopback (blind SSRF). A
+	// 3xx is a failed delivery, not retried.
+	client := *o.Client
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	if o.Backoff == nil {
 		o.Backoff = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second}
 	}
@@ -98,7 +105,7 @@ func NewNotifier(o NotifierOptions) (*Notifier, error) {
 		o.Queue = 1000
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &Notifier{url: o.URL, client: o.Client, log: o.Logger, backoff: o.Backoff,
+	n := &Notifier{url: o.URL, shown: redactURL(u), client: &client, log: o.Logger, backoff: o.Backoff,
 		queue: make(chan Notice, o.Queue), base: strings.TrimRight(o.PublicURL, "/"),
 		ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	go n.send()
@@ -146,16 +153,34 @@ func (n *Notifier) Emit(ev *engine.Event) {
 	}
 }
 
+// noticeText is the Slack message. Everything in it is escaped as Slack
+// asks (&, <, >): a prompt or run input reaches the channel as text, never
+// as a <!channel> mention, a <@user> ping or a disguised <url|link>.
 func noticeText(no Notice) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Approval needed: node %s of run %s", no.NodeID, no.RunID)
+	fmt.Fprintf(&b, "Approval needed: node %s of run %s", slackEscape(no.NodeID), slackEscape(no.RunID))
 	if no.Prompt != "" {
-		fmt.Fprintf(&b, "\n%s", no.Prompt)
+		fmt.Fprintf(&b, "\n%s", slackEscape(no.Prompt))
 	}
 	if no.Link != "" {
-		fmt.Fprintf(&b, "\n%s", no.Link)
+		fmt.Fprintf(&b, "\n%s", slackEscape(no.Link))
 	}
 	return b.String()
+}
+
+var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// slackEscape escapes Slack's control characters in message text.
+func slackEscape(s string) string { return slackEscaper.Replace(s) }
+
+// redactURL keeps a webhook URL's scheme and host: its path and query are
+// the secret (Slack's /services/T…/B…/…).
+func redactURL(u *url.URL) string {
+	r := u.Scheme + "://" + u.Host
+	if u.Path != "" && u.Path != "/" || u.RawQuery != "" {
+		r += "/…"
+	}
+	return r
 }
 
 // Close stops the sender; notices not yet delivered are dropped.
@@ -208,12 +233,17 @@ func (n *Notifier) deliver(no Notice) {
 func (n *Notifier) post(body []byte) error {
 	req, err := http.NewRequestWithContext(n.ctx, http.MethodPost, n.url, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("%w: %w", errPermanent, err)
+		return fmt.Errorf("%w: post to %s: cannot build the request", errPermanent, n.shown)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "switchyard-notify")
 	resp, err := n.client.Do(req)
 	if err != nil {
+		// net/http words its errors with the full URL: keep only the host.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			return fmt.Errorf("%s %s: %w", ue.Op, n.shown, ue.Err)
+		}
 		return err
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -221,6 +251,8 @@ func (n *Notifier) post(body []byte) error {
 	switch {
 	case resp.StatusCode < 300:
 		return nil
+	case resp.StatusCode < 400:
+		return fmt.Errorf("%w: receiver answered %s (redirects are not followed)", errPermanent, resp.Status)
 	case resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
 		return fmt.Errorf("receiver answered %s", resp.Status)
 	default:

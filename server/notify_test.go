@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -162,6 +163,97 @@ func TestNotifierRejectsBadURLs(t *testing.T) {
 		if n, err := NewNotifier(NotifierOptions{URL: tc.url, PublicURL: tc.public}); err == nil {
 			n.Close()
 			t.Errorf("NewNotifier(%q, %q) accepted", tc.url, tc.public)
+		}
+	}
+}
+
+// TestNotifyDoesNotFollowRedirects: a receiver answering 307 toward the
+// server's own cancel route must not cancel the waiting run (blind SSRF);
+// the failure is logged without the webhook URL, a secret for Slack.
+func TestNotifyDoesNotFollowRedirects(t *testing.T) {
+	t.Parallel()
+	var target sync.Map // "url" → the server's address, once known
+	redirected := make(chan string, 10)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var no Notice
+		_ = json.NewDecoder(r.Body).Decode(&no)
+		base, _ := target.Load("url")
+		loc := fmt.Sprintf("%s/api/runs/%s/cancel", base, no.RunID)
+		redirected <- loc
+		http.Redirect(w, r, loc, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(hook.Close)
+	const secret = "/services/T0001/B0002/XyzSecretHookPath"
+	logs := &syncBuffer{}
+	n, err := NewNotifier(NotifierOptions{URL: hook.URL + secret, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		Backoff: []time.Duration{time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Close)
+	v := newEnv(t, func(o *envOpts) { o.sinks = []engine.Sink{n} })
+	target.Store("url", v.url)
+
+	var run runJSON
+	v.must(http.StatusCreated, "POST", "/api/runs", map[string]any{"graph": approvalGraph()}, &run)
+	v.wait(run.RunID)
+	<-redirected
+	// Either the notifier gives up on the 307 (the fix) or the run is
+	// cancelled through the redirect (the bug).
+	waitFor(t, "the notifier to give up or the run to end", func() bool {
+		r, err := v.st.GetRun(context.Background(), run.RunID)
+		return strings.Contains(logs.String(), "notify failed") || err == nil && r.Status.Terminal()
+	})
+	r, err := v.st.GetRun(context.Background(), run.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != engine.StatusPaused {
+		t.Fatalf("run is %s after the receiver redirected to its cancel route, want paused", r.Status)
+	}
+	if out := logs.String(); strings.Contains(out, "XyzSecretHookPath") || !strings.Contains(out, "307") {
+		t.Errorf("log should name the 307 and never the webhook's secret path:\n%s", out)
+	}
+}
+
+// TestNotifyRedactsURLOnNetworkErrors: a dead receiver's dial error (which
+// net/http words with the full URL) is logged without the URL's path.
+func TestNotifyRedactsURLOnNetworkErrors(t *testing.T) {
+	t.Parallel()
+	dead := httptest.NewServer(http.NotFoundHandler())
+	u := dead.URL
+	dead.Close()
+	logs := &syncBuffer{}
+	n, err := NewNotifier(NotifierOptions{URL: u + "/services/T1/B2/SecretToken?x=SecretQuery", Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		Backoff: []time.Duration{time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Close)
+	n.Emit(&engine.Event{Type: engine.EvWaitInput, RunID: "r1", NodeID: "n"})
+	waitFor(t, "the notice to be dropped", func() bool { return strings.Contains(logs.String(), "notice dropped") })
+	if out := logs.String(); strings.Contains(out, "SecretToken") || strings.Contains(out, "SecretQuery") {
+		t.Errorf("log leaks the webhook URL:\n%s", out)
+	}
+	if _, err := NewNotifier(NotifierOptions{URL: "ftp://x/services/SecretToken"}); err == nil || strings.Contains(err.Error(), "SecretToken") {
+		t.Errorf("a bad URL's error should not quote its path: %v", err)
+	}
+}
+
+// TestNoticeTextEscapesSlackMarkup: run input and prompts reach Slack as
+// text, not as <!channel> mentions or links.
+func TestNoticeTextEscapesSlackMarkup(t *testing.T) {
+	t.Parallel()
+	no := Notice{RunID: "r&1", NodeID: "<n>", Prompt: "<!channel> ship <@U123> & <http://evil|click>?", Link: "http://sy.example/runs/r&1"}
+	got := noticeText(no)
+	for _, bad := range []string{"<!channel>", "<@U123>", "<http://evil|click>", "<n>", "r&1"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("text %q keeps %q unescaped", got, bad)
+		}
+	}
+	for _, want := range []string{"&lt;!channel&gt;", "&lt;@U123&gt;", "&amp;", "&lt;n&gt;"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("text %q lacks %q", got, want)
 		}
 	}
 }

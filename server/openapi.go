@@ -36,6 +36,12 @@ func resp(desc string, schema obj) obj {
 	return obj{"description": desc, "content": jsonContent(schema)}
 }
 
+// withHeaders documents a response's headers.
+func withHeaders(r obj, headers obj) obj {
+	r["headers"] = headers
+	return r
+}
+
 func errResp(desc string) obj { return resp(desc, ref("Error")) }
 
 func body(schema obj) obj {
@@ -109,12 +115,15 @@ func withErrors(r obj, codes ...string) obj {
 		"403": "Cross-origin request or foreign Host header.",
 		"404": "Not found.",
 		"409": "Conflict.",
-		"413": "Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it.",
+		"413": "Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it.",
 		"408": "The request body did not arrive within the read timeout (serve --read-timeout).",
 		"503": "Unavailable (no LLM configured, shutting down, or too many graphs being decoded at once: try again).",
 	}
 	r["401"] = errResp(descs["401"])
 	r["403"] = errResp(descs["403"])
+	if _, ok := r["429"]; !ok {
+		r["429"] = errResp("Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again.")
+	}
 	for _, c := range codes {
 		r[c] = errResp(descs[c])
 		if c == "413" { // a route that reads a body may time out reading it
@@ -395,7 +404,7 @@ func paths() obj {
 			"parameters": []obj{workflowIDParamDoc},
 			"get": operation{"getWorkflow", "A workflow with its current graph. Workflows of the YAML folder (ids \"yaml.<escaped path>\") come with their source, a read-only graph projection and their problems.", nil, nil,
 				withErrors(obj{"200": resp("Workflow", ref("Workflow"))}, "400", "404")}.build(),
-			"put": operation{"updateWorkflow", "Save the next version. Carries the version edited; a stale version gets 409. A YAML workflow (id yaml.*) takes YAMLSave instead: the whole text (saved as given) or structured edits (applied in place, a one-field change is a one-line diff), with baseHash; the file is written atomically and the answer is the workflow as GET gives it (new sourceHash, problems, graph). A file changed on disk since baseHash gets 409 YAMLConflict; an edit that cannot be applied 400 invalid_edit (naming the edit, node, field and line); serve --read-only-workflows 403.", nil,
+			"put": operation{"updateWorkflow", "Save the next version. Carries the version edited; a stale version gets 409. A YAML workflow (id yaml.*) takes YAMLSave instead: the whole text (saved as given) or structured edits (applied in place, a one-field change is a one-line diff), with baseHash; the file is written atomically and the answer is the workflow as GET gives it (new sourceHash, problems, graph). A file changed on disk since baseHash gets 409 YAMLConflict; an edit that cannot be applied 400 invalid_edit (naming the edit, node, field and line); more than 500 edits, text over 4 MiB or over the graph limits 413; serve --read-only-workflows 403.", nil,
 				body(ref("WorkflowSave")),
 				withErrors(obj{"200": resp("Saved: SavedWorkflow, or Workflow for a YAML file", obj{"anyOf": []obj{ref("SavedWorkflow"), ref("Workflow")}}),
 					"409": resp("Stale version; for a YAML file YAMLConflict", obj{"anyOf": []obj{ref("Error"), ref("YAMLConflict")}})}, "400", "404", "413", "503")}.build(),
@@ -404,10 +413,10 @@ func paths() obj {
 		},
 		"/api/workflows/yaml": obj{"post": operation{"createYAMLWorkflow", "Create a YAML workflow file in the workflows folder (written atomically; it may have problems, which are returned). 409 if the file exists, 400 for a path outside the folder, hidden or not .yaml/.yml, 403 under serve --read-only-workflows, 404 without a folder.", nil,
 			body(ref("YAMLCreate")),
-			withErrors(obj{"201": resp("Created", ref("Workflow"))}, "400", "404", "409", "413")}.build()},
+			withErrors(obj{"201": resp("Created", ref("Workflow"))}, "400", "404", "409", "413", "503")}.build()},
 		"/api/yaml/validate": obj{"post": operation{"validateYAML", "Problems of YAML workflow text as switchyard validate reports them (same codes), with line and column, and its canvas projection: for live diagnostics while typing.", nil,
 			body(ref("YAMLValidate")),
-			withErrors(obj{"200": resp("Result", ref("YAMLValidateResult"))}, "400", "413")}.build()},
+			withErrors(obj{"200": resp("Result", ref("YAMLValidateResult"))}, "400", "413", "503")}.build()},
 		"/api/workflows/{id}/yaml": obj{
 			"parameters": []obj{workflowIDParamDoc},
 			"post": operation{"convertToYAML", "A drawn workflow as YAML text: agent -> prompt, approval -> approval, if -> when: conditions on its branches, start -> the run's input; what cannot be converted is listed in unconverted. Writes nothing.", nil, nil,
@@ -481,8 +490,13 @@ func paths() obj {
 			"post": operation{"continueRun", "Continue an interrupted run from its last persisted state.", nil, nil,
 				withErrors(obj{"200": resp("The run", ref("Run"))}, "400", "404", "409")}.build(),
 		},
-		"/api/approvals": obj{"get": operation{"listApprovals", "Every node waiting for a human decision, across all workflows and runs, longest waiting first. Answer one with POST /api/runs/{id}/approvals/{nodeId}.", nil, nil,
-			withErrors(obj{"200": resp("Waiting approvals", arrayOf(ref("Approval")))})}.build()},
+		"/api/approvals": obj{"get": operation{"listApprovals", "Every node waiting for a human decision, across all workflows and runs, longest waiting first, a page at a time: X-Total-Count says how many wait in all, and X-Next-Cursor, sent with a full page, is the after of the next. Answer one with POST /api/runs/{id}/approvals/{nodeId}.",
+			[]obj{queryParam("limit", "Page size (default 1000).", obj{"type": "integer", "minimum": 1, "maximum": 10000}),
+				queryParam("after", "The X-Next-Cursor of the previous page.", str())}, nil,
+			withErrors(obj{"200": withHeaders(resp("Waiting approvals", arrayOf(ref("Approval"))), obj{
+				"X-Total-Count": obj{"description": "How many approvals wait in all.", "schema": obj{"type": "integer"}},
+				"X-Next-Cursor": obj{"description": "Sent with a full page: pass it as after to read on.", "schema": str()},
+			})}, "400")}.build()},
 		"/api/ws": obj{"get": operation{"statusWS", "Websocket: a StatusMessage per run status change, for run lists.", nil, nil,
 			withErrors(obj{"101": wsResp("Switching to the websocket protocol")}, "400", "503")}.build()},
 

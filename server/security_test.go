@@ -108,13 +108,13 @@ func TestHostChecks(t *testing.T) {
 	}
 
 	// Loopback with a token keeps the Host check.
-	tok := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = "s3cret" })
+	tok := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = testToken })
 	if r := tok.request("GET", "/api/config", nil, "Host", "evil.example"); r.status != http.StatusForbidden {
 		t.Fatalf("token on loopback, foreign Host: %d", r.status)
 	}
 
 	// Bound to all interfaces (with a token): any Host name is fine.
-	open := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = "s3cret"; o.addr = "0.0.0.0:0" })
+	open := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = testToken; o.addr = "0.0.0.0:0" })
 	if r := open.request("GET", "/api/config", nil, "Host", "switchyard.lan:8080"); r.status != http.StatusOK {
 		t.Fatalf("non-loopback, any Host: %d %s", r.status, r.body)
 	}
@@ -129,7 +129,7 @@ func TestNonLoopbackNeedsToken(t *testing.T) {
 		if !errors.Is(err, ErrTokenRequired) {
 			t.Errorf("%s without token: %v, want ErrTokenRequired", addr, err)
 		}
-		if _, err := New(Config{Engine: v.e, Store: v.st, Addr: addr, Token: "t"}); err != nil {
+		if _, err := New(Config{Engine: v.e, Store: v.st, Addr: addr, Token: testToken}); err != nil {
 			t.Errorf("%s with token: %v", addr, err)
 		}
 	}
@@ -146,10 +146,10 @@ func TestTokenAuth(t *testing.T) {
 		"index.html":       {Data: []byte("<html>app</html>")},
 		"assets/app-1a.js": {Data: []byte("console.log(1)")},
 	}
-	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = "tok-123"; o.ui = ui })
+	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = testToken; o.ui = ui })
 	v.token = "" // send credentials by hand
 
-	bearer := []string{"Authorization", "Bearer tok-123"}
+	bearer := []string{"Authorization", "Bearer " + testToken}
 	cases := []struct {
 		name, method, path string
 		hdr                []string
@@ -157,9 +157,9 @@ func TestTokenAuth(t *testing.T) {
 	}{
 		{"API without token", "GET", "/api/workflows", nil, 401},
 		{"API with wrong token", "GET", "/api/workflows", []string{"Authorization", "Bearer nope"}, 401},
-		{"API with token prefix only", "GET", "/api/workflows", []string{"Authorization", "Bearer tok-12"}, 401},
+		{"API with token prefix only", "GET", "/api/workflows", []string{"Authorization", "Bearer " + testToken[:len(testToken)-1]}, 401},
 		{"API with token", "GET", "/api/workflows", bearer, 200},
-		{"API with lower-case scheme", "GET", "/api/workflows", []string{"Authorization", "bearer tok-123"}, 200},
+		{"API with lower-case scheme", "GET", "/api/workflows", []string{"Authorization", "bearer " + testToken}, 200},
 		{"basic auth is not bearer", "GET", "/api/workflows", []string{"Authorization", "Basic dG9rLTEyMw=="}, 401},
 		{"metrics need the token", "GET", "/metrics", nil, 401},
 		{"openapi needs the token", "GET", "/api/openapi.json", nil, 401},
@@ -193,7 +193,7 @@ func TestTokenAuth(t *testing.T) {
 	if r := v.request("POST", "/login", map[string]any{"token": "nope"}); r.status != http.StatusUnauthorized {
 		t.Fatalf("wrong login: %d", r.status)
 	}
-	r := v.request("POST", "/login", map[string]any{"token": "tok-123"})
+	r := v.request("POST", "/login", map[string]any{"token": testToken})
 	if r.status != http.StatusOK {
 		t.Fatalf("login: %d %s", r.status, r.body)
 	}
@@ -204,11 +204,11 @@ func TestTokenAuth(t *testing.T) {
 		}
 	}
 	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || cookie.Value == "" ||
-		strings.Contains(cookie.Value, "tok-123") || cookie.Secure {
+		strings.Contains(cookie.Value, testToken) || cookie.Secure {
 		t.Fatalf("session cookie %+v", cookie)
 	}
 	// Through a reverse proxy that terminates TLS the cookie is Secure.
-	viaProxy := v.request("POST", "/login", map[string]any{"token": "tok-123"}, "X-Forwarded-Proto", "https")
+	viaProxy := v.request("POST", "/login", map[string]any{"token": testToken}, "X-Forwarded-Proto", "https")
 	if sc := viaProxy.header.Get("Set-Cookie"); viaProxy.status != http.StatusOK || !strings.Contains(sc, "Secure") {
 		t.Fatalf("login through an https proxy: %d %q", viaProxy.status, sc)
 	}
@@ -232,7 +232,7 @@ func TestTokenAuth(t *testing.T) {
 	if _, res, err := v.dial("/api/runs/"+id+"/ws", nil); err == nil || res.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("websocket without token: %v %v", err, res)
 	}
-	for _, h := range []http.Header{{"Authorization": {"Bearer tok-123"}}, {"Cookie": {SessionCookie + "=" + cookie.Value}}} {
+	for _, h := range []http.Header{{"Authorization": {"Bearer " + testToken}}, {"Cookie": {SessionCookie + "=" + cookie.Value}}} {
 		c, _, err := v.dial("/api/ws", h)
 		if err != nil {
 			t.Fatalf("websocket with %v: %v", h, err)

@@ -14,12 +14,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"golang.org/x/net/netutil"
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/engine/tools"
@@ -73,8 +73,9 @@ type Config struct {
 	// connection. Websockets, event streams and the compatibility routes
 	// that wait for a run keep their own deadlines and pings.
 	WriteTimeout time.Duration
-	// MaxConns caps concurrent connections (default DefaultMaxConns);
-	// further ones wait in the kernel's backlog.
+	// MaxConns caps concurrent connections (default DefaultMaxConns): at
+	// the cap a new connection closes the one idle longest between
+	// keep-alive requests, or waits (in the kernel's backlog) while none is.
 	MaxConns int
 	Logger   *slog.Logger
 	// Metrics is registered at /metrics. Pass the same Metrics in the
@@ -112,6 +113,13 @@ type Config struct {
 	// MCPServers names the MCP servers drawn agents may pick (serve
 	// --mcp-config), for the editor.
 	MCPServers []string
+	// TrustedProxies are the reverse proxies (serve --trusted-proxy) whose
+	// X-Forwarded-Host, X-Forwarded-Proto and X-Forwarded-For headers
+	// the server believes: a request through one may name any host (the
+	// proxy decides which names reach it), its origin is checked against
+	// the forwarded host and scheme, and sign-in attempts are counted by
+	// the forwarded client address. They need a Token.
+	TrustedProxies []netip.Prefix
 }
 
 // Server serves the API, live events and the UI.
@@ -199,6 +207,16 @@ func New(cfg Config) (*Server, error) {
 	if !s.loopback && cfg.Token == "" {
 		return nil, fmt.Errorf("server: %s: %w", cfg.Addr, ErrTokenRequired)
 	}
+	if len(cfg.TrustedProxies) > 0 && cfg.Token == "" {
+		// A trusted proxy's headers lift the Host check, which is what keeps
+		// a DNS-rebinding page away from an open loopback server.
+		return nil, fmt.Errorf("server: trusted proxies: %w", ErrTokenRequired)
+	}
+	if cfg.Token != "" {
+		if err := CheckToken(cfg.Token); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+	}
 	if host != "" {
 		s.hosts[strings.ToLower(host)] = true
 	}
@@ -243,8 +261,10 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 // Serve accepts connections on ln until Shutdown. It returns nil after a
 // graceful shutdown.
 func (s *Server) Serve(ln net.Listener) error {
+	var limiter *connLimiter
 	if s.cfg.MaxConns > 0 {
-		ln = netutil.LimitListener(ln, s.cfg.MaxConns)
+		limiter = newConnLimiter(ln, s.cfg.MaxConns)
+		ln = limiter
 	}
 	srv := &http.Server{
 		Handler:           s.echo,
@@ -252,6 +272,9 @@ func (s *Server) Serve(ln net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return context.Background() },
+	}
+	if limiter != nil {
+		srv.ConnState = limiter.connState
 	}
 	s.httpMu.Lock()
 	if s.drainCtx.Err() != nil {

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -194,14 +195,29 @@ func newLoginLimiter() *loginLimiter {
 	return &loginLimiter{buckets: map[string]*bucket{}, now: time.Now}
 }
 
-// allow takes one attempt for client; when none is left it says how long
-// until the next.
+// allow takes one attempt for client (a limiterKey); when none is left it
+// says how long until the next.
 func (l *loginLimiter) allow(client string) (bool, time.Duration) {
+	return l.check(client, true)
+}
+
+// blocked reports whether client has no attempt left, and for how long,
+// without taking one: a right bearer token costs nothing, but is not even
+// compared while its address is blocked.
+func (l *loginLimiter) blocked(client string) (bool, time.Duration) {
+	ok, wait := l.check(client, false)
+	return !ok, wait
+}
+
+func (l *loginLimiter) check(client string, take bool) (bool, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
 	b := l.buckets[client]
 	if b == nil {
+		if !take {
+			return true, 0 // a full bucket: nothing to keep
+		}
 		if len(l.buckets) >= loginMaxClients {
 			l.prune(now)
 		}
@@ -213,8 +229,29 @@ func (l *loginLimiter) allow(client string) (bool, time.Duration) {
 	if b.tokens < 1 {
 		return false, time.Duration((1 - b.tokens) * float64(loginEvery))
 	}
-	b.tokens--
+	if take {
+		b.tokens--
+	}
 	return true, 0
+}
+
+// limiterKey is the address attempts are counted by: an IPv4 address, or
+// an IPv6 address's /64 (one host commonly holds a whole /64, so per
+// address it could guess without limit). Anything else is kept as is.
+func limiterKey(host string) string {
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	a = a.WithZone("").Unmap()
+	if a.Is4() {
+		return a.String()
+	}
+	p, err := a.Prefix(64)
+	if err != nil {
+		return a.String()
+	}
+	return p.String()
 }
 
 // prune drops full buckets (clients idle long enough), or all if none is.

@@ -35,9 +35,9 @@ func loginCookie(t *testing.T, v *env, token string, hdr ...string) string {
 // stops working too, while other sessions go on.
 func TestLogoutRevokesTheSession(t *testing.T) {
 	t.Parallel()
-	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = "tok-1" })
+	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = testToken })
 	v.token = ""
-	a, b := loginCookie(t, v, "tok-1"), loginCookie(t, v, "tok-1")
+	a, b := loginCookie(t, v, testToken), loginCookie(t, v, testToken)
 	if a == b {
 		t.Fatal("two sign-ins share one session")
 	}
@@ -61,14 +61,14 @@ func TestLogoutRevokesTheSession(t *testing.T) {
 // database refuses the signed-out cookie and still accepts the others.
 func TestLogoutSurvivesRestart(t *testing.T) {
 	t.Parallel()
-	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = "tok-1" })
+	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = testToken })
 	v.token = ""
-	a, b := loginCookie(t, v, "tok-1"), loginCookie(t, v, "tok-1")
+	a, b := loginCookie(t, v, testToken), loginCookie(t, v, testToken)
 	if r := v.request("POST", "/api/logout", nil, "Cookie", SessionCookie+"="+a); r.status != http.StatusNoContent {
 		t.Fatalf("logout: %d %s", r.status, r.body)
 	}
 	// The next server: a new Server (its memory empty) on the same store.
-	next, err := New(Config{Engine: v.e, Store: v.st, Addr: "127.0.0.1:0", Token: "tok-1", Logger: quietLog})
+	next, err := New(Config{Engine: v.e, Store: v.st, Addr: "127.0.0.1:0", Token: testToken, Logger: quietLog})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,14 +115,14 @@ func TestSessionExpiryAndTokenRotation(t *testing.T) {
 // once the burst is spent, even for the right token.
 func TestLoginIsRateLimited(t *testing.T) {
 	t.Parallel()
-	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = "tok-1" })
+	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = testToken })
 	v.token = ""
 	for i := 0; i < loginBurst; i++ {
 		if r := v.request("POST", "/login", map[string]any{"token": "guess"}); r.status != http.StatusUnauthorized {
 			t.Fatalf("attempt %d: %d", i, r.status)
 		}
 	}
-	r := v.request("POST", "/login", map[string]any{"token": "tok-1"})
+	r := v.request("POST", "/login", map[string]any{"token": testToken})
 	if r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") == "" || r.errCode(t) != CodeRateLimited {
 		t.Fatalf("after %d attempts: %d %q %s", loginBurst, r.status, r.header.Get("Retry-After"), r.body)
 	}

@@ -64,7 +64,7 @@ func slowRequest(t *testing.T, addr, method, path string, hdr ...string) net.Con
 // not after the body (which never comes).
 func TestSlowBodyWithoutTokenGets401AtOnce(t *testing.T) {
 	t.Parallel()
-	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = "tok"; o.noHTTP = true })
+	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = testToken; o.noHTTP = true })
 	addr := serveWithLimits(t, v, func(c *Config) { c.BodyTimeout = time.Minute })
 	c := slowRequest(t, addr, "POST", "/api/runs")
 	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second)) // far below the body timeout
@@ -96,43 +96,34 @@ func TestSlowBodyIsCutAtTheBodyTimeout(t *testing.T) {
 	}
 }
 
-// Connections beyond MaxConns wait until one closes.
+// getHealth sends GET /api/health on c and reads the answer.
+func getHealth(c net.Conn, addr string) error {
+	if _, err := fmt.Fprintf(c, "GET /api/health HTTP/1.1\r\nHost: %s\r\n\r\n", addr); err != nil {
+		return err
+	}
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return err
+	}
+	res.Body.Close()
+	return nil
+}
+
+// Connections beyond MaxConns wait until one in use closes.
 func TestMaxConnsCapsConnections(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.noHTTP = true })
 	addr := serveWithLimits(t, v, func(c *Config) { c.MaxConns = 2; c.BodyTimeout = time.Minute })
-	health := func(c net.Conn) error {
-		if _, err := fmt.Fprintf(c, "GET /api/health HTTP/1.1\r\nHost: %s\r\n\r\n", addr); err != nil {
-			return err
-		}
-		res, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			return err
-		}
-		res.Body.Close()
-		return nil
-	}
-	var held []net.Conn
-	for i := 0; i < 2; i++ {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-		if err := health(c); err != nil {
-			t.Fatalf("connection %d: %v", i, err)
-		}
-		held = append(held, c)
-	}
-	third, err := net.Dial("tcp", addr) // the kernel accepts; the server does not yet
+	// Two connections in use: each trickles a request body.
+	held := []net.Conn{slowRequest(t, addr, "POST", "/api/validate"), slowRequest(t, addr, "POST", "/api/validate")}
+	third, err := net.Dial("tcp", addr) // the kernel accepts; the server does not serve it yet
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer third.Close()
 	_ = third.SetDeadline(time.Now().Add(time.Second))
-	if err := health(third); err == nil {
-		t.Fatal("a third connection was served while two were held (cap 2)")
+	if err := getHealth(third, addr); err == nil {
+		t.Fatal("a third connection was served while two were in use (cap 2)")
 	}
 	third.Close()
 	held[0].Close()
@@ -142,8 +133,56 @@ func TestMaxConnsCapsConnections(t *testing.T) {
 	}
 	defer fourth.Close()
 	_ = fourth.SetDeadline(time.Now().Add(30 * time.Second))
-	if err := health(fourth); err != nil {
+	if err := getHealth(fourth, addr); err != nil {
 		t.Fatalf("after a held connection closed: %v", err)
+	}
+}
+
+// TestIdleConnsMakeRoom: idle keep-alive connections do not hold the cap
+// (sixty idle ones against --max-conns 50 delayed real requests): a new
+// connection at the cap closes the one idle longest, and connections in
+// use are left alone.
+func TestIdleConnsMakeRoom(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.noHTTP = true })
+	const slots = 5
+	addr := serveWithLimits(t, v, func(c *Config) { c.MaxConns = slots; c.BodyTimeout = time.Minute })
+	busy := slowRequest(t, addr, "POST", "/api/validate") // in use until it sends the rest of its body
+	var idle []net.Conn
+	for i := 0; i < 3*slots; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		// Generous: at the cap, each is served once an idle one is closed.
+		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+		if err := getHealth(c, addr); err != nil {
+			t.Fatalf("keep-alive connection %d beside %d idle ones (cap %d): %v", i, len(idle), slots, err)
+		}
+		idle = append(idle, c) // kept open by the client: idle on the server
+	}
+	// The oldest idle connections were closed by the server (EOF), the
+	// newest are still open.
+	_ = idle[0].SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := idle[0].Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the oldest idle connection: %v, want EOF (closed to make room)", err)
+	}
+	if err := getHealth(idle[len(idle)-1], addr); err != nil {
+		t.Errorf("the newest idle connection: %v", err)
+	}
+	// The connection in use was not closed: it finishes its request.
+	_ = busy.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(busy, strings.Repeat(" ", 998)+"}"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(busy), nil)
+	if err != nil {
+		t.Fatalf("the connection in use: %v", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusBadRequest && res.StatusCode != http.StatusOK {
+		t.Errorf("the connection in use answered %d", res.StatusCode)
 	}
 }
 

@@ -21,10 +21,10 @@ import (
 // for any route and any client).
 func TestUpgradeHeaderKeepsTheBodyDeadline(t *testing.T) {
 	t.Parallel()
-	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = "tok"; o.noHTTP = true })
+	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = testToken; o.noHTTP = true })
 	addr := serveWithLimits(t, v, func(c *Config) { c.BodyTimeout = time.Second })
 	for _, path := range []string{"/api/validate", "/api/ws", "/api/runs/" + newID() + "/ws"} {
-		c := slowRequest(t, addr, "POST", path, "Authorization", "Bearer tok",
+		c := slowRequest(t, addr, "POST", path, "Authorization", "Bearer "+testToken,
 			"Upgrade", "websocket", "Connection", "Upgrade")
 		_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
 		got, err := io.ReadAll(c)
@@ -42,7 +42,7 @@ func TestUpgradeHeaderKeepsTheBodyDeadline(t *testing.T) {
 // comes and whatever the headers say.
 func TestUnauthenticatedConnectionClosesWithoutDrainingTheBody(t *testing.T) {
 	t.Parallel()
-	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = "tok"; o.noHTTP = true })
+	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = testToken; o.noHTTP = true })
 	// Far longer than the test waits: only closing at once passes.
 	addr := serveWithLimits(t, v, func(c *Config) { c.BodyTimeout = 10 * time.Minute })
 	cases := []struct {
@@ -75,7 +75,7 @@ func TestUnauthenticatedConnectionClosesWithoutDrainingTheBody(t *testing.T) {
 // and an authorized client still gets through.
 func TestHostileUpgradesDoNotStarveAuthorizedClients(t *testing.T) {
 	t.Parallel()
-	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = "tok"; o.noHTTP = true })
+	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.token = testToken; o.noHTTP = true })
 	const slots = 4
 	addr := serveWithLimits(t, v, func(c *Config) { c.MaxConns = slots; c.BodyTimeout = 10 * time.Minute })
 	ctx, cancel := context.WithCancel(context.Background())
@@ -100,7 +100,7 @@ func TestHostileUpgradesDoNotStarveAuthorizedClients(t *testing.T) {
 		}()
 	}
 	req, _ := http.NewRequest("GET", "http://"+addr+"/api/runs", nil)
-	req.Header.Set("Authorization", "Bearer tok")
+	req.Header.Set("Authorization", "Bearer "+testToken)
 	res, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
 	if err != nil {
 		t.Fatalf("an authorized request behind %d hostile connections (cap %d): %v", 2*slots, slots, err)

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/llm"
@@ -121,5 +123,46 @@ func TestRunUsageZeroWithoutLLM(t *testing.T) {
 	v.must(200, "GET", "/api/runs/"+run.RunID, nil, &detail)
 	if got := string(detail["usage"]); got != `{"promptTokens":0,"completionTokens":0,"totalTokens":0}` {
 		t.Errorf("usage = %s", got)
+	}
+}
+
+// TestNonFiniteCostNeverBreaksTheAPI: a price table built in code with an
+// absurd price once made a run's cost +Inf, stored, after which GET
+// /api/runs answered 500 for good. No cost is stored then, and a
+// non-finite cost already in the database is left out of the answers.
+func TestNonFiniteCostNeverBreaksTheAPI(t *testing.T) {
+	v := newEnv(t, func(o *envOpts) { o.prices = llm.Prices{llm.DefaultModel: {Input: 1e308, Output: 1e308}} })
+	var run struct {
+		RunID string `json:"runId"`
+	}
+	v.must(201, "POST", "/api/runs", map[string]any{"graph": threeNodeGraph()}, &run)
+	v.wait(run.RunID)
+	var list []struct {
+		RunID string    `json:"runId"`
+		Usage usageJSON `json:"usage"`
+	}
+	v.must(200, "GET", "/api/runs", nil, &list)
+	if len(list) != 1 || list[0].Usage.CostUSD != nil || list[0].Usage.TotalTokens == 0 {
+		t.Errorf("list %+v: want the tokens counted and no cost", list)
+	}
+	if r, err := v.st.GetRun(context.Background(), run.RunID); err != nil || r.Usage.CostUSD != nil {
+		t.Errorf("stored usage %+v (%v): want no cost", r.Usage, err)
+	}
+
+	// A cost stored by an older version.
+	id := createRawRun(t, v.st, engine.StatusRunning)
+	now := time.Now().UTC()
+	inf := math.Inf(1)
+	r := &engine.Run{ID: id, Kind: engine.KindGraph, Status: engine.StatusCompleted, PendingApprovals: []engine.PendingApproval{},
+		CreatedAt: now, UpdatedAt: now, FinishedAt: &now, Usage: engine.Usage{PromptTokens: 1, TotalTokens: 1, CostUSD: &inf}}
+	if err := v.st.Checkpoint(context.Background(), r, nil); err != nil {
+		t.Fatal(err)
+	}
+	v.must(200, "GET", "/api/runs", nil, &list)
+	v.must(200, "GET", "/api/runs/"+id, nil, nil)
+	for _, l := range list {
+		if l.Usage.CostUSD != nil {
+			t.Errorf("run %s: cost %v", l.RunID, *l.Usage.CostUSD)
+		}
 	}
 }

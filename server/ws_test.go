@@ -484,7 +484,7 @@ func TestWSKeepaliveAndReadLimit(t *testing.T) {
 	// pongWait is generous (a starved machine may answer a ping seconds
 	// late); the test outlives it many pings over, so only renewals can
 	// keep the client connected.
-	const ping, pongWait = 500 * time.Millisecond, 6 * time.Second
+	const ping, pongWait = 500 * time.Millisecond, 10 * time.Second
 	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.ping = ping; o.pongWait = pongWait })
 	id := createRawRun(t, v.st, engine.StatusRunning)
 
@@ -536,9 +536,16 @@ func TestWSKeepaliveAndReadLimit(t *testing.T) {
 		}
 	}
 
+	// The oversized message: this client writes nothing after it (no
+	// pong, no close echo). The server closes a second after its 1009
+	// without an answer; a write of a client slower than that (a loaded
+	// machine) then met a reset, and gorilla reported that write's
+	// "broken pipe" instead of the close frame already received.
 	big := v.mustDial("/api/runs/" + id + "/ws")
+	big.SetPingHandler(func(string) error { return nil })
+	big.SetCloseHandler(func(int, string) error { return nil })
 	if err := big.WriteMessage(websocket.TextMessage, []byte(strings.Repeat("a", 10<<10))); err != nil {
-		t.Fatal(err)
+		t.Logf("writing the oversized message: %v (the server may stop reading it)", err)
 	}
 	_ = big.SetReadDeadline(time.Now().Add(30 * time.Second))
 	_, _, err := big.ReadMessage()

@@ -96,6 +96,14 @@ type yamlConflictBody struct {
 	Base     *string     `json:"base,omitempty"`
 }
 
+// MaxYAMLEdits bounds the structured edits of one save. An editor sends
+// one or a few per change; applying each re-reads the text, so thousands
+// in one request cost minutes (5,000 addNode edits took 84 s).
+const MaxYAMLEdits = 500
+
+// yamlEditHook, when set (tests), is called before each edit is applied.
+var yamlEditHook func(ctx context.Context, i int)
+
 func (s *Server) saveYAML(c echo.Context) error {
 	id, err := workflowIDParam(c)
 	if err != nil {
@@ -118,40 +126,41 @@ func (s *Server) saveYAML(c echo.Context) error {
 		return badRequest("send source (the whole new text) or edits")
 	case req.Source != nil && req.Edits != nil:
 		return badRequest("send source or edits, not both")
+	case len(req.Edits) > MaxYAMLEdits:
+		return newErr(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
+			"%d edits in one save; the limit is %d: send the whole text (source) instead", len(req.Edits), MaxYAMLEdits)
 	}
 	ctx := c.Request().Context()
-	var editFn func([]byte) ([]byte, error)
 	var src []byte
 	if req.Source != nil {
 		src = []byte(*req.Source)
 	} else {
-		editFn = func(cur []byte) ([]byte, error) { return yamledit.Apply(cur, req.Edits) }
+		// The edits are applied here, outside the folder's write lock (a
+		// save of another file does not wait for them), to the text the
+		// editor started from; Save then writes the result only if the
+		// file is still that text.
+		cur, err := y.f.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		if yamldir.Hash([]byte(cur.Source)) != req.BaseHash {
+			return s.yamlConflict(c, y, &req, &yamldir.ConflictError{Path: cur.Path, Disk: []byte(cur.Source)})
+		}
+		if src, err = applyEdits(ctx, []byte(cur.Source), req.Edits); err != nil {
+			return editError(err)
+		}
 	}
-	old, saved, err := y.f.Save(ctx, id, req.BaseHash, src, editFn)
+	if _, _, err := parseYAMLText(ctx, id, src); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return cancelled(err)
+	}
+	old, saved, err := y.f.Save(ctx, id, req.BaseHash, src, nil)
 	var conflict *yamldir.ConflictError
-	var ee *yamledit.Error
 	switch {
 	case errors.As(err, &conflict):
-		body := yamlConflictBody{Error: errorDetail{Code: CodeConflict, Message: conflict.Error() +
-			": merge your change into the file's text (disk) and save again with baseHash " + yamldir.Hash(conflict.Disk)},
-			Disk: string(conflict.Disk), DiskHash: yamldir.Hash(conflict.Disk)}
-		if base, ok := y.served.get(req.BaseHash); ok {
-			b := string(base)
-			body.Base = &b
-			if req.Source == nil {
-				if mine, err := yamledit.Apply(base, req.Edits); err == nil {
-					body.Yours = string(mine)
-				}
-			}
-		}
-		if req.Source != nil {
-			body.Yours = *req.Source
-		}
-		return c.JSON(http.StatusConflict, body)
-	case errors.As(err, &ee):
-		return newErr(http.StatusBadRequest, CodeInvalidEdit, "%s", ee.Error())
-	case errors.Is(err, yamledit.ErrParse):
-		return newErr(http.StatusBadRequest, CodeInvalidEdit, "structured edits need a file that parses: %v; save the text instead", err)
+		return s.yamlConflict(c, y, &req, conflict)
 	case err != nil:
 		return err
 	}
@@ -161,6 +170,120 @@ func (s *Server) saveYAML(c echo.Context) error {
 			"mode", map[bool]string{true: "source", false: "edits"}[req.Source != nil], "diff", fmt.Sprintf("+%d -%d lines", added, removed))
 	}
 	return s.answerYAML(c, y, id, http.StatusOK)
+}
+
+// applyEdits applies edits to src in order, stopping when ctx ends (the
+// client left): an error leaves nothing applied.
+func applyEdits(ctx context.Context, src []byte, edits []yamledit.Edit) ([]byte, error) {
+	d, err := yamledit.Parse(src)
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range edits {
+		if yamlEditHook != nil {
+			yamlEditHook(ctx, i)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := d.Apply(e); err != nil {
+			var ee *yamledit.Error
+			if errors.As(err, &ee) {
+				ee.Index = i
+			}
+			return nil, err
+		}
+	}
+	return d.Bytes(), nil
+}
+
+// editError maps what applyEdits returns to API errors.
+func editError(err error) error {
+	var ee *yamledit.Error
+	switch {
+	case errors.As(err, &ee):
+		return newErr(http.StatusBadRequest, CodeInvalidEdit, "%s", ee.Error())
+	case errors.Is(err, yamledit.ErrParse):
+		return newErr(http.StatusBadRequest, CodeInvalidEdit, "structured edits need a file that parses: %v; save the text instead", err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return cancelled(err)
+	}
+	return err
+}
+
+// cancelled answers a request whose client left (or the server is
+// stopping) before anything was written.
+func cancelled(err error) error {
+	return newErr(http.StatusServiceUnavailable, CodeUnavailable, "the request ended before it was done (%v); nothing was saved", err)
+}
+
+// yamlConflict answers 409 for a save whose base is not the file's text.
+func (s *Server) yamlConflict(c echo.Context, y *YAMLWorkflows, req *yamlSaveRequest, conflict *yamldir.ConflictError) error {
+	body := yamlConflictBody{Error: errorDetail{Code: CodeConflict, Message: conflict.Error() +
+		": merge your change into the file's text (disk) and save again with baseHash " + yamldir.Hash(conflict.Disk)},
+		Disk: string(conflict.Disk), DiskHash: yamldir.Hash(conflict.Disk)}
+	if base, ok := y.served.get(req.BaseHash); ok {
+		b := string(base)
+		body.Base = &b
+		if req.Source == nil && len(req.Edits) <= MaxYAMLEdits {
+			if mine, err := applyEdits(c.Request().Context(), base, req.Edits); err == nil {
+				body.Yours = string(mine)
+			}
+		}
+	}
+	if req.Source != nil {
+		body.Yours = *req.Source
+	}
+	return c.JSON(http.StatusConflict, body)
+}
+
+// parseYAMLText parses YAML workflow text from a request under the limits
+// graphs have: at most yamlflow.MaxFileSize bytes (413), one of the decode
+// slots graphs use (parsing costs about a hundred times the text in
+// memory: a few at a time, or 503), and the graph limits on nodes,
+// dependencies and ids (413), on the workflow as parsed (includes expanded).
+func parseYAMLText(ctx context.Context, name string, src []byte, opts ...yamlflow.ParseOption) (*yamlflow.Workflow, []yamlflow.Diagnostic, error) {
+	if len(src) > yamlflow.MaxFileSize {
+		return nil, nil, newErr(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
+			"the YAML text is %d bytes; the limit is %d", len(src), yamlflow.MaxFileSize)
+	}
+	release, err := acquireDecodeSlot(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer release()
+	wf, diags, _ := yamlflow.Parse(name, src, opts...)
+	if err := checkYAMLLimits(wf); err != nil {
+		return nil, nil, newErr(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "workflow: %v", err)
+	}
+	return wf, diags, nil
+}
+
+// checkYAMLLimits is graph.CheckLimits for a YAML workflow: its nodes,
+// its dependencies (edges) and the lengths of their ids.
+func checkYAMLLimits(wf *yamlflow.Workflow) error {
+	if wf == nil {
+		return nil
+	}
+	if n := len(wf.Nodes); n > graph.MaxNodes {
+		return &graph.LimitError{Message: fmt.Sprintf("it has %d nodes; the limit is %d", n, graph.MaxNodes)}
+	}
+	edges := 0
+	for i, n := range wf.Nodes {
+		if len(n.ID) > graph.MaxIDLength {
+			return &graph.LimitError{Message: fmt.Sprintf("node %d: its id is %d bytes; ids may be at most %d", i, len(n.ID), graph.MaxIDLength)}
+		}
+		for _, d := range n.DependsOn {
+			if len(d) > graph.MaxIDLength {
+				return &graph.LimitError{Message: fmt.Sprintf("node %q: a depends_on id is %d bytes; ids may be at most %d", truncate(n.ID, 80), len(d), graph.MaxIDLength)}
+			}
+		}
+		edges += len(n.DependsOn)
+	}
+	if edges > graph.MaxEdges {
+		return &graph.LimitError{Message: fmt.Sprintf("it has %d dependencies (edges); the limit is %d", edges, graph.MaxEdges)}
+	}
+	return nil
 }
 
 // answerYAML answers with the workflow as GET /api/workflows/{id} shows it.
@@ -187,6 +310,9 @@ func (s *Server) createYAML(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
+	if _, _, err := parseYAMLText(ctx, req.Path, []byte(req.Source)); err != nil {
+		return err
+	}
 	id, err := y.f.Create(ctx, req.Path, []byte(req.Source))
 	var pe *yamldir.PathError
 	switch {
@@ -253,7 +379,10 @@ func (s *Server) validateYAML(c echo.Context) error {
 	if dir := s.includeDir(req.Path); dir != "" {
 		opts = append(opts, yamlflow.WithIncludeDir(dir))
 	}
-	wf, diags, _ := yamlflow.Parse(name, []byte(req.Source), opts...)
+	wf, diags, err := parseYAMLText(c.Request().Context(), name, []byte(req.Source), opts...)
+	if err != nil {
+		return err
+	}
 	lines := strings.Split(req.Source, "\n")
 	out := yamlValidateResponse{Problems: []yamlProblem{}, Graph: yamlflow.CanvasJSON(wf)}
 	for _, p := range yamlflow.Problems(diags) {

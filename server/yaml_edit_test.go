@@ -213,13 +213,13 @@ func TestYAMLReadOnlyWorkflows(t *testing.T) {
 }
 
 func TestYAMLEditNeedsToken(t *testing.T) {
-	v, _, dir := newYAMLEnv(t, map[string]string{"in.yaml": greeterYAML}, func(o *envOpts) { o.noLLM = true; o.token = "tok-123" })
+	v, _, dir := newYAMLEnv(t, map[string]string{"in.yaml": greeterYAML}, func(o *envOpts) { o.noLLM = true; o.token = testToken })
 	v.token = ""
 	r := v.request("PUT", "/api/workflows/yaml.in.yaml", map[string]any{"source": "x", "baseHash": sha(greeterYAML)})
 	if r.status != http.StatusUnauthorized {
 		t.Fatalf("no token: %d %s", r.status, r.body)
 	}
-	v.token = "tok-123"
+	v.token = testToken
 	v.must(http.StatusOK, "PUT", "/api/workflows/yaml.in.yaml", map[string]any{"source": "name: x\n", "baseHash": sha(greeterYAML)}, nil)
 	if b, _ := os.ReadFile(filepath.Join(dir, "in.yaml")); string(b) != "name: x\n" {
 		t.Fatalf("file %q", b)

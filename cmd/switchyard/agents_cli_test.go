@@ -37,3 +37,13 @@ func TestWorktreesPrune(t *testing.T) {
 		t.Errorf("worktrees list: exit %d, want usage", code)
 	}
 }
+
+// TestHelpHidesTheDatabasePassword: -h shows $SWITCHYARD_DB's default
+// without its password.
+func TestHelpHidesTheDatabasePassword(t *testing.T) {
+	t.Setenv("SWITCHYARD_DB", "postgres://sy:hunter2-secret@db.internal/sy")
+	_, _, stderr := run(t, "runs", "-h")
+	if strings.Contains(stderr, "hunter2") || !strings.Contains(stderr, "db.internal") {
+		t.Errorf("help: %q", stderr)
+	}
+}

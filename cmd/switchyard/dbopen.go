@@ -30,9 +30,27 @@ var errDBURL = errors.New("want a PostgreSQL URL (postgres://user@host/db)")
 
 // dbFlag registers --db (default $SWITCHYARD_DB).
 func dbFlag(fs *flag.FlagSet) *string {
-	return fs.String("db", os.Getenv("SWITCHYARD_DB"),
+	v := os.Getenv("SWITCHYARD_DB")
+	fs.Var(secretURL{&v}, "db",
 		"PostgreSQL URL (postgres://user@host/db) of a database several processes share (default $SWITCHYARD_DB); without it, the SQLite file of --data")
+	return &v
 }
+
+// secretURL is a flag holding a database URL: -h and usage errors show it
+// without its password.
+type secretURL struct{ v *string }
+
+func (s secretURL) String() string {
+	if s.v == nil || *s.v == "" {
+		return ""
+	}
+	if r, err := redactDB(*s.v); err == nil {
+		return r
+	}
+	return "(set)"
+}
+
+func (s secretURL) Set(v string) error { *s.v = v; return nil }
 
 // opened is a store a command opened, with where it is.
 type opened struct {

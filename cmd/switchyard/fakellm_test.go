@@ -130,7 +130,9 @@ func TestServeRefusesBadPriceFile(t *testing.T) {
 		{"missing field", `{"gpt-4o": {"input": 2.5}}`, []string{`model "gpt-4o"`, `field "output" is missing`}},
 		{"wrong type", "{\n\"gpt-4o\": {\"input\": \"cheap\", \"output\": 1}}", []string{"line 2", `model "gpt-4o"`, "field input", "number"}},
 		{"unknown field", `{"gpt-4o": {"input": 1, "ouput": 2}}`, []string{`model "gpt-4o"`, `unknown field "ouput"`}},
-		{"negative", `{"gpt-4o": {"input": -1, "output": 2}}`, []string{`field "input" must be a price >= 0`}},
+		{"negative", `{"gpt-4o": {"input": -1, "output": 2}}`, []string{`field "input" must be a price from 0 to 100000`}},
+		// 1e308 made a run's cost +Inf, stored, and GET /api/runs a 500 for good.
+		{"absurd", `{"gpt-4o": {"input": 1, "output": 1e308}}`, []string{`model "gpt-4o"`, `field "output" must be a price from 0 to 100000`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeFile(t, dir, strings.ReplaceAll(tc.name, " ", "_")+".json", tc.body)

@@ -80,6 +80,10 @@ type cliEnv struct {
 
 func openEnv(ctx context.Context, db, dataDir string, events io.Writer, stderr io.Writer) (*cliEnv, error) {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// Nodes run as this process's children: hide its secrets from /proc.
+	if err := hideFromProc(secretFlag{"db", &db}); err != nil {
+		logger.Warn("cannot hide secrets from /proc", "err", err)
+	}
 	o, err := openStore(ctx, storeOptions{db: db, data: dataDir, logger: logger})
 	if err != nil {
 		return nil, err
@@ -99,6 +103,7 @@ func openEnv(ctx context.Context, db, dataDir string, events io.Writer, stderr i
 		st.Close()
 		return nil, err
 	}
+	unsetEnv("SWITCHYARD_DB", "SWITCHYARD_DATABASE_URL")
 	owners := o.registerOwners(&cfg, logger)
 	if events != nil {
 		// Print an event only once it is durable: a line the user saw is

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -52,14 +53,23 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
 	cpuProfile := fs.String("cpuprofile", os.Getenv("SWITCHYARD_CPUPROFILE"), "write a CPU profile to this file until shutdown (default $SWITCHYARD_CPUPROFILE)")
 	maxParallel := fs.Int("max-parallel", envInt("SWITCHYARD_MAX_PARALLEL", 16), "nodes of one run executing at once (default $SWITCHYARD_MAX_PARALLEL or 16)")
-	maxConns := fs.Int("max-conns", envInt("SWITCHYARD_MAX_CONNS", server.DefaultMaxConns), "concurrent connections; more wait (default $SWITCHYARD_MAX_CONNS or 4096)")
+	maxConns := fs.Int("max-conns", envInt("SWITCHYARD_MAX_CONNS", server.DefaultMaxConns), "concurrent connections; at the cap idle keep-alive ones are closed first, then new ones wait (default $SWITCHYARD_MAX_CONNS or 4096)")
 	maxLLM := fs.Int("max-llm-calls", envInt("SWITCHYARD_MAX_LLM_CALLS", 64), "concurrent LLM calls across all runs (default $SWITCHYARD_MAX_LLM_CALLS or 64)")
-	notifyURL := fs.String("notify-url", os.Getenv("SWITCHYARD_NOTIFY_URL"), "POST a JSON notice (Slack-compatible text field) here whenever a node waits for approval (default $SWITCHYARD_NOTIFY_URL)")
+	// No default from the environment: -h would print it, and a Slack URL is a secret.
+	notifyURL := fs.String("notify-url", "", "POST a JSON notice (Slack-compatible text field) here whenever a node waits for approval (default $SWITCHYARD_NOTIFY_URL)")
 	mcpConfig := fs.String("mcp-config", os.Getenv("SWITCHYARD_MCP_CONFIG"), "an mcpServers JSON file (Claude Code's .mcp.json shape) whose servers drawn agents may use (default $SWITCHYARD_MCP_CONFIG)")
 	workDir := fs.String("workdir", os.Getenv("SWITCHYARD_WORKDIR"), "the folder drawn runs' agents work in with their file tools and Bash (default $SWITCHYARD_WORKDIR, else a fresh folder per run under the data folder)")
 	publicURL := fs.String("public-url", os.Getenv("SWITCHYARD_PUBLIC_URL"), "the address people open the UI at, for links in notices (default $SWITCHYARD_PUBLIC_URL or the listen address)")
+	var proxies []string
+	if v := os.Getenv("SWITCHYARD_TRUSTED_PROXIES"); v != "" {
+		proxies = append(proxies, v)
+	}
+	fs.Func("trusted-proxy", "a reverse proxy's address or CIDR prefix whose X-Forwarded-Host, -Proto and -For headers are believed (repeatable or comma-separated; default $SWITCHYARD_TRUSTED_PROXIES); needs a token", func(v string) error {
+		proxies = append(proxies, v)
+		return nil
+	})
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: switchyard serve [--addr 127.0.0.1:8080] [--data DIR | --db URL] [--token-file F | --no-token] [--no-recover] [--workflows DIR] [--read-only-workflows] [--pass-env NAMES]")
+		fmt.Fprintln(stderr, "usage: switchyard serve [--addr 127.0.0.1:8080] [--data DIR | --db URL] [--token-file F | --no-token] [--no-recover] [--workflows DIR] [--read-only-workflows] [--pass-env NAMES] [--trusted-proxy CIDR]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -70,8 +80,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fs.Usage()
 		return exitUsage
 	}
+	if *notifyURL == "" {
+		*notifyURL = os.Getenv("SWITCHYARD_NOTIFY_URL")
+	}
+	// Nodes are this process's children: hide its secrets from
+	// /proc/$PPID before anything runs (see hideFromProc).
+	if err := hideFromProc(secretFlag{"token", token}, secretFlag{"token-file", tokenFile},
+		secretFlag{"notify-url", notifyURL}, secretFlag{"db", db}); err != nil {
+		fmt.Fprintf(stderr, "switchyard serve: warning: cannot hide secrets from /proc: %v\n", err)
+	}
 	if *token != "" {
-		fmt.Fprintln(stderr, "switchyard serve: warning: --token puts the token in the process's arguments, which every local user and every node process can read (/proc/PID/cmdline); use --token-file or $SWITCHYARD_TOKEN")
+		fmt.Fprintln(stderr, "switchyard serve: warning: --token puts the token in the process's arguments, which every local user can read (ps, /proc/PID/cmdline) until serve hides them at start; use --token-file or $SWITCHYARD_TOKEN")
 	}
 	if *tokenFile != "" {
 		if *token != "" {
@@ -88,14 +107,19 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return exitUsage
 		}
 	}
+	tokenFrom := "--token"
+	if *tokenFile != "" {
+		tokenFrom = "--token-file " + *tokenFile
+	}
 	if *token == "" {
-		*token = os.Getenv("SWITCHYARD_TOKEN")
+		*token, tokenFrom = os.Getenv("SWITCHYARD_TOKEN"), "SWITCHYARD_TOKEN"
 	}
 	// Node subprocesses read the pass-through list from the environment.
 	if err := os.Setenv(engine.PassEnvVar, *passEnv); err != nil {
 		fmt.Fprintf(stderr, "switchyard serve: --pass-env: %v\n", err)
 		return exitUsage
 	}
+	unsetEnv("SWITCHYARD_TOKEN", "SWITCHYARD_TOKEN_FILE") // read once, never again
 	host, _, err := net.SplitHostPort(*addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "switchyard serve: --addr %q: %v\n", *addr, err)
@@ -125,6 +149,22 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return exitFailed
 		}
 		*token, shownToken = t, t
+	}
+	if *token != "" && shownToken == "" {
+		// A guessable token would open the API to whoever guesses it.
+		if err := server.CheckToken(*token); err != nil {
+			fmt.Fprintf(stderr, "switchyard serve: %s: %v\n", tokenFrom, err)
+			return exitUsage
+		}
+	}
+	trustedProxies, err := server.ParseTrustedProxies(proxies)
+	if err != nil {
+		fmt.Fprintf(stderr, "switchyard serve: --trusted-proxy: %v\n", err)
+		return exitUsage
+	}
+	if len(trustedProxies) > 0 && *noToken {
+		fmt.Fprintln(stderr, "switchyard serve: --trusted-proxy needs a token: a trusted proxy's headers lift the Host check, which is what keeps a DNS-rebinding page away from a server without one")
+		return exitUsage
 	}
 	if *db != "" {
 		if _, err := redactDB(*db); err != nil {
@@ -190,9 +230,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		defer n.Close()
 		notifier = n
 	}
+	unsetEnv("SWITCHYARD_NOTIFY_URL")
 	if err := serve(ctx, serveOptions{notifier: notifier, addr: *addr, data: *data, db: *db, token: *token, recover: !*noRecover,
 		workflows: *workflows, readOnlyWorkflows: *readOnlyWorkflows, maxBody: limit, maxConns: *maxConns, readTimeout: *readTimeout, writeTimeout: *writeTimeout, grace: *grace, announce: announce,
-		maxParallel: *maxParallel, maxLLM: *maxLLM, mcp: mcpCfg, workDir: *workDir, ready: readyLine(stderr, *logFormat, announce, *publicURL, shownToken)}, logger); err != nil {
+		maxParallel: *maxParallel, maxLLM: *maxLLM, mcp: mcpCfg, workDir: *workDir, trustedProxies: trustedProxies, ready: readyLine(stderr, *logFormat, announce, *publicURL, shownToken)}, logger); err != nil {
 		logger.Error("serve", "err", err)
 		fmt.Fprintln(stderr, "switchyard serve:", err)
 		return exitFailed
@@ -246,6 +287,7 @@ type serveOptions struct {
 	db                           string             // PostgreSQL URL; "" for the SQLite file of data
 	mcp                          mcp.Config         // servers drawn agents may pick (--mcp-config)
 	workDir                      string             // drawn runs' folder (--workdir); "" for one per run
+	trustedProxies               []netip.Prefix     // --trusted-proxy
 }
 
 // readyLine returns what serve calls once it listens: the address to open,
@@ -317,6 +359,7 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 	}
 	st := db.st
 	defer st.Close()
+	unsetEnv("SWITCHYARD_DB", "SWITCHYARD_DATABASE_URL")
 	if pg, ok := st.(*postgres.Store); ok && pg.SynchronousCommit() == "off" {
 		logger.Warn("postgres: synchronous_commit is off: commits are acknowledged before they are durable, so a database crash may lose the last node completions (and run those nodes again); set it to on")
 	}
@@ -364,7 +407,7 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 	srv, err := server.New(server.Config{
 		Engine: e, Store: st, UI: ui, Addr: o.addr, Token: o.token, MaxBody: o.maxBody, MaxConns: o.maxConns, BodyTimeout: o.readTimeout, WriteTimeout: o.writeTimeout, Logger: logger,
 		Metrics: metrics, Workflows: src, WorkflowsDir: o.workflows,
-		GraphWorkDir: o.workDir, MCPServers: o.mcp.Names(),
+		GraphWorkDir: o.workDir, MCPServers: o.mcp.Names(), TrustedProxies: o.trustedProxies,
 		ReadOnlyWorkflows: o.readOnlyWorkflows, YAMLPositionsFile: filepath.Join(filepath.Dir(dbPath(o.data)), "yaml-positions.json"),
 	})
 	if err != nil {

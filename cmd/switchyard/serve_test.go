@@ -242,13 +242,13 @@ func TestServeRefusesNonLoopbackWithoutToken(t *testing.T) {
 
 func TestServeNonLoopbackWithToken(t *testing.T) {
 	t.Parallel()
-	p := startServe(t, []string{"SWITCHYARD_TOKEN=tk-1"}, "--addr", "0.0.0.0:0", "--data", t.TempDir())
+	p := startServe(t, []string{"SWITCHYARD_TOKEN=tk-1-0123456789abcdefghij"}, "--addr", "0.0.0.0:0", "--data", t.TempDir())
 	p.url = strings.Replace(p.url, "0.0.0.0", "127.0.0.1", 1)
 	p.url = strings.Replace(p.url, "[::]", "127.0.0.1", 1)
 	if status, _, _ := p.get(t, "/api/config", ""); status != http.StatusUnauthorized {
 		t.Fatalf("without token: %d", status)
 	}
-	if status, _, body := p.get(t, "/api/config", "tk-1"); status != http.StatusOK {
+	if status, _, body := p.get(t, "/api/config", "tk-1-0123456789abcdefghij"); status != http.StatusOK {
 		t.Fatalf("with token: %d %s", status, body)
 	}
 	if status, _, _ := p.get(t, "/", ""); status != http.StatusOK {

@@ -21,7 +21,7 @@ import (
 func TestServeTokenFile(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(file, []byte("tk-from-file\n"), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte("tk-from-file-0123456789abcdef\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p := startServe(t, nil, "--addr", "0.0.0.0:0", "--data", t.TempDir(), "--token-file", file)
@@ -29,11 +29,11 @@ func TestServeTokenFile(t *testing.T) {
 	if status, _, _ := p.get(t, "/api/config", ""); status != http.StatusUnauthorized {
 		t.Fatalf("without token: %d", status)
 	}
-	if status, _, body := p.get(t, "/api/config", "tk-from-file"); status != http.StatusOK {
+	if status, _, body := p.get(t, "/api/config", "tk-from-file-0123456789abcdef"); status != http.StatusOK {
 		t.Fatalf("with the file's token: %d %s", status, body)
 	}
 	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.cmd.Process.Pid), "cmdline"))
-	if err == nil && strings.Contains(string(cmdline), "tk-from-file") {
+	if err == nil && strings.Contains(string(cmdline), "tk-from-file-0123456789abcdef") {
 		t.Errorf("the token is in the process's arguments: %q", cmdline)
 	}
 	if strings.Contains(p.log(), "warning: --token") {
@@ -41,7 +41,7 @@ func TestServeTokenFile(t *testing.T) {
 	}
 	p.stop(t)
 
-	q := startServe(t, nil, "--data", t.TempDir(), "--token", "tk-arg")
+	q := startServe(t, nil, "--data", t.TempDir(), "--token", "tk-arg-0123456789abcdefghij")
 	if !strings.Contains(q.log(), "warning: --token puts the token in the process's arguments") {
 		t.Errorf("--token did not warn:\n%s", q.log())
 	}
@@ -201,4 +201,36 @@ func anonRequest(t *testing.T, p *serverProc, method, path string, body any) (in
 	defer res.Body.Close()
 	out, _ := io.ReadAll(res.Body)
 	return res.StatusCode, string(out)
+}
+
+// TestServeRefusesWeakTokens: a given token needs 16 bytes of entropy; a
+// one-character token file was accepted. The error names where it came from.
+func TestServeRefusesWeakTokens(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte("x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{[]string{"--token", "secret"}, "", "--token: the token is too weak"},
+		{[]string{"--token-file", file}, "", "--token-file " + file + ": the token is too weak"},
+		{nil, "SWITCHYARD_TOKEN=tk-1", "SWITCHYARD_TOKEN: the token is too weak"},
+		{[]string{"--addr", "0.0.0.0:0"}, "SWITCHYARD_TOKEN=0123456789abcdef", "SWITCHYARD_TOKEN: the token is too weak"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := exec.CommandContext(ctx, binary, append([]string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0"}, tc.args...)...)
+		cmd.Env = append(os.Environ(), "SWITCHYARD_TOKEN="+strings.TrimPrefix(tc.env, "SWITCHYARD_TOKEN="), "SWITCHYARD_TOKEN_FILE=")
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		_ = cmd.Run()
+		cancel()
+		code, stderr := cmd.ProcessState.ExitCode(), errb.String()
+		if code != exitUsage || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "openssl rand -hex 16") {
+			t.Errorf("serve %v (%s): exit %d, stderr %q; want exit %d naming %q", tc.args, tc.env, code, stderr, exitUsage, tc.want)
+		}
+	}
 }

@@ -170,7 +170,10 @@ func (c *reaperClient) start() bool {
 	}
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Args[0] = "switchyard-reap"
-	cmd.Env = append(os.Environ(), reaperEnv+"=1")
+	// Only its own switch: the reaper lives as long as nodes run, and a
+	// node could read its environment (/proc/PID/environ), which must not
+	// hold the server's keys.
+	cmd.Env = []string{reaperEnv + "=1"}
 	cmd.Stdin = r // stdout and stderr: /dev/null (it holds no pipe of ours)
 	// Its own group: a signal to the driver's group (a ^C) does not reach
 	// it. No parent-death signal: it must outlive the driver to do its job.

@@ -169,3 +169,32 @@ func TestStepsWithAReaper(t *testing.T) {
 		t.Errorf("a cancelled step left %v", left)
 	}
 }
+
+// TestReaperEnvironmentHoldsNoSecrets: the reaper lives beside the steps,
+// which may read any process of the user's environment: it starts with
+// nothing of the driver's.
+func TestReaperEnvironmentHoldsNoSecrets(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-reaper-must-not-see-this")
+	reaper.mu.Lock()
+	if reaper.w != nil { // a reaper started earlier: the next step starts another
+		reaper.w.Close()
+		reaper.w = nil
+	}
+	reaper.mu.Unlock()
+	if _, _, err := Run(context.Background(), Spec{Name: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	reaper.mu.Lock()
+	pid := reaper.pid
+	reaper.mu.Unlock()
+	if pid == 0 {
+		t.Skip("no reaper runs here")
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "sk-reaper") || strings.Contains(string(b), "OPENAI") {
+		t.Errorf("the reaper's environment holds the driver's: %q", b)
+	}
+}

@@ -20,7 +20,7 @@ import {
   waitRunStatus,
 } from './lib/ui.mjs';
 
-const TOKEN = 'e2e-secret-token';
+const TOKEN = 'e2e-secret-token-0123456789abcdef';
 let stack;
 let printed; // a stack with the token serve made
 let browser;

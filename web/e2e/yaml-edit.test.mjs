@@ -20,9 +20,13 @@ import {
   TEST_TIMEOUT,
   textMatches,
   tid,
-  until,
+  until as untilUI,
   waitRunStatus,
 } from './lib/ui.mjs';
+
+// Every wait here is on a condition, with a deadline generous enough for a
+// heavily loaded machine: a slow run waits longer, it does not fail.
+const until = (fn, what, timeoutMs = 90_000) => untilUI(fn, what, timeoutMs);
 
 const EDIT_YAML = `name: Edit me
 description: A YAML workflow edited in the browser.
@@ -62,6 +66,30 @@ async function editorText(page) {
 
 async function edgeIds(page) {
   return page.$$eval('.react-flow__edge', (els) => els.map((e) => e.getAttribute('data-id') ?? e.getAttribute('data-testid')));
+}
+
+/**
+ * Sets fields of the selected step's settings in the inspector and applies
+ * them until the file says so (fileOk). The form resets to what the file
+ * says whenever the step changes under it, which on a loaded machine can
+ * happen after the fields were filled: then they are filled and applied
+ * again (the edits are idempotent: a form that already shows them has
+ * nothing to apply).
+ */
+async function applySettings(page, fields, fileOk, what) {
+  return until(async () => {
+    for (const [field, value] of Object.entries(fields)) {
+      const input = page.locator(tid(`inspector-yaml-${field}`));
+      if (field === 'trigger_rule') await input.selectOption(value);
+      else await input.fill(value);
+    }
+    const apply = page.locator(tid('inspector-yaml-settings-apply'));
+    if (await apply.isEnabled()) await apply.click({ timeout: 10_000 }).catch(() => {});
+    return untilUI(() => {
+      const t = readFileSync(wfFile('edit.yaml'), 'utf8');
+      return fileOk(t) ? t : null;
+    }, what, 15_000).catch(() => null);
+  }, what, 120_000);
 }
 
 async function openYaml(page, name) {
@@ -299,26 +327,27 @@ test('the step inspector edits when, trigger_rule, retry and timeout as minimal 
       await until(async () => (await nodeIds(page)).length === 2, 'two steps');
       await clickNode(page, 'second');
       await page.locator(tid('inspector-yaml-settings')).waitFor();
-      await page.locator(tid('inspector-yaml-when')).fill("$first.output == 'first-out'");
-      await page.locator(tid('inspector-yaml-retry.max_attempts')).fill('2');
-      await page.locator(tid('inspector-yaml-timeout')).fill('5000');
-      await page.locator(tid('inspector-yaml-trigger_rule')).selectOption('all_done');
+      const settings = { when: "$first.output == 'first-out'", 'retry.max_attempts': '2', timeout: '5000', trigger_rule: 'all_done' };
+      for (const [field, value] of Object.entries(settings)) {
+        const input = page.locator(tid(`inspector-yaml-${field}`));
+        if (field === 'trigger_rule') await input.selectOption(value);
+        else await input.fill(value);
+      }
       await screenshot(page, `yaml-edit-settings-${theme}`);
-      await page.locator(tid('inspector-yaml-settings-apply')).click();
-      const text = await until(() => {
-        const t = readFileSync(wfFile('edit.yaml'), 'utf8');
-        return /timeout: 5000/.test(t) && /max_attempts: 2/.test(t) && /when:/.test(t) && /trigger_rule: all_done/.test(t) ? t : null;
-      }, 'the settings in the file');
+      const text = await applySettings(page, settings,
+        (t) => /timeout: 5000/.test(t) && /max_attempts: 2/.test(t) && /when:/.test(t) && /trigger_rule: all_done/.test(t),
+        'the settings in the file');
       assert.ok(text.startsWith(EDIT_YAML.split('  - id: second')[0]), 'the lines before the step are untouched, comment included');
-      // The inspector shows what the file now says; emptying a field removes it.
       // The step stays selected; its inspector shows what the file now says.
-      await until(async () => (await page.locator(tid('inspector-yaml-timeout')).inputValue()) === '5000', 'the timeout read back');
-      await page.locator(tid('inspector-yaml-timeout')).fill('');
-      await page.locator(tid('inspector-yaml-when')).fill('');
-      await page.locator(tid('inspector-yaml-retry.max_attempts')).fill('');
-      await page.locator(tid('inspector-yaml-trigger_rule')).selectOption('');
-      await page.locator(tid('inspector-yaml-settings-apply')).click();
-      await until(() => !/timeout|when:|max_attempts|retry|trigger_rule/.test(readFileSync(wfFile('edit.yaml'), 'utf8')), 'the settings removed');
+      await until(async () => {
+        for (const [field, value] of Object.entries(settings)) {
+          if ((await page.locator(tid(`inspector-yaml-${field}`)).inputValue()) !== value) return false;
+        }
+        return true;
+      }, 'the settings read back');
+      // Emptying a field removes it.
+      await applySettings(page, { timeout: '', when: '', 'retry.max_attempts': '', trigger_rule: '' },
+        (t) => !/timeout|when:|max_attempts|retry|trigger_rule/.test(t), 'the settings removed');
       assert.equal(readFileSync(wfFile('edit.yaml'), 'utf8'), EDIT_YAML, 'set then cleared gives back the file byte for byte');
       assertNoPageErrors(errors);
     } finally {

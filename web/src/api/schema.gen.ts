@@ -11,7 +11,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every node waiting for a human decision, across all workflows and runs, longest waiting first. Answer one with POST /api/runs/{id}/approvals/{nodeId}. */
+        /** Every node waiting for a human decision, across all workflows and runs, longest waiting first, a page at a time: X-Total-Count says how many wait in all, and X-Next-Cursor, sent with a full page, is the after of the next. Answer one with POST /api/runs/{id}/approvals/{nodeId}. */
         get: operations["listApprovals"];
         put?: never;
         post?: never;
@@ -432,7 +432,7 @@ export interface paths {
         };
         /** A workflow with its current graph. Workflows of the YAML folder (ids "yaml.<escaped path>") come with their source, a read-only graph projection and their problems. */
         get: operations["getWorkflow"];
-        /** Save the next version. Carries the version edited; a stale version gets 409. A YAML workflow (id yaml.*) takes YAMLSave instead: the whole text (saved as given) or structured edits (applied in place, a one-field change is a one-line diff), with baseHash; the file is written atomically and the answer is the workflow as GET gives it (new sourceHash, problems, graph). A file changed on disk since baseHash gets 409 YAMLConflict; an edit that cannot be applied 400 invalid_edit (naming the edit, node, field and line); serve --read-only-workflows 403. */
+        /** Save the next version. Carries the version edited; a stale version gets 409. A YAML workflow (id yaml.*) takes YAMLSave instead: the whole text (saved as given) or structured edits (applied in place, a one-field change is a one-line diff), with baseHash; the file is written atomically and the answer is the workflow as GET gives it (new sourceHash, problems, graph). A file changed on disk since baseHash gets 409 YAMLConflict; an edit that cannot be applied 400 invalid_edit (naming the edit, node, field and line); more than 500 edits, text over 4 MiB or over the graph limits 413; serve --read-only-workflows 403. */
         put: operations["updateWorkflow"];
         post?: never;
         /** Delete a workflow and its versions (its runs are kept). YAML workflows are read-only (400). */
@@ -1062,7 +1062,12 @@ export type $defs = Record<string, never>;
 export interface operations {
     listApprovals: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page size (default 1000). */
+                limit?: number;
+                /** @description The X-Next-Cursor of the previous page. */
+                after?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -1072,10 +1077,23 @@ export interface operations {
             /** @description Waiting approvals */
             200: {
                 headers: {
+                    /** @description Sent with a full page: pass it as after to read on. */
+                    "X-Next-Cursor"?: string;
+                    /** @description How many approvals wait in all. */
+                    "X-Total-Count"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Approval"][];
+                };
+            };
+            /** @description Bad request: malformed JSON (with line and column), invalid ids or parameters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Authentication required (a token is configured). */
@@ -1089,6 +1107,15 @@ export interface operations {
             };
             /** @description Cross-origin request or foreign Host header. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1163,6 +1190,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     defaultWorkflow: {
@@ -1194,6 +1230,15 @@ export interface operations {
             };
             /** @description Cross-origin request or foreign Host header. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompatError"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1326,8 +1371,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1375,6 +1429,15 @@ export interface operations {
             };
             /** @description Cross-origin request or foreign Host header. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1460,8 +1523,17 @@ export interface operations {
                     "application/json": components["schemas"]["CompatError"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompatError"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1547,8 +1619,17 @@ export interface operations {
                     "application/json": components["schemas"]["CompatError"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompatError"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1616,8 +1697,17 @@ export interface operations {
                     "application/json": components["schemas"]["CompatError"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompatError"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1694,8 +1784,17 @@ export interface operations {
                     "application/json": components["schemas"]["CompatError"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompatError"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1771,6 +1870,15 @@ export interface operations {
                     "application/json": components["schemas"]["CompatError"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompatError"];
+                };
+            };
         };
     };
     listRuns: {
@@ -1820,6 +1928,15 @@ export interface operations {
             };
             /** @description Cross-origin request or foreign Host header. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1896,8 +2013,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1966,6 +2092,15 @@ export interface operations {
             };
             /** @description Not found. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2056,8 +2191,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2133,6 +2277,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     continueRun: {
@@ -2194,6 +2347,15 @@ export interface operations {
             };
             /** @description Conflict. */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2265,6 +2427,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     runEventsWS: {
@@ -2318,6 +2489,15 @@ export interface operations {
             };
             /** @description Not found. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2394,8 +2574,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2443,6 +2632,15 @@ export interface operations {
             };
             /** @description Cross-origin request or foreign Host header. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2510,8 +2708,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2606,8 +2813,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable (no LLM configured, shutting down, or too many graphs being decoded at once: try again). */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2667,6 +2892,15 @@ export interface operations {
             };
             /** @description Not found. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2755,8 +2989,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] | components["schemas"]["YAMLConflict"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2830,6 +3073,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getYAMLPositions: {
@@ -2882,6 +3134,15 @@ export interface operations {
             };
             /** @description Not found. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2961,8 +3222,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3022,6 +3292,15 @@ export interface operations {
             };
             /** @description Not found. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3090,6 +3369,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     convertToYAML: {
@@ -3149,6 +3437,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     statusWS: {
@@ -3187,6 +3484,15 @@ export interface operations {
             };
             /** @description Cross-origin request or foreign Host header. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3263,8 +3569,26 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Request body too large, or a graph over a limit (10,000 nodes, 50,000 edges, ids of 256 bytes): the message names it. */
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable (no LLM configured, shutting down, or too many graphs being decoded at once: try again). */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3401,6 +3725,15 @@ export interface operations {
             };
             /** @description Cross-origin request or foreign Host header. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
