@@ -103,14 +103,14 @@ func (m *MemStore) DeleteRun(id string) (events int, ok bool) {
 	return events, true
 }
 
-// ClearWorkflow removes workflowID from the runs that carry it: their
-// workflow was deleted (the runs stay).
-func (m *MemStore) ClearWorkflow(workflowID string) {
+// SetWorkflowIDs sets the workflow id of every run for which fn returns
+// set (a deleted workflow's runs lose theirs; YAML runs get theirs named).
+func (m *MemStore) SetWorkflowIDs(fn func(r *Run) (id string, set bool)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, mr := range m.runs {
-		if mr.run.WorkflowID == workflowID {
-			mr.run.WorkflowID = ""
+		if id, ok := fn(&mr.run); ok {
+			mr.run.WorkflowID = id
 		}
 	}
 }

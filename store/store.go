@@ -39,6 +39,12 @@ type Store interface {
 	OnCommit(h func(events []engine.Event, runs []*engine.Run))
 	// Stats returns the write queue's counters.
 	Stats() Stats
+	// NameRuns gives YAML runs stored without a workflow id (before
+	// migration 9, or started outside the server) the id name returns for
+	// them: only the server knows its workflows folder. A run name cannot
+	// name ("") gets none for good, so each run is looked at once. It looks
+	// at up to limit runs (<= 0: all), oldest first, and returns how many.
+	NameRuns(ctx context.Context, name func(r *engine.Run) string, limit int) (int, error)
 	Workflows
 	Sessions
 	Positions

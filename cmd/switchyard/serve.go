@@ -400,6 +400,7 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 			return fmt.Errorf("workflows folder %s: %w", o.workflows, err)
 		}
 	}
+	defer startStoreUpkeep(ctx, st, src, logger)()
 	ui, ok := switchyard.UI()
 	if !ok {
 		logger.Info("built without the web UI (-tags noui): serving the API only")

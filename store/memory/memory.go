@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -37,6 +38,7 @@ type Store struct {
 	versions  map[string][]store.WorkflowVersion // oldest first
 	sessions  map[string]time.Time
 	positions map[string]map[string]store.NodePosition
+	named     map[string]bool // YAML runs NameRuns looked at
 
 	// hookMu orders each write with its hook calls, so hooks see every
 	// run's events in seq order, one call at a time.
@@ -59,7 +61,8 @@ func WithLogger(l *slog.Logger) Option { return func(s *Store) { s.log = l } }
 func New(opts ...Option) *Store {
 	s := &Store{MemStore: engine.NewMemStore(), now: time.Now, log: slog.Default(),
 		workflows: map[string]*store.Workflow{}, versions: map[string][]store.WorkflowVersion{},
-		sessions: map[string]time.Time{}, positions: map[string]map[string]store.NodePosition{}}
+		sessions: map[string]time.Time{}, positions: map[string]map[string]store.NodePosition{},
+		named: map[string]bool{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -141,7 +144,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 	if err := s.open(); err != nil {
 		return err
 	}
-	if r.WorkflowID != "" {
+	if r.WorkflowID != "" && r.Kind != engine.KindYAML { // a YAML run's workflow is a file
 		s.mu.Lock()
 		_, ok := s.workflows[r.WorkflowID]
 		s.mu.Unlock()
@@ -233,6 +236,31 @@ func (s *Store) TakeCancelRequests(ctx context.Context, owner string) ([]string,
 	return s.MemStore.TakeCancelRequests(ctx, owner)
 }
 
+// NameRuns implements store.Store.
+func (s *Store) NameRuns(ctx context.Context, name func(r *engine.Run) string, limit int) (int, error) {
+	if err := s.open(); err != nil {
+		return 0, err
+	}
+	all, err := s.ListRuns(ctx, engine.RunFilter{Limit: math.MaxInt})
+	if err != nil {
+		return 0, err
+	}
+	names := map[string]string{}
+	s.mu.Lock()
+	for i := len(all) - 1; i >= 0 && (limit <= 0 || len(names) < limit); i-- { // oldest first
+		if r := all[i]; r.Kind == engine.KindYAML && r.WorkflowID == "" && !s.named[r.ID] {
+			names[r.ID] = name(r)
+			s.named[r.ID] = true
+		}
+	}
+	s.mu.Unlock()
+	s.SetWorkflowIDs(func(r *engine.Run) (string, bool) {
+		id, ok := names[r.ID]
+		return id, ok && r.WorkflowID == ""
+	})
+	return len(names), nil
+}
+
 // --- workflows ---
 
 func cloneWorkflow(w *store.Workflow) *store.Workflow {
@@ -311,7 +339,7 @@ func (s *Store) DeleteWorkflow(_ context.Context, id string) error {
 	if !ok {
 		return fmt.Errorf("memory store: delete workflow %s: %w", id, engine.ErrNotFound)
 	}
-	s.ClearWorkflow(id)
+	s.SetWorkflowIDs(func(r *engine.Run) (string, bool) { return "", r.WorkflowID == id })
 	return nil
 }
 

@@ -40,8 +40,8 @@ current_node_id, pending_approvals, error, work_dir, owner, lease_until, created
 prompt_tokens, completion_tokens, total_tokens, cost_usd)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, (now() + $12::float8 * interval '1 microsecond'), $13, $14, $15, $16, $17, $18, $19) ON CONFLICT (id) DO NOTHING`
 
-	// sqlInsertRunStrict is sqlInsertRun failing on a taken id (and, by
-	// the foreign key, an unknown workflow): the pipelined CreateRun.
+	// sqlInsertRunStrict is sqlInsertRun failing on a taken id: the
+	// pipelined CreateRun.
 	sqlInsertRunStrict = `INSERT INTO runs (id, workflow_id, kind, status, input, waiting_for_input,
 current_node_id, pending_approvals, error, work_dir, owner, lease_until, created_at, updated_at, finished_at,
 prompt_tokens, completion_tokens, total_tokens, cost_usd)
@@ -115,9 +115,11 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 		lease = &l
 	}
 	evs := commit.CopyEvents(hdr.ID, events)
+	// A drawn run's workflow is a saved one; a YAML run's is a file.
+	checkWorkflow := wf != nil && hdr.Kind != engine.KindYAML
 	// The checking form: refuses a taken id or an unknown workflow alone.
 	check := func(t *wtx) error {
-		if wf != nil {
+		if checkWorkflow {
 			var one int
 			err := t.queryRow(`SELECT 1 FROM workflows WHERE id = $1`, *wf).Scan(&one)
 			if errors.Is(err, pgx.ErrNoRows) {
@@ -148,9 +150,13 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.RunID, e.Seq, e.NodeID, e.Type, e.Conten
 		return t.sendBatch(b).Close()
 	}
 	// The pipelined form: the same rows, in the round trip of the batch's
-	// other writes. A taken id or an unknown workflow breaks a constraint
-	// there, and the batch runs again with check instead.
+	// other writes. A taken id breaks a constraint there, and an unknown
+	// workflow is a miss of its look-up; either way the batch runs again
+	// with check instead.
 	queue := func(b *pgx.Batch) {
+		if checkWorkflow {
+			b.Queue(`SELECT count(*) FROM workflows WHERE id = $1`, *wf)
+		}
 		b.Queue(sqlInsertRunStrict, hdr.ID, wf, hdr.Kind, string(hdr.Status), hdr.Input,
 			hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
 			hdr.Owner, lease, hdr.CreatedAt, hdr.UpdatedAt, hdr.FinishedAt,
@@ -165,6 +171,15 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.RunID, e.Seq, e.NodeID, e.Type, e.Conten
 	}
 	statements := 2 + len(evs) + len(nargs)
 	read := func(br pgx.BatchResults) (func(t *wtx) error, error) {
+		if checkWorkflow {
+			var n int
+			if err := br.QueryRow().Scan(&n); err != nil {
+				return nil, err
+			}
+			if n == 0 {
+				return nil, errOptimisticMiss
+			}
+		}
 		for range statements {
 			if _, err := br.Exec(); err != nil {
 				return nil, err
@@ -624,23 +639,29 @@ func (s *Store) ListRuns(ctx context.Context, f engine.RunFilter) ([]*engine.Run
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	q += ` ORDER BY created_at DESC, id DESC LIMIT ` + arg(limit)
-	rows, err := s.pool.Query(ctx, q, args...)
+	runs, err := s.queryRuns(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list runs: %w", err)
+	}
+	return runs, nil
+}
+
+// queryRuns reads the run headers q selects (runColumns).
+func (s *Store) queryRuns(ctx context.Context, q string, args ...any) ([]*engine.Run, error) {
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	runs := []*engine.Run{}
 	for rows.Next() {
 		r, err := scanRun(rows)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: list runs: %w", err)
+			return nil, err
 		}
 		runs = append(runs, r)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: list runs: %w", err)
-	}
-	return runs, nil
+	return runs, rows.Err()
 }
 
 // Events implements engine.Store. ErrNotFound for an unknown run.

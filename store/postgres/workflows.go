@@ -116,7 +116,9 @@ func (s *Store) DeleteWorkflow(ctx context.Context, id string) error {
 		if tag.RowsAffected() == 0 {
 			return engine.ErrNotFound
 		}
-		return nil
+		// Its runs stay, without a workflow id.
+		_, err = tx.Exec(ctx, `UPDATE runs SET workflow_id = NULL WHERE workflow_id = $1`, id)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: delete workflow %s: %w", id, err)

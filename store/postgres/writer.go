@@ -236,7 +236,7 @@ func (w *writer) runBatchRetrying(batch []op) error {
 			time.Sleep(delay)
 			delay = min(2*delay, connRetryMax)
 			try-- // not a conflict: no try spent
-		case !careful && violation(err) && hasOptimistic(batch):
+		case !careful && (violation(err) || errors.Is(err, errOptimisticMiss)) && hasOptimistic(batch):
 			careful, try = true, try-1 // not a conflict: no try spent
 			w.s.log.Debug("postgres: batch broke a constraint, running it again op by op", "err", err)
 		case !retryable(err) || try == conflictRetries:
@@ -250,6 +250,11 @@ func (w *writer) runBatchRetrying(batch []op) error {
 		}
 	}
 }
+
+// errOptimisticMiss is returned by an optimistic op's pipelined form when
+// a look-up found what its checking form would refuse (an unknown
+// workflow): the batch runs again op by op, as after a violation.
+var errOptimisticMiss = errors.New("optimistic op missed its precondition")
 
 // violation: a statement broke an integrity constraint (SQLSTATE class
 // 23), which an optimistic op's checking form turns into its refusal.

@@ -61,13 +61,15 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 	if hdr.WorkflowID != "" {
 		wf = hdr.WorkflowID
 	}
+	// A drawn run's workflow is a saved one; a YAML run's is a file.
+	checkWorkflow := wf != nil && hdr.Kind != engine.KindYAML
 	var lease int64
 	if hdr.Owner != "" {
 		lease = toMicros(hdr.LeaseUntil)
 	}
 	evs := commit.CopyEvents(hdr.ID, events)
 	err = s.w.doEvents(ctx, hdr, evs, func(t *wtx) error {
-		if wf != nil {
+		if checkWorkflow {
 			var one int
 			err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM workflows WHERE id = ?`, wf).Scan(&one)
 			if errors.Is(err, sql.ErrNoRows) {
@@ -543,23 +545,29 @@ attempts, fired, wait, started_at, finished_at, rejection, decision FROM node_st
 // id), definitions included.
 func (s *Store) ListRuns(ctx context.Context, f engine.RunFilter) ([]*engine.Run, error) {
 	q, args := listRunsQuery(f)
-	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	runs, err := s.queryRuns(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list runs: %w", err)
+	}
+	return runs, nil
+}
+
+// queryRuns reads the run headers q selects (runColumns).
+func (s *Store) queryRuns(ctx context.Context, q string, args ...any) ([]*engine.Run, error) {
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	runs := []*engine.Run{}
 	for rows.Next() {
 		r, err := scanRun(rows)
 		if err != nil {
-			return nil, fmt.Errorf("store: list runs: %w", err)
+			return nil, err
 		}
 		runs = append(runs, r)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: list runs: %w", err)
-	}
-	return runs, nil
+	return runs, rows.Err()
 }
 
 // listRunsQuery builds ListRuns' query: every filter is served by an

@@ -243,6 +243,56 @@ VALUES ('old-run', 'graph', ?, 'completed', 1, 1)`, def)
 	}
 }
 
+// TestRunsRebuildKeepsEverything: migration 9 rebuilds the runs table
+// (to drop its foreign key to workflows); the runs, their definitions,
+// node states and events, which reference runs, all survive, and the
+// foreign keys still hold and cascade.
+func TestRunsRebuildKeepsEverything(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	path := filepath.Join(t.TempDir(), "switchyard.db")
+	db := mustRawDB(t, path)
+	p, err := newProvider(db)
+	mustOK(t, err, "newProvider")
+	_, err = p.UpTo(ctx, 8)
+	mustOK(t, err, "migrate up to 8")
+	for _, q := range []string{
+		`INSERT INTO workflows (id, name, kind, definition, version, created_at, updated_at) VALUES ('wf', 'w', 'graph', '{}', 1, 1, 1)`,
+		`INSERT INTO runs (id, workflow_id, kind, status, owner, lease_until, created_at, updated_at, cancel_requested, total_tokens, cost_usd)
+VALUES ('r1', 'wf', 'graph', 'paused', 'proc', 99, 5, 6, 1, 42, 0.5)`,
+		`INSERT INTO run_definitions (run_id, definition) VALUES ('r1', '{"nodes":[]}')`,
+		`INSERT INTO node_states (run_id, node_id, status) VALUES ('r1', 'b', 'waiting'), ('r1', 'a', 'completed')`,
+		`INSERT INTO run_events (run_id, seq, node_id, type, content, ts) VALUES ('r1', 1, 'a', 'x', 'one', 7), ('r1', 2, 'b', 'x', 'two', 8)`,
+	} {
+		_, err := db.ExecContext(ctx, q)
+		mustOK(t, err, q)
+	}
+	mustOK(t, db.Close(), "close raw db")
+
+	s := openAt(t, path)
+	r, nodes, last, err := s.LoadRun(ctx, "r1")
+	mustOK(t, err, "LoadRun after the rebuild")
+	if r.WorkflowID != "wf" || r.Status != engine.StatusPaused || r.Usage.TotalTokens != 42 || string(r.Definition) != `{"nodes":[]}` ||
+		len(nodes) != 2 || nodes[0].NodeID != "b" || last != 2 {
+		t.Fatalf("after the rebuild: run %+v, nodes %d, last seq %d", r, len(nodes), last)
+	}
+	ids, err := s.TakeCancelRequests(ctx, "proc")
+	mustOK(t, err, "TakeCancelRequests")
+	if !slices.Equal(ids, []string{"r1"}) {
+		t.Fatalf("cancel requests after the rebuild: %v", ids)
+	}
+	var problems, fk int
+	mustOK(t, s.rdb.QueryRow(`SELECT count(*) FROM pragma_foreign_key_check`).Scan(&problems), "foreign_key_check")
+	mustOK(t, s.rdb.QueryRow(`SELECT count(*) FROM pragma_foreign_key_list('run_events') WHERE "table" = 'runs'`).Scan(&fk), "foreign keys of run_events")
+	if problems != 0 || fk != 1 {
+		t.Fatalf("%d foreign key problems; run_events has %d foreign keys to runs", problems, fk)
+	}
+	// A YAML run may now name its file.
+	y := newRun("r-yaml")
+	y.Kind, y.WorkflowID = engine.KindYAML, "yaml.a.yaml"
+	mustOK(t, s.CreateRun(ctx, y, nil, nil), "CreateRun of a YAML run with its workflow id")
+}
+
 // mustRawDB opens path with the store's writer settings but without
 // migrating.
 func mustRawDB(t *testing.T, path string) *sql.DB {
@@ -428,7 +478,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 	s := openStore(t)
 	for _, q := range []string{sqlInsertEvent, sqlInsertEventFenced, sqlUpdateRun, sqlUpsertNode, sqlInsertRun,
 		sqlInsertDefinition, sqlAcquireRun, sqlReleaseRun, sqlRenewLeases, sqlExpireLeases, sqlCancelPending, sqlTakeCancels,
-		sqlListOrphaned} {
+		sqlListOrphaned, sqlUnnamedRuns} {
 		rows, err := s.rdb.Query("EXPLAIN QUERY PLAN "+q, make([]any, strings.Count(q, "?"))...)
 		mustOK(t, err, "explain "+q)
 		for rows.Next() {

@@ -127,7 +127,9 @@ func (s *Store) DeleteWorkflow(ctx context.Context, id string) error {
 		} else if n == 0 {
 			return engine.ErrNotFound
 		}
-		return nil
+		// Its runs stay, without a workflow id.
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET workflow_id = NULL WHERE workflow_id = ?`, id)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("store: delete workflow %s: %w", id, err)

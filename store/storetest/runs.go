@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,6 +26,8 @@ var runsTests = []test{
 	{"CreateRunWithEvents", runsOnly(testCreateWithEvents)},
 	{"UnknownIDsAreNotFound", runsOnly(testNotFound)},
 	{"CloseStopsAcceptingWrites", testClose},
+	{"YAMLRunsKnowTheirWorkflow", runsOnly(testYAMLWorkflowID)},
+	{"NameRunsOnce", runsOnly(testNameRuns)},
 }
 
 func testRoundTrip(t *testing.T, s engine.Store) {
@@ -395,5 +398,92 @@ func testClose(t *testing.T, open Open) {
 	mustIs(t, err, store.ErrClosed, "CreateWorkflow after Close")
 	if _, err := s.RevokedSessions(context.Background()); err == nil {
 		t.Error("RevokedSessions on a closed store: no error")
+	}
+}
+
+// testYAMLWorkflowID: a YAML run's workflow id names a file, not a saved
+// workflow; it is stored and listed like a drawn run's.
+func testYAMLWorkflowID(t *testing.T, s engine.Store) {
+	ctx := ctxT(t)
+	for i := range 3 {
+		r := newRun(fmt.Sprintf("run-yaml-%d", i), engine.StatusCompleted, t0.Add(time.Duration(i)*time.Second))
+		r.Kind, r.WorkflowID = engine.KindYAML, "yaml.a.yaml"
+		create(t, s, r)
+	}
+	other := newRun("run-yaml-other", engine.StatusCompleted, t0)
+	other.Kind, other.WorkflowID = engine.KindYAML, "yaml.b.yaml"
+	create(t, s, other)
+	got, err := s.GetRun(ctx, "run-yaml-1")
+	must(t, err, "GetRun")
+	if got.WorkflowID != "yaml.a.yaml" {
+		t.Fatalf("workflow id %q", got.WorkflowID)
+	}
+	list, err := s.ListRuns(ctx, engine.RunFilter{WorkflowID: "yaml.a.yaml"})
+	must(t, err, "ListRuns")
+	if ids := runIDs(list); !slices.Equal(ids, []string{"run-yaml-2", "run-yaml-1", "run-yaml-0"}) {
+		t.Fatalf("runs of yaml.a.yaml: %v", ids)
+	}
+	list, err = s.ListRuns(ctx, engine.RunFilter{WorkflowID: "yaml.a.yaml", Before: t0.Add(2 * time.Second), Limit: 1})
+	must(t, err, "ListRuns page")
+	if ids := runIDs(list); !slices.Equal(ids, []string{"run-yaml-1"}) {
+		t.Fatalf("second page of yaml.a.yaml: %v", ids)
+	}
+}
+
+// testNameRuns: YAML runs stored without a workflow id get the one the
+// namer gives them; a run it cannot name keeps none; each run is looked
+// at once; drawn runs are left alone.
+func testNameRuns(t *testing.T, s engine.Store) {
+	ctx := ctxT(t)
+	st := s.(store.Store)
+	def := func(file string) json.RawMessage { return json.RawMessage(`{"file":"` + file + `","source":"x"}`) }
+	for i := range 5 {
+		r := newRun(fmt.Sprintf("run-old-%d", i), engine.StatusCompleted, t0.Add(time.Duration(i)*time.Second))
+		r.Kind, r.Definition = engine.KindYAML, def("/wf/a.yaml")
+		if i == 3 {
+			r.Definition = def("/elsewhere/a.yaml")
+		}
+		create(t, s, r)
+	}
+	drawn := newRun("run-drawn", engine.StatusCompleted, t0)
+	create(t, s, drawn)
+	named := newRun("run-named", engine.StatusCompleted, t0)
+	named.Kind, named.WorkflowID, named.Definition = engine.KindYAML, "yaml.kept.yaml", def("/wf/a.yaml")
+	create(t, s, named)
+
+	var asked []string
+	namer := func(r *engine.Run) string {
+		asked = append(asked, r.ID)
+		if bytes.Contains(r.Definition, []byte(`"/wf/a.yaml"`)) {
+			return "yaml.a.yaml"
+		}
+		return ""
+	}
+	n, err := st.NameRuns(ctx, namer, 2)
+	must(t, err, "NameRuns with a limit")
+	if n != 2 || !slices.Equal(asked, []string{"run-old-0", "run-old-1"}) {
+		t.Fatalf("NameRuns(limit 2) looked at %d: %v, want the two oldest", n, asked)
+	}
+	n, err = st.NameRuns(ctx, namer, 0)
+	must(t, err, "NameRuns")
+	if n != 3 || len(asked) != 5 {
+		t.Fatalf("NameRuns looked at %d more (%v), want the 3 left", n, asked)
+	}
+	n, err = st.NameRuns(ctx, namer, 0)
+	must(t, err, "NameRuns again")
+	if n != 0 || len(asked) != 5 {
+		t.Fatalf("a second NameRuns looked at %d runs (%v): each run is looked at once", n, asked)
+	}
+	list, err := s.ListRuns(ctx, engine.RunFilter{WorkflowID: "yaml.a.yaml"})
+	must(t, err, "ListRuns")
+	if ids := runIDs(list); !slices.Equal(ids, []string{"run-old-4", "run-old-2", "run-old-1", "run-old-0"}) {
+		t.Fatalf("named runs of yaml.a.yaml: %v", ids)
+	}
+	for id, want := range map[string]string{"run-old-3": "", "run-drawn": "", "run-named": "yaml.kept.yaml"} {
+		r, err := s.GetRun(ctx, id)
+		must(t, err, "GetRun "+id)
+		if r.WorkflowID != want {
+			t.Errorf("%s: workflow id %q, want %q", id, r.WorkflowID, want)
+		}
 	}
 }
