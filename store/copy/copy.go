@@ -5,6 +5,7 @@ package copy
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -88,21 +89,27 @@ func FromSQLite(ctx context.Context, path string, dst *postgres.Store, log *slog
 			{"workflow_versions", []string{"workflow_id", "version", "name", "description", "kind", "definition", "created_at"},
 				`SELECT workflow_id, version, name, description, kind, definition, created_at FROM workflow_versions`,
 				micros(6), &st.Versions},
+			// Definitions, stored once by content hash, before the runs
+			// that reference them.
+			{"definitions", []string{"hash", "definition"},
+				`SELECT hex(hash), definition FROM definitions`, unhex(0), nil},
 			{"runs", []string{"id", "workflow_id", "kind", "status", "input", "waiting_for_input", "current_node_id",
 				"pending_approvals", "error", "work_dir", "owner", "lease_until", "cancel_requested",
-				"created_at", "updated_at", "finished_at", "prompt_tokens", "completion_tokens", "total_tokens", "cost_usd"},
+				"created_at", "updated_at", "finished_at", "prompt_tokens", "completion_tokens", "total_tokens", "cost_usd",
+				"definition_hash"},
 				`SELECT id, workflow_id, kind, status, input, waiting_for_input, current_node_id, pending_approvals,
 error, work_dir, owner, lease_until, cancel_requested, created_at, updated_at, finished_at,
-prompt_tokens, completion_tokens, total_tokens, cost_usd FROM runs`,
+prompt_tokens, completion_tokens, total_tokens, cost_usd, hex(definition_hash) FROM runs`,
 				func(v []any) error {
 					v[5], v[12] = asBool(v[5]), asBool(v[12])
 					if l, _ := v[11].(int64); l == 0 {
 						v[11] = nil // no lease
 					}
+					if err := unhex(20)(v); err != nil {
+						return err
+					}
 					return micros(11, 13, 14, 15)(v)
 				}, &st.Runs},
-			{"run_definitions", []string{"run_id", "definition"},
-				`SELECT run_id, definition FROM run_definitions`, nil, nil},
 			// In rowid order: PostgreSQL numbers them as it inserts, which
 			// keeps the order LoadRun returns them in.
 			{"node_states", []string{"run_id", "node_id", "status", "input", "output", "handle", "error", "visits",
@@ -265,6 +272,26 @@ func micros(cols ...int) func([]any) error {
 			default:
 				return fmt.Errorf("column %d: %T is not a unix-microsecond time", c, v[c])
 			}
+		}
+		return nil
+	}
+}
+
+// unhex converts the given columns, read as hex(blob) (SQLite hands a
+// blob and a text alike as bytes), back to bytes; NULL and ” stay NULL.
+func unhex(cols ...int) func([]any) error {
+	return func(v []any) error {
+		for _, c := range cols {
+			x, _ := v[c].(string)
+			if x == "" {
+				v[c] = nil
+				continue
+			}
+			b, err := hex.DecodeString(x)
+			if err != nil {
+				return fmt.Errorf("column %d: %w", c, err)
+			}
+			v[c] = b
 		}
 		return nil
 	}

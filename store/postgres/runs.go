@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,15 +38,20 @@ func (s *Store) OnCommit(h func(events []engine.Event, runs []*engine.Run)) {
 const (
 	sqlInsertRun = `INSERT INTO runs (id, workflow_id, kind, status, input, waiting_for_input,
 current_node_id, pending_approvals, error, work_dir, owner, lease_until, created_at, updated_at, finished_at,
-prompt_tokens, completion_tokens, total_tokens, cost_usd)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, (now() + $12::float8 * interval '1 microsecond'), $13, $14, $15, $16, $17, $18, $19) ON CONFLICT (id) DO NOTHING`
+prompt_tokens, completion_tokens, total_tokens, cost_usd, definition_hash)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, (now() + $12::float8 * interval '1 microsecond'), $13, $14, $15, $16, $17, $18, $19, $20) ON CONFLICT (id) DO NOTHING`
 
 	// sqlInsertRunStrict is sqlInsertRun failing on a taken id: the
 	// pipelined CreateRun.
 	sqlInsertRunStrict = `INSERT INTO runs (id, workflow_id, kind, status, input, waiting_for_input,
 current_node_id, pending_approvals, error, work_dir, owner, lease_until, created_at, updated_at, finished_at,
-prompt_tokens, completion_tokens, total_tokens, cost_usd)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, (now() + $12::float8 * interval '1 microsecond'), $13, $14, $15, $16, $17, $18, $19)`
+prompt_tokens, completion_tokens, total_tokens, cost_usd, definition_hash)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, (now() + $12::float8 * interval '1 microsecond'), $13, $14, $15, $16, $17, $18, $19, $20)`
+
+	// sqlInsertDefinition stores a definition once, by content hash, for
+	// every run of it (migration 6). The run is inserted first: the
+	// foreign key is checked at commit.
+	sqlInsertDefinition = `INSERT INTO definitions (hash, definition) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING`
 
 	sqlUpdateRun = `UPDATE runs SET status = $1, input = $2, waiting_for_input = $3, current_node_id = $4,
 pending_approvals = $5, error = $6, work_dir = $7, updated_at = $8, finished_at = $9,
@@ -115,6 +121,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 		lease = &l
 	}
 	evs := commit.CopyEvents(hdr.ID, events)
+	defHash := definitionHash(hdr.Definition)
 	// A drawn run's workflow is a saved one; a YAML run's is a file.
 	checkWorkflow := wf != nil && hdr.Kind != engine.KindYAML
 	// The checking form: refuses a taken id or an unknown workflow alone.
@@ -132,7 +139,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 		n, err := t.exec(sqlInsertRun, hdr.ID, wf, hdr.Kind, string(hdr.Status), hdr.Input,
 			hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
 			hdr.Owner, lease, hdr.CreatedAt, hdr.UpdatedAt, hdr.FinishedAt,
-			hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, hdr.Usage.CostUSD)
+			hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, hdr.Usage.CostUSD, defHash)
 		if err != nil {
 			return err
 		}
@@ -140,7 +147,9 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 			return reject(fmt.Errorf("run already exists: %w", engine.ErrConflict))
 		}
 		b := &pgx.Batch{}
-		b.Queue(`INSERT INTO run_definitions (run_id, definition) VALUES ($1, $2)`, hdr.ID, string(hdr.Definition))
+		if defHash != nil {
+			b.Queue(sqlInsertDefinition, defHash, string(hdr.Definition))
+		}
 		for i := range evs {
 			e := &evs[i]
 			b.Queue(`INSERT INTO run_events (run_id, seq, node_id, type, content, ts, data)
@@ -160,8 +169,10 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.RunID, e.Seq, e.NodeID, e.Type, e.Conten
 		b.Queue(sqlInsertRunStrict, hdr.ID, wf, hdr.Kind, string(hdr.Status), hdr.Input,
 			hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
 			hdr.Owner, lease, hdr.CreatedAt, hdr.UpdatedAt, hdr.FinishedAt,
-			hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, hdr.Usage.CostUSD)
-		b.Queue(`INSERT INTO run_definitions (run_id, definition) VALUES ($1, $2)`, hdr.ID, string(hdr.Definition))
+			hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, hdr.Usage.CostUSD, defHash)
+		if defHash != nil {
+			b.Queue(sqlInsertDefinition, defHash, string(hdr.Definition))
+		}
 		for i := range evs {
 			e := &evs[i]
 			b.Queue(`INSERT INTO run_events (run_id, seq, node_id, type, content, ts, data)
@@ -169,7 +180,10 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.RunID, e.Seq, e.NodeID, e.Type, e.Conten
 		}
 		queueNodes(b, nargs)
 	}
-	statements := 2 + len(evs) + len(nargs)
+	statements := 1 + len(evs) + len(nargs)
+	if defHash != nil {
+		statements++
+	}
 	read := func(br pgx.BatchResults) (func(t *wtx) error, error) {
 		if checkWorkflow {
 			var n int
@@ -489,7 +503,7 @@ WHERE owner = $1 AND owner <> '' AND cancel_requested RETURNING id`, owner)
 // --- reads: through the pool, committed data only ---
 
 const runColumns = `id, workflow_id, kind,
-coalesce((SELECT d.definition FROM run_definitions d WHERE d.run_id = runs.id), ''),
+coalesce((SELECT d.definition FROM definitions d WHERE d.hash = runs.definition_hash), ''),
 status, input, waiting_for_input, current_node_id, pending_approvals, error, work_dir,
 created_at, updated_at, finished_at, prompt_tokens, completion_tokens, total_tokens, cost_usd`
 
@@ -727,6 +741,16 @@ func (s *Store) ListOrphaned(ctx context.Context, now time.Time) ([]string, erro
 }
 
 // --- copying and argument building ---
+
+// definitionHash is the content hash a run references its definition by
+// (nil for none): sha256 of its bytes, as migration 6 computes it.
+func definitionHash(def []byte) []byte {
+	if len(def) == 0 {
+		return nil
+	}
+	h := sha256.Sum256(def)
+	return h[:]
+}
 
 // nodeArgs turns node states into statement arguments right away: the copy
 // that lets the engine reuse its NodeState structs.

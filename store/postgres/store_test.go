@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/internal/pgtest"
@@ -143,9 +144,86 @@ func TestMigrateEmptyDatabase(t *testing.T) {
 		mustOK(t, rows.Scan(&n), "scan")
 		got = append(got, n)
 	}
-	want := []string{"goose_db_version", "node_states", "revoked_sessions", "run_definitions", "run_events", "runs", "workflow_versions", "workflows", "yaml_positions"}
+	want := []string{"definitions", "goose_db_version", "node_states", "revoked_sessions", "run_events", "runs", "workflow_versions", "workflows", "yaml_positions"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("tables %v, want %v", got, want)
+	}
+}
+
+// TestDefinitionsStoredOnce: runs of one definition share its row (by
+// content hash; the pipelined and the checking CreateRun alike) and read
+// their definition back byte for byte.
+func TestDefinitionsStoredOnce(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	s := openStore(t)
+	const a, b = `{"nodes":[{"id":"s","type":"start"}],"edges":[]}`, `{"nodes": []}`
+	defs := []string{a, b, a, "", a}
+	for i, def := range defs {
+		r := newRun(fmt.Sprintf("run-%d", i))
+		r.Definition = json.RawMessage(def)
+		if i == 4 {
+			r.WorkflowID = "no-such-workflow" // refused: the batch runs again op by op
+		}
+		err := s.CreateRun(ctx, r, nil, nil)
+		if i == 4 {
+			wantIs(t, err, engine.ErrNotFound, "CreateRun of an unknown workflow")
+			continue
+		}
+		mustOK(t, err, "CreateRun")
+	}
+	for i, def := range defs[:4] {
+		r, err := s.GetRun(ctx, fmt.Sprintf("run-%d", i))
+		mustOK(t, err, "GetRun")
+		if string(r.Definition) != def {
+			t.Errorf("run-%d: definition %q, want %q", i, r.Definition, def)
+		}
+	}
+	var rows int
+	mustOK(t, s.pool.QueryRow(ctx, `SELECT count(*) FROM definitions`).Scan(&rows), "count definitions")
+	if rows != 2 {
+		t.Fatalf("%d definition rows for 2 distinct definitions", rows)
+	}
+}
+
+// TestDefinitionsMigrateToOneRowEach: migration 6 moves the definitions
+// runs kept each into one row per distinct definition, with the same hash
+// the store computes.
+func TestDefinitionsMigrateToOneRowEach(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	dsn := pg.NewDatabase(t)
+	pool, err := pgxpool.New(ctx, dsn)
+	mustOK(t, err, "connect")
+	defer pool.Close()
+	p, closeDB, err := newProvider(pool)
+	mustOK(t, err, "newProvider")
+	defer closeDB()
+	_, err = p.UpTo(ctx, 5)
+	mustOK(t, err, "up to 5")
+	const a = `{"nodes":["ünïcode"]}`
+	for i, def := range []string{a, a, ""} {
+		id := fmt.Sprintf("old-%d", i)
+		_, err := pool.Exec(ctx, `INSERT INTO runs (id, kind, status, created_at, updated_at) VALUES ($1, 'graph', 'completed', now(), now())`, id)
+		mustOK(t, err, "insert a version-5 run")
+		_, err = pool.Exec(ctx, `INSERT INTO run_definitions (run_id, definition) VALUES ($1, $2)`, id, def)
+		mustOK(t, err, "insert its definition")
+	}
+	s := openDSN(t, dsn)
+	r := newRun("new")
+	r.Definition = json.RawMessage(a)
+	mustOK(t, s.CreateRun(ctx, r, nil, nil), "CreateRun of the same definition")
+	for id, want := range map[string]string{"old-0": a, "old-1": a, "old-2": "", "new": a} {
+		got, err := s.GetRun(ctx, id)
+		mustOK(t, err, "GetRun "+id)
+		if string(got.Definition) != want {
+			t.Errorf("%s: definition %q, want %q", id, got.Definition, want)
+		}
+	}
+	var rows int
+	mustOK(t, pool.QueryRow(ctx, `SELECT count(*) FROM definitions`).Scan(&rows), "count definitions")
+	if rows != 1 {
+		t.Fatalf("%d definition rows, want 1 (the migrated hash is the store's)", rows)
 	}
 }
 

@@ -68,6 +68,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 		lease = toMicros(hdr.LeaseUntil)
 	}
 	evs := commit.CopyEvents(hdr.ID, events)
+	defHash := definitionHash(hdr.Definition)
 	err = s.w.doEvents(ctx, hdr, evs, func(t *wtx) error {
 		if checkWorkflow {
 			var one int
@@ -83,15 +84,17 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 			hdr.ID, wf, hdr.Kind, string(hdr.Status), hdr.Input,
 			hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
 			hdr.Owner, lease, toMicros(hdr.CreatedAt), toMicros(hdr.UpdatedAt), optMicros(hdr.FinishedAt),
-			hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, optFloat(hdr.Usage.CostUSD))
+			hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, optFloat(hdr.Usage.CostUSD), defHash)
 		if err != nil {
 			return err
 		}
 		if n == 0 {
 			return reject(fmt.Errorf("run already exists: %w", engine.ErrConflict))
 		}
-		if _, err := t.exec(sqlInsertDefinition, hdr.ID, string(hdr.Definition)); err != nil {
-			return err
+		if defHash != nil { // the foreign key is checked at commit
+			if _, err := t.exec(sqlInsertDefinition, defHash, string(hdr.Definition)); err != nil {
+				return err
+			}
 		}
 		if len(evs) > 0 {
 			ins := t.stmt(s.w.insEventFenced) // the run was just created
@@ -118,11 +121,12 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 const (
 	sqlInsertRun = `INSERT INTO runs (id, workflow_id, kind, status, input,
 waiting_for_input, current_node_id, pending_approvals, error, work_dir, owner, lease_until,
-created_at, updated_at, finished_at, prompt_tokens, completion_tokens, total_tokens, cost_usd)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
-	// The definition has a table of its own: written once, it is not
-	// rewritten with the run's row on every status change.
-	sqlInsertDefinition = `INSERT INTO run_definitions (run_id, definition) VALUES (?, ?)`
+created_at, updated_at, finished_at, prompt_tokens, completion_tokens, total_tokens, cost_usd, definition_hash)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
+	// A definition is stored once, by content hash, for every run of it
+	// (migration 10): not rewritten with the run's row on every status
+	// change, and not copied per run.
+	sqlInsertDefinition = `INSERT INTO definitions (hash, definition) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING`
 	sqlAcquireRun       = `UPDATE runs SET owner = ?1, lease_until = ?2
 WHERE id = ?3 AND (owner = '' OR owner = ?1 OR lease_until < ?4) AND (?5 = '' OR status = ?5)`
 	sqlReleaseRun = `UPDATE runs SET owner = '', lease_until = 0 WHERE id = ? AND (owner = ? OR owner = '')`
@@ -407,7 +411,7 @@ func optFloat(f *float64) any {
 // --- reads: all through the read pool, seeing committed data only ---
 
 const runColumns = `id, workflow_id, kind,
-coalesce((SELECT d.definition FROM run_definitions d WHERE d.run_id = runs.id), ''),
+coalesce((SELECT d.definition FROM definitions d WHERE d.hash = runs.definition_hash), ''),
 status, input, waiting_for_input,
 current_node_id, pending_approvals, error, work_dir, created_at, updated_at, finished_at,
 prompt_tokens, completion_tokens, total_tokens, cost_usd`

@@ -166,7 +166,7 @@ func TestMigrateEmptyDatabase(t *testing.T) {
 	if got, want := schemaVersion(t, s.rdb), SchemaVersion(); got != want || want < 1 {
 		t.Fatalf("schema version %d, want %d (>= 1)", got, want)
 	}
-	want := []string{"goose_db_version", "node_states", "revoked_sessions", "run_definitions", "run_events", "runs", "workflow_versions", "workflows", "yaml_positions"}
+	want := []string{"definitions", "goose_db_version", "node_states", "revoked_sessions", "run_events", "runs", "workflow_versions", "workflows", "yaml_positions"}
 	if got := tableNames(t, s.rdb); !slices.Equal(got, want) {
 		t.Fatalf("tables %v, want %v", got, want)
 	}
@@ -291,6 +291,53 @@ VALUES ('r1', 'wf', 'graph', 'paused', 'proc', 99, 5, 6, 1, 42, 0.5)`,
 	y := newRun("r-yaml")
 	y.Kind, y.WorkflowID = engine.KindYAML, "yaml.a.yaml"
 	mustOK(t, s.CreateRun(ctx, y, nil, nil), "CreateRun of a YAML run with its workflow id")
+}
+
+// TestDefinitionsStoredOnce: runs of one definition share its row (by
+// content hash), from CreateRun and from migration 10 alike, and read
+// their definition back byte for byte.
+func TestDefinitionsStoredOnce(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	const a, b = `{"nodes":[{"id":"s","type":"start"}],"edges":[]}`, `{"nodes": []}`
+	path := filepath.Join(t.TempDir(), "switchyard.db")
+	db := mustRawDB(t, path)
+	p, err := newProvider(db)
+	mustOK(t, err, "newProvider")
+	_, err = p.UpTo(ctx, 9)
+	mustOK(t, err, "migrate up to 9")
+	for i, def := range []string{a, a, ""} {
+		id := fmt.Sprintf("old-%d", i)
+		_, err := db.ExecContext(ctx, `INSERT INTO runs (id, kind, status, created_at, updated_at) VALUES (?, 'graph', 'completed', 1, 1)`, id)
+		mustOK(t, err, "insert a version-9 run")
+		_, err = db.ExecContext(ctx, `INSERT INTO run_definitions (run_id, definition) VALUES (?, ?)`, id, def)
+		mustOK(t, err, "insert its definition")
+	}
+	mustOK(t, db.Close(), "close raw db")
+
+	s := openAt(t, path)
+	for i, def := range []string{a, b, a, ""} {
+		r := newRun(fmt.Sprintf("new-%d", i))
+		r.Definition = json.RawMessage(def)
+		if def == "" {
+			r.Definition = nil
+		}
+		mustOK(t, s.CreateRun(ctx, r, nil, nil), "CreateRun")
+	}
+	want := map[string]string{"old-0": a, "old-1": a, "old-2": "", "new-0": a, "new-1": b, "new-2": a, "new-3": ""}
+	for id, def := range want {
+		r, err := s.GetRun(ctx, id)
+		mustOK(t, err, "GetRun "+id)
+		if string(r.Definition) != def {
+			t.Errorf("%s: definition %q, want %q", id, r.Definition, def)
+		}
+	}
+	var rows, hashed int
+	mustOK(t, s.rdb.QueryRow(`SELECT count(*) FROM definitions`).Scan(&rows), "count definitions")
+	mustOK(t, s.rdb.QueryRow(`SELECT count(*) FROM runs WHERE definition_hash IS NOT NULL`).Scan(&hashed), "count hashed runs")
+	if rows != 2 || hashed != 5 {
+		t.Fatalf("%d definition rows for 2 distinct definitions, %d runs referencing one (want 5)", rows, hashed)
+	}
 }
 
 // mustRawDB opens path with the store's writer settings but without
