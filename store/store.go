@@ -48,7 +48,7 @@ type Store interface {
 	Workflows
 	Sessions
 	Positions
-
+	Pruner
 	// Close commits what is queued and releases the store; idempotent.
 	Close() error
 }

@@ -204,6 +204,12 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 // the driver to every connection the pool opens, not just the first one.
 func dsn(abs string, readOnly bool) string {
 	q := url.Values{}
+	if !readOnly {
+		// Before journal_mode: a new database then returns the pages
+		// retention frees to the file system (migration 11); on an older
+		// one it only says what VacuumFile converts it to.
+		q.Add("_pragma", "auto_vacuum(INCREMENTAL)")
+	}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
