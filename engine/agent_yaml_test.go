@@ -421,3 +421,33 @@ func TestYAMLIncludedBlockRuns(t *testing.T) {
 		t.Errorf("re-plan after the block file is gone: %v", err)
 	}
 }
+
+// TestForkYAMLRun: forking a YAML run at its second step reuses the
+// first step's output (its side effect does not happen again) and runs
+// the rest.
+func TestForkYAMLRun(t *testing.T) {
+	e, _ := yamlEngine(t)
+	dir := t.TempDir()
+	src := wf("  - id: one\n    bash: echo one >> trace; echo first-$ARGUMENTS\n" +
+		"  - id: two\n    bash: echo two >> trace; echo second-$one.output\n    depends_on: [one]\n" +
+		"  - id: three\n    bash: echo three >> trace; echo third-$two.output\n    depends_on: [two]\n")
+	run := startYAMLIn(t, e, dir, src, "x")
+	if got := waitRun(t, e, run.ID); got.Status != StatusCompleted {
+		t.Fatalf("%s %s", got.Status, got.Error)
+	}
+	fork, err := e.Fork(context.Background(), run.ID, "two", ForkOptions{Pinned: map[string]string{"one": "edited"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := waitRun(t, e, fork.ID); got.Status != StatusCompleted {
+		t.Fatalf("fork %s %s", got.Status, got.Error)
+	}
+	ns := nodeStates(t, e, fork.ID)
+	if ns["two"].Output != "second-edited" || ns["three"].Output != "third-second-edited" {
+		t.Errorf("fork outputs two=%q three=%q", ns["two"].Output, ns["three"].Output)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "trace"))
+	if string(b) != "one\ntwo\nthree\ntwo\nthree\n" {
+		t.Errorf("trace %q: the fork must not run one again", b)
+	}
+}

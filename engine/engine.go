@@ -117,6 +117,8 @@ type StartOptions struct {
 	workspace bool
 	// runID, when set, is the new run's id (chosen early for its worktree).
 	runID string
+	// fork, when set, makes the run a fork (see fork.go).
+	fork *forkData
 }
 
 // New builds an engine.

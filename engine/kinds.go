@@ -48,6 +48,16 @@ func (e *Engine) planFor(run *Run) (*plan, error) {
 	return nil, fmt.Errorf("run %s: unknown workflow kind %q", run.ID, run.Kind)
 }
 
+// seedFor is how a run of a workflow kind begins: a drawn graph's start
+// nodes are queued with the input; a YAML DAG's dependency-free nodes are
+// notified, so their join policy (`when:`) applies to them too.
+func seedFor(kind, input string) func(r *runner, root int) {
+	if kind == KindYAML {
+		return (*runner).notify
+	}
+	return func(r *runner, i int) { r.enqueue(i, input, "") }
+}
+
 // onLoad lets a workflow kind adjust persisted node states before a run
 // continues (e.g. YAML always_run nodes run again on resume).
 func onLoad(p *plan, run *Run, states []*NodeState) {

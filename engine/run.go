@@ -43,6 +43,9 @@ type runner struct {
 	inboxState
 
 	mcp runMCP // the run's MCP servers while its loop drives it
+	// fork is set on a run forked from another: the parent's results of the
+	// nodes upstream of the fork point, reused on their first visit.
+	fork *forkData
 }
 
 // schedState is what decides which node runs next (loop-owned).

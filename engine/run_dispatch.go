@@ -74,8 +74,14 @@ func (r *runner) dispatchWhere(keep func(Executor) bool) bool {
 			data.Retry = "restart"
 			r.restartRetry[i] = false
 		}
+		pinned, reuse := r.pinnedResult(i)
+		data.Reused = reuse
 		r.emit(pn.id, EvStepStart, pn.describe, data)
 		r.running++
+		if reuse { // a fork reuses the parent run's result: nothing runs
+			r.inlineDone = append(r.inlineDone, nodeDone{idx: i, res: pinned})
+			continue
+		}
 		if !ok {
 			r.inlineDone = append(r.inlineDone, nodeDone{idx: i, err: fmt.Errorf("no executor for node type %q", pn.typ)})
 			continue

@@ -12,9 +12,10 @@ import (
 // events; structs marshal several times faster than maps. Fields are in
 // alphabetical order, as a map's keys would be.
 type stepStartData struct {
-	Retry string `json:"retry,omitempty"`
-	Type  string `json:"type"`
-	Visit int    `json:"visit"`
+	Retry  string `json:"retry,omitempty"`
+	Reused bool   `json:"reused,omitempty"` // a fork's node that takes its parent run's result
+	Type   string `json:"type"`
+	Visit  int    `json:"visit"`
 }
 
 type stepEndData struct {
@@ -178,6 +179,10 @@ func (r *runner) prefix() ([]*NodeState, []*Event) {
 	r.emitMu.Lock()
 	r.holding = true
 	r.emitMu.Unlock()
+	if r.fork != nil {
+		// First in the log: what recovery needs to finish the fork.
+		r.emit(SystemNodeID, EvRunForked, fmt.Sprintf("forked from run %s at node %s", r.fork.ParentRunID, r.fork.FromNode), r.fork)
+	}
 	r.begin()
 	r.evaluate()
 	for r.ending == "" && r.status() == StatusRunning && r.dispatchWhere(isPure) {

@@ -204,6 +204,7 @@ func (e *Engine) load(ctx context.Context, runID string, kind reqKind) (*runner,
 	log := readLog(evs)
 	r := newRunner(e, p, run, nodes, lastSeq, log)
 	r.keepLoggedEnd(evs, log)
+	r.restoreFork(evs)
 	return r, nil
 }
 

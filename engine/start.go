@@ -39,7 +39,7 @@ func (e *Engine) StartGraph(ctx context.Context, g *graph.Graph, opt StartOption
 		// (made on first use): WorkspaceRoot/<run id>.
 		opt.workspace = true
 	}
-	return e.start(ctx, p, KindGraph, def, opt, func(r *runner, i int) { r.enqueue(i, opt.Input, "") })
+	return e.start(ctx, p, KindGraph, def, opt, seedFor(KindGraph, opt.Input))
 }
 
 // usesBuiltinTools reports whether an agent of g may call a built-in tool.
@@ -81,6 +81,7 @@ func (e *Engine) start(ctx context.Context, p *plan, kind string, def json.RawMe
 		run.WorkDir = filepath.Join(e.cfg.WorkspaceRoot, run.ID)
 	}
 	r := newRunner(e, p, run, nil, 0, nil)
+	r.fork = opt.fork
 	for _, i := range p.roots {
 		seed(r, i)
 	}

@@ -93,6 +93,9 @@ const (
 	// subprocess (data: pgid, start, host): the process that takes the run
 	// over after a crash kills what is left of it before rerunning the node.
 	EvProcessStart = "process_start"
+	// EvRunForked is a forked run's first event (data: parentRunId,
+	// fromNode, reused: the parent's results it takes, by node id).
+	EvRunForked = "run_forked"
 )
 
 // SystemNodeID is the NodeID of run-level events.

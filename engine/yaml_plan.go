@@ -153,7 +153,7 @@ func (e *Engine) StartYAML(ctx context.Context, file string, source []byte, opt 
 	p := compileYAML(wf, cfg, e.cfg.MaxVisits)
 	// Dependency-free nodes are notified rather than enqueued: they go
 	// through their join policy too, so `when:` applies to them as well.
-	return e.start(ctx, p, KindYAML, def, opt, (*runner).notify)
+	return e.start(ctx, p, KindYAML, def, opt, seedFor(KindYAML, opt.Input))
 }
 
 // compileYAMLRun rebuilds a YAML run's plan from its definition snapshot.

@@ -246,3 +246,52 @@ func TestPostgresToolApprovalAcrossServers(t *testing.T) {
 		t.Errorf("result %s", results[0].Data)
 	}
 }
+
+// TestServeKillDuringForkedRun: a run forked from its third agent reuses
+// the first two; serve is SIGKILLed while the fork's third agent is in
+// flight; after the restart the fork completes and the first two agents
+// were still called only by the parent run.
+func TestServeKillDuringForkedRun(t *testing.T) {
+	t.Parallel()
+	const key = "forked"
+	h := newHarness(t)
+	h.env = append(h.env, "SWITCHYARD_LEASE_TTL="+ownerLeaseTTL.String())
+	inFlight := make(chan struct{})
+	var once sync.Once
+	h.llm.setFault(key, func(c llmCall, attempt int) (fakeopenai.Reply, bool) {
+		if c.node == "c" && attempt == 2 { // the fork's first call of c: held until serve dies
+			once.Do(func() { close(inFlight) })
+			return fakeopenai.Reply{Text: "never", Latency: 10 * time.Minute}, true
+		}
+		return fakeopenai.Reply{}, false
+	})
+	p := h.start()
+	parent := p.startGraph(t, chainGraph(key, "a", "b", "c"), "")
+	if rv := p.waitRun(t, parent, 60*time.Second); rv.Status != engine.StatusCompleted {
+		t.Fatalf("parent %s %s", rv.Status, rv.Error)
+	}
+	var fork runView
+	p.must(t, http.MethodPost, "/api/runs/"+parent+"/fork", map[string]any{"nodeId": "c"}, http.StatusCreated, &fork)
+	select {
+	case <-inFlight:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("the fork's c never ran:\n%s", p.stderr)
+	}
+	p.kill()
+	p2 := h.start()
+	final := p2.waitRun(t, fork.RunID, 90*time.Second)
+	if final.Status != engine.StatusCompleted {
+		t.Fatalf("fork %s %s\n%s", final.Status, final.Error, p2.stderr)
+	}
+	if n := len(h.llm.callsOf(key, "a")); n != 1 {
+		t.Errorf("a called %d times: the fork must reuse it, across the restart too", n)
+	}
+	if n := len(h.llm.callsOf(key, "b")); n != 1 {
+		t.Errorf("b called %d times", n)
+	}
+	if n := len(h.llm.callsOf(key, "c")); n != 3 {
+		t.Errorf("c called %d times, want 3 (parent, the killed fork, its rerun)", n)
+	}
+	checkGapless(t, fork.RunID, p2.events(t, fork.RunID))
+	p2.stop(t)
+}

@@ -49,6 +49,8 @@ type runDetail struct {
 	// Branch the git branch of a worktree the run got for isolation.
 	WorkDir string `json:"workDir,omitempty"`
 	Branch  string `json:"branch,omitempty"`
+	// ForkOf names the run this one was forked from (POST .../fork).
+	ForkOf *forkOf `json:"forkOf,omitempty"`
 }
 
 // nodeJSON is one node's state in a run (the executor's private wait
@@ -279,6 +281,7 @@ func (s *Server) getRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	d.ForkOf = s.forkOfRun(c.Request().Context(), id)
 	return c.JSON(http.StatusOK, d)
 }
 

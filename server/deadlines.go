@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -25,7 +26,8 @@ func longRoute(path string) bool {
 	case "/api/run", "/api/run-stream", "/api/resume", "/api/resume-stream":
 		return true
 	}
-	return false
+	// POST /api/workflows/{id}/runs may wait for its run (wait).
+	return strings.HasPrefix(path, "/api/workflows/") && strings.HasSuffix(path, "/runs")
 }
 
 // isWebsocketHandshake reports whether c is a websocket handshake the

@@ -167,6 +167,13 @@ func schemas() obj {
 			"costUsd": obj{"type": "number", "minimum": 0,
 				"description": "US dollars, when the server has a price table (SWITCHYARD_PRICES) with a price for at least one of the models used; models without a price add nothing."},
 		}}
+	workflowRunProps := obj{
+		"outputs": obj{"type": "object", "additionalProperties": str(), "description": "Each completed node's output, by node id."},
+		"done":    obj{"type": "boolean", "description": "The run ended or paused within the wait."},
+	}
+	for k, v := range summaryProps {
+		workflowRunProps[k] = v
+	}
 	detailProps := obj{}
 	for k, v := range summaryProps {
 		detailProps[k] = v
@@ -176,6 +183,7 @@ func schemas() obj {
 	detailProps["source"] = str()
 	detailProps["nodes"] = arrayOf(ref("NodeState"))
 	detailProps["workDir"] = obj{"type": "string", "description": "The folder the run works in: its working directory, workspace or git worktree."}
+	detailProps["forkOf"] = object([]string{"runId", "nodeId"}, obj{"runId": str(), "nodeId": str()})
 	detailProps["branch"] = obj{"type": "string", "description": "The branch of the git worktree the run got (worktree: {enabled: true}): switchyard/<run id>."}
 	workflowProps := obj{
 		"id": str(), "name": str(), "description": str(), "kind": obj{"enum": []string{"graph", "yaml"}},
@@ -257,6 +265,17 @@ func schemas() obj {
 		}),
 		"StatusMessage": object([]string{"runId", "status", "waitingForInput"}, obj{
 			"runId": str(), "status": ref("RunStatus"), "workflowId": str(), "waitingForInput": obj{"type": "boolean"},
+		}),
+		"RunWorkflow": object(nil, obj{
+			"input": obj{"type": "string", "description": "The run's input ($ARGUMENTS)."},
+			"wait": obj{"description": "How long to wait for the run to end or pause: a number of seconds, or a duration such as \"90s\" (at most 10 minutes). Absent or 0: answer at once.",
+				"oneOf": []obj{{"type": "number", "minimum": 0}, {"type": "string"}}},
+		}),
+		"WorkflowRunResult": object(append([]string{"outputs", "done"}, summaryReq...), workflowRunProps),
+		"ForkRun": object([]string{"nodeId"}, obj{
+			"nodeId": obj{"type": "string", "description": "The node to run from: it and everything after it run again."},
+			"pinned": obj{"type": "object", "additionalProperties": str(), "description": "Edited outputs of nodes upstream of nodeId, by node id (pinned data)."},
+			"input":  obj{"type": "string", "description": "The new run's input; the parent's when absent."},
 		}),
 		"CreateRun": object(nil, obj{
 			"workflowId": str(), "graph": ref("GraphInput"), "input": str(),
@@ -430,6 +449,12 @@ func paths() obj {
 				body(ref("YAMLPositions")),
 				withErrors(obj{"200": resp("Positions", ref("YAMLPositions"))}, "400", "404", "413")}.build(),
 		},
+		"/api/workflows/{id}/runs": obj{
+			"parameters": []obj{workflowIDParamDoc},
+			"post": operation{"runWorkflow", "Run a saved workflow (drawn or YAML) and, with wait, answer when the run ends or pauses: the way to call a workflow from another system (a webhook that answers when the last node finishes). 200 with the status and outputs when it ended or paused within the wait; 202 when it still runs (follow Location, GET /api/runs/{id}, or its websocket).", nil,
+				body(ref("RunWorkflow")),
+				withErrors(obj{"200": resp("The run, ended or paused", ref("WorkflowRunResult")), "202": resp("The run, still running", ref("WorkflowRunResult"))}, "400", "404", "413", "503")}.build(),
+		},
 		"/api/workflows/{id}/versions": obj{
 			"parameters": []obj{workflowIDParamDoc},
 			"get": operation{"listVersions", "Saved versions, newest first, without graphs.", nil, nil,
@@ -462,6 +487,12 @@ func paths() obj {
 			"parameters": []obj{runIDParamDoc},
 			"get": operation{"getRun", "A run with its outputs, graph and node states.", nil, nil,
 				withErrors(obj{"200": resp("Run", ref("Run"))}, "400", "404")}.build(),
+		},
+		"/api/runs/{id}/fork": obj{
+			"parameters": []obj{runIDParamDoc},
+			"post": operation{"forkRun", "Run from a node (fork): a new run of the same workflow in which every node upstream of nodeId reuses its result from this run (or the pinned output), and nodeId and what follows run again. The run must have ended (409 otherwise); the new run is linked to it (forkOf).", nil,
+				body(ref("ForkRun")),
+				withErrors(obj{"201": resp("The new run", ref("Run"))}, "400", "404", "409", "413", "503")}.build(),
 		},
 		"/api/runs/{id}/events": obj{
 			"parameters": []obj{runIDParamDoc},

@@ -349,6 +349,7 @@ func (s *Server) routes() *echo.Echo {
 	e.PUT("/api/workflows/:id", s.putWorkflow)
 	e.DELETE("/api/workflows/:id", s.deleteWorkflow)
 	e.GET("/api/workflows/:id/versions", s.listVersions)
+	e.POST("/api/workflows/:id/runs", s.runWorkflow)
 	e.GET("/api/workflows/:id/versions/:version", s.getVersion)
 	e.POST("/api/validate", s.validate)
 	e.POST("/api/normalize", s.normalize)
@@ -362,6 +363,7 @@ func (s *Server) routes() *echo.Echo {
 	e.POST("/api/runs/:id/approvals/:nodeId", s.decide)
 	e.POST("/api/runs/:id/cancel", s.cancelRun)
 	e.POST("/api/runs/:id/continue", s.continueRun)
+	e.POST("/api/runs/:id/fork", s.forkRun)
 	e.GET("/api/ws", s.statusWS)
 	e.GET("/api/approvals", s.listApprovals)
 

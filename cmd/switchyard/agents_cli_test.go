@@ -47,3 +47,36 @@ func TestHelpHidesTheDatabasePassword(t *testing.T) {
 		t.Errorf("help: %q", stderr)
 	}
 }
+
+// TestRunFromNode: `run --from RUN:NODE` forks a run that ended: the
+// upstream node keeps its output (or the --pin text) and the rest runs
+// again; refusals are usage errors.
+func TestRunFromNode(t *testing.T) {
+	t.Parallel()
+	file := writeYAML(t, `
+  - id: a
+    bash: printf 'A-%s' "$ARGUMENTS"
+  - id: b
+    depends_on: [a]
+    bash: printf 'B-%s' $a.output
+`)
+	data := t.TempDir()
+	code, stdout, stderr := run(t, "run", file, "--input", "x", "--data", data)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	parent := decodeResult(t, stdout)
+	code, stdout, stderr = run(t, "run", "--from", parent.RunID+":b", "--pin", "a=pinned", "--data", data)
+	if code != exitOK {
+		t.Fatalf("fork: exit %d\n%s", code, stderr)
+	}
+	if res := decodeResult(t, stdout); res.Outputs["b"] != "B-pinned" || res.RunID == parent.RunID {
+		t.Errorf("fork result %+v", res)
+	}
+	if code, _, stderr := run(t, "run", "--from", parent.RunID+":nope", "--data", data); code != exitUsage || !strings.Contains(stderr, "nope") {
+		t.Errorf("unknown node: exit %d %q", code, stderr)
+	}
+	if code, _, _ := run(t, "run", "--from", "garbage", "--data", data); code != exitUsage {
+		t.Errorf("bad --from: exit %d", code)
+	}
+}

@@ -242,16 +242,27 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	input := fs.String("input", "", "the run's input ($ARGUMENTS; overrides the start node's initialInput)")
 	events := fs.Bool("events", false, "print each event as one JSON line as it happens")
 	cwd := fs.String("cwd", "", "working directory for bash and script nodes (default: current)")
+	from := fs.String("from", "", "RUN:NODE: fork a run that ended from NODE: its upstream nodes keep their results, NODE and what follows run again (instead of FILE)")
+	var pins pinFlags
+	fs.Var(&pins, "pin", "NODE=TEXT (with --from, repeatable): run with TEXT as the output of upstream node NODE")
 	data := dataFlag(fs)
 	db := dbFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: switchyard run FILE [--input TEXT] [--events] [--cwd DIR] [--data DIR | --db URL]")
+		fmt.Fprintln(stderr, "       switchyard run --from RUN:NODE [--pin NODE=TEXT]... [--input TEXT] [--events]")
 		fmt.Fprintln(stderr, "exit codes: 0 completed, 1 failed, 2 invalid usage or workflow, 3 paused, 4 cancelled")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return exitUsage
+	}
+	if *from != "" {
+		if len(pos) != 0 {
+			fmt.Fprintln(stderr, "switchyard run: give a FILE or --from, not both")
+			return exitUsage
+		}
+		return runFork(ctx, *from, pins, fs, *input, *events, *data, *db, stdout, stderr)
 	}
 	if len(pos) != 1 {
 		fs.Usage()

@@ -348,6 +348,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/runs/{id}/fork": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Run id (a uuid). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run from a node (fork): a new run of the same workflow in which every node upstream of nodeId reuses its result from this run (or the pinned output), and nodeId and what follows run again. The run must have ended (409 otherwise); the new run is linked to it (forkOf). */
+        post: operations["forkRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/runs/{id}/ws": {
         parameters: {
             query?: never;
@@ -457,6 +477,26 @@ export interface paths {
         /** Replace a YAML workflow's node positions (an empty object forgets them). 403 under serve --read-only-workflows. */
         put: operations["putYAMLPositions"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/{id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workflow id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run a saved workflow (drawn or YAML) and, with wait, answer when the run ends or pauses: the way to call a workflow from another system (a webhook that answers when the last node finishes). 200 with the status and outputs when it ended or paused within the wait; 202 when it still runs (follow Location, GET /api/runs/{id}, or its websocket). */
+        post: operations["runWorkflow"];
         delete?: never;
         options?: never;
         head?: never;
@@ -744,6 +784,16 @@ export interface components {
             timestamp: string;
             type: string;
         };
+        ForkRun: {
+            /** @description The new run's input; the parent's when absent. */
+            input?: string;
+            /** @description The node to run from: it and everything after it run again. */
+            nodeId: string;
+            /** @description Edited outputs of nodes upstream of nodeId, by node id (pinned data). */
+            pinned?: {
+                [key: string]: string;
+            };
+        };
         /** @description A graph in the current (React Flow) shape. YAML workflows and runs give a read-only projection: nodes of type "yaml" with data {label, kind (command, prompt, bash, script, loop, approval, cancel), detail, when?, triggerRule?, gate?, alwaysRun?}, laid out in layers, and an edge per depends_on entry. */
         Graph: {
             edges: {
@@ -825,6 +875,10 @@ export interface components {
             error?: string;
             /** Format: date-time */
             finishedAt?: string;
+            forkOf?: {
+                nodeId: string;
+                runId: string;
+            };
             graph?: components["schemas"]["Graph"];
             input: string;
             kind: string;
@@ -863,6 +917,12 @@ export interface components {
             usage: components["schemas"]["Usage"];
             waitingForInput: boolean;
             workflowId?: string;
+        };
+        RunWorkflow: {
+            /** @description The run's input ($ARGUMENTS). */
+            input?: string;
+            /** @description How long to wait for the run to end or pause: a number of seconds, or a duration such as "90s" (at most 10 minutes). Absent or 0: answer at once. */
+            wait?: number | string;
         };
         SavedWorkflow: {
             /** Format: date-time */
@@ -945,6 +1005,30 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
             version: number;
+        };
+        WorkflowRunResult: {
+            /** Format: date-time */
+            createdAt: string;
+            currentNodeId?: string;
+            /** @description The run ended or paused within the wait. */
+            done: boolean;
+            error?: string;
+            /** Format: date-time */
+            finishedAt?: string;
+            input: string;
+            kind: string;
+            /** @description Each completed node's output, by node id. */
+            outputs: {
+                [key: string]: string;
+            };
+            pendingApprovals: components["schemas"]["PendingApproval"][];
+            runId: string;
+            status: components["schemas"]["RunStatus"];
+            /** Format: date-time */
+            updatedAt: string;
+            usage: components["schemas"]["Usage"];
+            waitingForInput: boolean;
+            workflowId?: string;
         };
         /** @description A drawn workflow's next version (WorkflowWrite) or, for a YAML workflow (id yaml.*), YAMLSave. */
         WorkflowSave: components["schemas"]["WorkflowWrite"] | components["schemas"]["YAMLSave"];
@@ -2438,6 +2522,114 @@ export interface operations {
             };
         };
     };
+    forkRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Run id (a uuid). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ForkRun"];
+            };
+        };
+        responses: {
+            /** @description The new run */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Run"];
+                };
+            };
+            /** @description Bad request: malformed JSON (with line and column), invalid ids or parameters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authentication required (a token is configured). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Cross-origin request or foreign Host header. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body did not arrive within the read timeout (serve --read-timeout). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable (no LLM configured, shutting down, or too many graphs being decoded at once: try again). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     runEventsWS: {
         parameters: {
             query?: {
@@ -3233,6 +3425,114 @@ export interface operations {
             };
             /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    runWorkflow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workflow id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RunWorkflow"];
+            };
+        };
+        responses: {
+            /** @description The run, ended or paused */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowRunResult"];
+                };
+            };
+            /** @description The run, still running */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkflowRunResult"];
+                };
+            };
+            /** @description Bad request: malformed JSON (with line and column), invalid ids or parameters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Authentication required (a token is configured). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Cross-origin request or foreign Host header. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body did not arrive within the read timeout (serve --read-timeout). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large, a graph or YAML workflow over a limit (10,000 nodes, 50,000 edges or dependencies, ids of 256 bytes; YAML text of 4 MiB), or too many edits: the message names it. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed sign-in attempts from this address (wrong bearer tokens count): Retry-After says when to try again. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable (no LLM configured, shutting down, or too many graphs being decoded at once: try again). */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

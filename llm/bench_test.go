@@ -1,0 +1,40 @@
+package llm
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/switchyard/switchyard/internal/fakeopenai"
+)
+
+// handlerTransport serves requests from an in-process handler: no
+// loopback networking in the measurement.
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, req)
+	return rec.Result(), nil
+}
+
+// BenchmarkComplete is one streamed chat completion through openai-go's
+// request building and our stream decoding, answered in process by the
+// fake ("echo: hi", usage).
+func BenchmarkComplete(b *testing.B) {
+	fake := fakeopenai.New()
+	c, err := New(Config{BaseURL: "http://fake.invalid/v1", APIKey: "x",
+		HTTPClient: &http.Client{Transport: handlerTransport{fake.Handler()}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := Request{Messages: []Message{{Role: "system", Content: "You are a helpful assistant."}, {Role: "user", Content: "hi"}}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Complete(ctx, req, func(string) {}, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

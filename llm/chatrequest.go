@@ -1,0 +1,95 @@
+package llm
+
+import (
+	"encoding/json"
+)
+
+// The body of a streamed chat completion request, encoded by us: the same
+// JSON openai-go's params produce (TestChatRequestMatchesOpenAIGo), without
+// its reflection over every field of every message. openai-go still sends
+// the request (base URL, auth, headers, errors).
+type (
+	chatRequestJSON struct {
+		Model           string              `json:"model"`
+		Messages        []chatMessageJSON   `json:"messages"`
+		Tools           []chatToolJSON      `json:"tools,omitempty"`
+		ReasoningEffort string              `json:"reasoning_effort,omitempty"`
+		ResponseFormat  *chatRespFormatJSON `json:"response_format,omitempty"`
+		StreamOptions   chatStreamOptions   `json:"stream_options"`
+		Stream          bool                `json:"stream"`
+	}
+	chatMessageJSON struct {
+		Role       string             `json:"role"`
+		Content    *string            `json:"content,omitempty"`
+		ToolCallID string             `json:"tool_call_id,omitempty"`
+		ToolCalls  []chatToolCallJSON `json:"tool_calls,omitempty"`
+	}
+	chatToolCallJSON struct {
+		ID       string           `json:"id"`
+		Type     string           `json:"type"`
+		Function chatFunctionCall `json:"function"`
+	}
+	chatFunctionCall struct {
+		Arguments string `json:"arguments"`
+		Name      string `json:"name"`
+	}
+	chatToolJSON struct {
+		Type     string       `json:"type"`
+		Function chatFunction `json:"function"`
+	}
+	chatFunction struct {
+		Name        string         `json:"name"`
+		Description string         `json:"description"`
+		Parameters  map[string]any `json:"parameters,omitempty"`
+	}
+	chatRespFormatJSON struct {
+		Type       string         `json:"type"`
+		JSONSchema chatJSONSchema `json:"json_schema"`
+	}
+	chatJSONSchema struct {
+		Name   string         `json:"name"`
+		Schema map[string]any `json:"schema"`
+	}
+	chatStreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	}
+)
+
+// encodeChatRequest encodes req as a streamed chat completion request.
+func encodeChatRequest(req Request) ([]byte, error) {
+	body := chatRequestJSON{Model: req.Model, ReasoningEffort: req.Effort, Stream: true,
+		// Without this a streamed chat completion reports no usage at all;
+		// with it the server sends a last chunk with empty choices and the
+		// usage.
+		StreamOptions: chatStreamOptions{IncludeUsage: true},
+		Messages:      make([]chatMessageJSON, 0, len(req.Messages))}
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		cm := chatMessageJSON{Role: m.Role}
+		switch m.Role {
+		case "system", "user":
+			cm.Content = &m.Content
+		case "tool":
+			cm.Content, cm.ToolCallID = &m.Content, m.ToolCallID
+		case "assistant":
+			if m.Content != "" {
+				cm.Content = &m.Content
+			}
+			for _, tc := range m.ToolCalls {
+				cm.ToolCalls = append(cm.ToolCalls, chatToolCallJSON{ID: tc.ID, Type: "function",
+					Function: chatFunctionCall{Name: tc.Name, Arguments: tc.Arguments}})
+			}
+		default:
+			continue
+		}
+		body.Messages = append(body.Messages, cm)
+	}
+	for _, t := range req.Tools {
+		body.Tools = append(body.Tools, chatToolJSON{Type: "function",
+			Function: chatFunction{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
+	}
+	if req.Schema != nil {
+		body.ResponseFormat = &chatRespFormatJSON{Type: "json_schema", JSONSchema: chatJSONSchema{Name: "output", Schema: req.Schema}}
+	}
+	return json.Marshal(body)
+}
