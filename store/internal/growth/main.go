@@ -7,7 +7,15 @@
 // socket): the newest page, a drawn workflow's page and a YAML workflow's
 // page.
 //
-//	go run ./store/internal/growth -dir /tmp/growth -marks 10000,100000
+//	go run ./store/internal/growth -dir /tmp/growth -marks 10000,100000 -replicate-to 1000000
+//
+// Driving a million runs through the engine takes well over an hour on a
+// small shared machine, so -replicate-to copies the stored runs (with
+// their node states, events and, before definitions were shared, their
+// definitions) under new ids and later times until there are that many,
+// then measures again: the bytes per run of copies are the originals',
+// and the list latency is that of a database of that size. -resume
+// continues with the database already in -dir.
 //
 // It is the program behind the growth table of the store layout notes;
 // the same file, with openStore swapped for the old package, measured the
@@ -66,6 +74,8 @@ func main() {
 	workers := flag.Int("workers", 64, "runs in flight")
 	yamlEvery := flag.Int("yaml-every", 20, "one run in this many is a YAML run")
 	samples := flag.Int("samples", 50, "requests per latency figure")
+	replicateTo := flag.Int("replicate-to", 0, "after the marks, copy the stored runs until there are this many, and measure")
+	resume := flag.Bool("resume", false, "keep the database in -dir and add to it")
 	flag.Parse()
 	var at []int
 	for _, m := range strings.Split(*marks, ",") {
@@ -76,7 +86,9 @@ func main() {
 		at = append(at, n)
 	}
 	slices.Sort(at)
-	if err := os.RemoveAll(*dir); err != nil {
+	if *resume {
+		at = nil
+	} else if err := os.RemoveAll(*dir); err != nil {
 		log.Fatal(err)
 	}
 	wfDir := filepath.Join(*dir, "workflows")
@@ -95,6 +107,15 @@ func main() {
 		}
 		done = m
 		if err := f.measure(m); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if *replicateTo > 0 {
+		if err := replicate(f.dbPath(), *replicateTo); err != nil {
+			log.Fatal(err)
+		}
+		f.fillRate = 0
+		if err := f.measure(*replicateTo); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -221,6 +242,13 @@ func (f *filler) measure(runs int) error {
 	defer st.Close()
 	defer e.Close()
 	defer srv.Shutdown(context.Background())
+	if f.drawnID == "" {
+		ws, err := st.ListWorkflows(context.Background())
+		if err != nil || len(ws) != 1 {
+			return fmt.Errorf("the drawn workflow: %d found, %v", len(ws), err)
+		}
+		f.drawnID = ws[0].ID
+	}
 	p50 := func(q string) (time.Duration, int, error) {
 		var ds []time.Duration
 		n := 0
