@@ -255,9 +255,6 @@ func (q *Queue[J]) snapshotHooks() []Hook {
 	return q.hooks[:len(q.hooks):len(q.hooks)]
 }
 
-// HasHooks reports whether any hook is registered.
-func (q *Queue[J]) HasHooks() bool { return len(q.snapshotHooks()) > 0 }
-
 // CallHooks passes events and runs to every hook, never concurrently with
 // the writer's own calls: for what a store learns was committed elsewhere.
 func (q *Queue[J]) CallHooks(events []engine.Event, runs []*engine.Run) {

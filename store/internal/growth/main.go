@@ -95,11 +95,13 @@ func main() {
 	if err := os.MkdirAll(wfDir, 0o755); err != nil {
 		log.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(wfDir, "ask.yaml"), []byte(yamlSource), 0o644); err != nil {
-		log.Fatal(err)
+	for _, name := range []string{"ask.yaml", "unrun.yaml"} {
+		if err := os.WriteFile(filepath.Join(wfDir, name), []byte(yamlSource), 0o644); err != nil {
+			log.Fatal(err)
+		}
 	}
 	f := &filler{dir: *dir, wfDir: wfDir, workers: *workers, yamlEvery: *yamlEvery, samples: *samples}
-	fmt.Println("runs\tdb_bytes\tbytes_per_run\tfill_runs_per_s\tlist_p50_ms\tlist_drawn_p50_ms\tlist_yaml_p50_ms\tyaml_found")
+	fmt.Println("runs\tdb_bytes\tbytes_per_run\tfill_runs_per_s\tlist_p50_ms\tlist_drawn_p50_ms\tlist_yaml_p50_ms\tyaml_found\tlist_yaml_unrun_p50_ms")
 	done := 0
 	for _, m := range at {
 		if err := f.fill(done, m); err != nil {
@@ -119,7 +121,16 @@ func main() {
 			log.Fatal(err)
 		}
 	}
+	if pruneThenMeasure != nil {
+		if err := pruneThenMeasure(f); err != nil {
+			log.Fatal(err)
+		}
+	}
 }
+
+// pruneThenMeasure, when set (prune.go: not in the store before
+// retention), prunes the database and measures it again.
+var pruneThenMeasure func(f *filler) error
 
 type filler struct {
 	dir, wfDir         string
@@ -286,8 +297,13 @@ func (f *filler) measure(runs int) error {
 	if err != nil {
 		return err
 	}
+	// A YAML workflow with no runs: the worst case of a scan.
+	unrun, _, err := p50("?workflowId=yaml.unrun.yaml")
+	if err != nil {
+		return err
+	}
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000) }
-	fmt.Printf("%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%d\n", runs, fi.Size(), fi.Size()/int64(runs), f.fillRate,
-		ms(all), ms(drawn), ms(yaml), found)
+	fmt.Printf("%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%d\t%s\n", runs, fi.Size(), fi.Size()/int64(runs), f.fillRate,
+		ms(all), ms(drawn), ms(yaml), found, ms(unrun))
 	return nil
 }
