@@ -41,6 +41,7 @@ type toolOutcome struct {
 	cut     bool
 	full    int // bytes before cutting
 	denied  bool
+	lost    bool // not made: this process no longer holds the run
 }
 
 // toolLoop drives one conversation with tools.
@@ -212,8 +213,8 @@ func (l *toolLoop) runCalls(ctx context.Context, p *pendingTurn) error {
 			} else {
 				out = l.call(ctx, tc)
 			}
-			if ctx.Err() != nil {
-				return // stopped: not a result
+			if ctx.Err() != nil || out.lost {
+				return // stopped, or not ours to make: not a result
 			}
 			res := l.finish(p.turn, tc, out, time.Since(start))
 			outs[k] = &res
@@ -224,6 +225,9 @@ func (l *toolLoop) runCalls(ctx context.Context, p *pendingTurn) error {
 		if outs[k] != nil {
 			p.results[tc.ID] = *outs[k]
 		}
+	}
+	if l.a.x.r.leaseGone.Load() {
+		return ErrLeaseLost
 	}
 	return ctx.Err()
 }
@@ -237,6 +241,11 @@ func (l *toolLoop) call(ctx context.Context, tc llm.ToolCall) (out toolOutcome) 
 			names = append(names, t.spec.Name)
 		}
 		return toolOutcome{isError: true, text: fmt.Sprintf("error: no tool named %q; the tools are: %s", tc.Name, strings.Join(names, ", "))}
+	}
+	// A driver that stalled past its lease calls nothing more: the process
+	// that took the run over continues the loop from the log.
+	if err := l.a.x.Engine().holdsRun(ctx, l.a.x.r); err != nil {
+		return toolOutcome{isError: true, text: "error: " + err.Error(), lost: true}
 	}
 	defer func() {
 		if p := recover(); p != nil {

@@ -166,6 +166,19 @@ func (e *Engine) deliver(ctx context.Context, runID string, req request) (*Run, 
 			return nil, errors.New("engine is closed")
 		}
 		if r := e.live[runID]; r != nil {
+			if req.kind == reqRecover {
+				// Recovered here means its lease ran out: the driver still
+				// live in this process stalled past it. It stops, and the
+				// run is loaded afresh (never handed back to it).
+				e.mu.Unlock()
+				e.markLost(r)
+				select {
+				case <-r.exited:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				continue
+			}
 			if r.post(req) {
 				e.mu.Unlock()
 				break

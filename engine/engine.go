@@ -96,6 +96,9 @@ type Engine struct {
 	// lastRenew is when this process last renewed its leases (unix ns):
 	// past one lease period, other processes may own its runs.
 	lastRenew atomic.Int64
+	// heldAt is when the store last said which runs this process holds
+	// (unix ns; see checkHeld).
+	heldAt atomic.Int64
 	// unreleased are runs whose loop ended but whose lease release failed
 	// (a full disk): released before any renewal, so they do not stay
 	// leased by a process that no longer drives them.

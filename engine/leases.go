@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -33,6 +34,7 @@ func (e *Engine) renewLeases() {
 				e.log.Error("renew run leases", "err", err)
 			} else {
 				e.lastRenew.Store(now.UnixNano())
+				e.checkHeld(ctx)
 			}
 			cancel()
 		}
@@ -78,4 +80,69 @@ func (e *Engine) releasePending(ctx context.Context) {
 			e.unreleasedMu.Unlock()
 		}
 	}
+}
+
+// checkHeld asks the store which runs this process holds and stops the
+// drivers of the others: a process that stalled (suspended, or cut off
+// from its database) past its leases may find its runs taken over, and a
+// renewal alone does not say so (it renews only what is still ours).
+func (e *Engine) checkHeld(ctx context.Context) {
+	asked := time.Now()
+	ids, err := e.store.HeldRuns(ctx, e.cfg.Owner)
+	if err != nil {
+		e.log.Warn("list held runs", "err", err)
+		return
+	}
+	held := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		held[id] = true
+	}
+	e.mu.Lock()
+	var gone []*runner
+	for id, r := range e.live {
+		if !held[id] && r.acquiredAt.Before(asked) {
+			gone = append(gone, r)
+		}
+	}
+	e.mu.Unlock()
+	for _, r := range gone {
+		e.markLost(r)
+	}
+	e.heldAt.Store(asked.UnixNano())
+}
+
+// markLost stops a runner whose lease is gone: from now on it writes and
+// starts nothing, and its loop lets go of the run.
+func (e *Engine) markLost(r *runner) {
+	if r.leaseGone.Swap(true) {
+		return
+	}
+	e.log.Warn("this process no longer holds the run; stopping its driver", "run", r.run.ID)
+	r.post(request{kind: reqLost})
+}
+
+// holdsRun reports whether this process still holds r's run before a
+// node starts work with effects outside the run (a process, a tool call):
+// a driver that stalled past its lease must not act for a run another
+// process drives now. The renewal loop's last look answers at no cost;
+// older than half a lease, the store is asked.
+func (e *Engine) holdsRun(ctx context.Context, r *runner) error {
+	if r.leaseGone.Load() {
+		return ErrLeaseLost
+	}
+	at := time.Unix(0, e.heldAt.Load())
+	if time.Since(at) < e.cfg.LeaseTTL/2 || r.acquiredAt.After(at) && time.Since(r.acquiredAt) < e.cfg.LeaseTTL/2 {
+		return nil
+	}
+	ids, err := e.store.HeldRuns(ctx, e.cfg.Owner)
+	if err != nil {
+		return fmt.Errorf("check the run's lease: %w", err)
+	}
+	for _, id := range ids {
+		if id == r.run.ID {
+			return nil
+		}
+	}
+	e.markLost(r)
+	return ErrLeaseLost
 }

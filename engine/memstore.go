@@ -306,6 +306,21 @@ func (m *MemStore) RenewLeases(_ context.Context, owner string, until time.Time)
 	return nil
 }
 
+// HeldRuns implements Store.
+func (m *MemStore) HeldRuns(_ context.Context, owner string) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	var ids []string
+	for id, mr := range m.runs {
+		if owner != "" && mr.owner == owner && mr.leaseUntil.After(now) {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
 // ExpireLeases implements Store.
 func (m *MemStore) ExpireLeases(_ context.Context, owner string) error {
 	if owner == "" {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -46,6 +47,12 @@ type runner struct {
 	// fork is set on a run forked from another: the parent's results of the
 	// nodes upstream of the fork point, reused on their first visit.
 	fork *forkData
+	// leaseGone is set (from any goroutine) once this process learned that
+	// it no longer holds the run: nothing more is written or started.
+	leaseGone atomic.Bool
+	// acquiredAt is when this runner's lease was taken (launch): a list of
+	// held runs read before it does not know of it.
+	acquiredAt time.Time
 }
 
 // schedState is what decides which node runs next (loop-owned).

@@ -15,6 +15,7 @@ const (
 	reqShutdown
 	reqRecover // take over an orphaned run, whatever its status
 	reqSync    // make every event emitted so far durable (Exec.Sync)
+	reqLost    // this process no longer holds the run (see Engine.markLost)
 )
 
 // request is something asked of a run's loop from outside it.
@@ -63,6 +64,15 @@ func (r *runner) drainInbox() {
 }
 
 func (r *runner) handle(req request) {
+	if req.kind == reqLost {
+		if !r.finished {
+			r.loseLease(ErrLeaseLost)
+		}
+		if req.reply != nil {
+			req.reply <- reply{}
+		}
+		return
+	}
 	if r.stopping && req.kind != reqShutdown {
 		req.reply <- reply{err: errors.New("engine is shutting down")}
 		return

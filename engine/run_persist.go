@@ -42,7 +42,7 @@ func (r *runner) emit(nodeID, typ, content string, data any) {
 		}
 	}
 	r.emitMu.Lock()
-	if r.silent {
+	if r.silent || r.leaseGone.Load() {
 		r.emitMu.Unlock()
 		return
 	}
@@ -201,6 +201,9 @@ func (r *runner) prefix() ([]*NodeState, []*Event) {
 
 // checkpoint persists the header and the nodes changed since the last one.
 func (r *runner) checkpoint() error {
+	if r.leaseGone.Load() {
+		return fmt.Errorf("%w: %w", ErrConflict, ErrLeaseLost)
+	}
 	if len(r.dirty) == 0 && !r.headerDirty() {
 		return nil
 	}

@@ -223,6 +223,20 @@ func (e *Engine) Recover(ctx context.Context, resume bool) ([]string, error) {
 		// instead of racing for the same runs.
 		now := time.Now()
 		ids, err = oc.ClaimOrphaned(ctx, e.cfg.Owner, now, now.Add(e.cfg.LeaseTTL), 0)
+		// A claimed run still live here has a driver that stalled past
+		// its lease: it must not write under the new claim (its owner is
+		// ours again), so it stops at once.
+		e.mu.Lock()
+		var stale []*runner
+		for _, id := range ids {
+			if r := e.live[id]; r != nil {
+				stale = append(stale, r)
+			}
+		}
+		e.mu.Unlock()
+		for _, r := range stale {
+			e.markLost(r)
+		}
 	} else {
 		ids, err = e.store.ListOrphaned(ctx, time.Now())
 	}

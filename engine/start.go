@@ -119,6 +119,7 @@ func (e *Engine) launch(r *runner) error {
 		return fmt.Errorf("run %s: %w: already live", r.run.ID, ErrConflict)
 	}
 	e.live[r.run.ID] = r
+	r.acquiredAt = time.Now()
 	e.mu.Unlock()
 	go r.loop()
 	return nil

@@ -59,6 +59,10 @@ type Store interface {
 	ClaimWaitingNode(ctx context.Context, runID, nodeID, owner string, decision []byte) error
 	// RenewLeases extends every lease owner holds.
 	RenewLeases(ctx context.Context, owner string, leaseUntil time.Time) error
+	// HeldRuns lists the runs owner holds now: owned by it, with a lease
+	// that has not expired. A process learns from it which of the runs it
+	// drives another process took over while it stalled.
+	HeldRuns(ctx context.Context, owner string) ([]string, error)
 	// ExpireLeases ends at once every lease owner holds: owner is known
 	// dead (see Config.Owners), so its runs are orphaned now instead of
 	// when their leases run out. Runs of other owners are untouched.

@@ -17,6 +17,11 @@ import (
 // missing executable or oversized output will not get better on a retry.
 func runProc(ctx context.Context, x *Exec, ps proc.Spec) (string, string, error) {
 	if x != nil {
+		// A driver that stalled past its lease starts nothing: the process
+		// that took the run over runs this step.
+		if err := x.Engine().holdsRun(ctx, x.r); err != nil {
+			return "", "", err
+		}
 		ps.Output = func(stream, text string, cut bool) {
 			x.Emit(EvOutput, text, map[string]any{"stream": stream})
 			if cut {

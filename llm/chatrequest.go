@@ -86,7 +86,7 @@ func encodeChatRequest(req Request) ([]byte, error) {
 	}
 	for _, t := range req.Tools {
 		body.Tools = append(body.Tools, chatToolJSON{Type: "function",
-			Function: chatFunction{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
+			Function: chatFunction(t)})
 	}
 	if req.Schema != nil {
 		body.ResponseFormat = &chatRespFormatJSON{Type: "json_schema", JSONSchema: chatJSONSchema{Name: "output", Schema: req.Schema}}

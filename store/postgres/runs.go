@@ -419,6 +419,28 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, leaseUntil time.T
 	return nil
 }
 
+// HeldRuns implements engine.Store: leases compared in the database's
+// clock, as they are set.
+func (s *Store) HeldRuns(ctx context.Context, owner string) ([]string, error) {
+	if owner == "" {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id FROM runs WHERE owner = $1 AND owner <> '' AND lease_until > now() ORDER BY id`, owner)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: runs held by %s: %w", owner, err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("postgres: runs held by %s: %w", owner, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
 // ReleaseRun implements engine.Store. Releasing a run nobody holds is a
 // no-op; ErrConflict if another owner holds it, ErrNotFound if unknown.
 func (s *Store) ReleaseRun(ctx context.Context, runID, owner string) error {

@@ -136,6 +136,7 @@ WHERE id = ?3 AND (owner = '' OR owner = ?1 OR lease_until < ?4) AND (?5 = '' OR
 	// and scans every run ever stored (TestQueriesUseIndexes).
 	sqlRenewLeases   = `UPDATE runs SET lease_until = ? WHERE owner = ? AND owner <> ''`
 	sqlExpireLeases  = `UPDATE runs SET lease_until = 0 WHERE owner = ? AND owner <> ''`
+	sqlHeldRuns      = `SELECT id FROM runs WHERE owner = ? AND owner <> '' AND lease_until > ? ORDER BY id`
 	sqlCancelPending = `SELECT EXISTS (SELECT 1 FROM runs WHERE owner = ? AND owner <> '' AND cancel_requested = 1)`
 	sqlTakeCancels   = `UPDATE runs SET cancel_requested = 0
 WHERE owner = ? AND owner <> '' AND cancel_requested = 1 RETURNING id`
@@ -316,6 +317,27 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, leaseUntil time.T
 		return fmt.Errorf("store: renew leases of %s: %w", owner, err)
 	}
 	return nil
+}
+
+// HeldRuns implements engine.Store.
+func (s *Store) HeldRuns(ctx context.Context, owner string) ([]string, error) {
+	if owner == "" {
+		return nil, nil
+	}
+	rows, err := s.rdb.QueryContext(ctx, sqlHeldRuns, owner, toMicros(s.now()))
+	if err != nil {
+		return nil, fmt.Errorf("store: runs held by %s: %w", owner, err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("store: runs held by %s: %w", owner, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // ReleaseRun implements engine.Store. Releasing a run nobody holds is a

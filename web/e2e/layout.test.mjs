@@ -1,6 +1,6 @@
-// Room for the graph: side panels collapse (and start collapsed below
-// 1100 px, opening over the canvas), and fitting a small graph keeps its
-// text readable.
+// Room for the graph: side panels collapse (the left one starts collapsed
+// below 1280 px), never cover the canvas (an open panel takes its room
+// from it), and Fit shows the whole graph.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { launchBrowser, newPage, screenshot } from './lib/browser.mjs';
@@ -58,37 +58,56 @@ test('side panels collapse and the canvas takes the room; the choice is remember
     await page.locator(tid('left-panel')).waitFor();
     await page.locator(tid('tab-inspect')).waitFor();
 
-    // Fit keeps a 7-node graph readable.
+    // Fit shows all 7 nodes of a graph wider than the view.
     await page.locator(tid('fit-view')).click();
     await settle(page);
     const z = await zoom(page);
-    assert.ok(z >= 0.79, `fit zoom ${z} is below readable`);
-    // A graph too wide to fit readably starts at its left: the start node shows.
-    const startBox = await page.locator(tid("node-s")).boundingBox();
-    const canvasBox = await page.locator(".editor__canvas").boundingBox();
-    assert.ok(startBox.x >= canvasBox.x && startBox.x < canvasBox.x + 100, "the start node is at the left of the view");
+    assert.ok(z < 0.8, `fit zoom ${z}: the graph is wider than the view at a readable zoom`);
+    const canvasBox = await page.locator('.editor__canvas').boundingBox();
+    for (const id of ['s', 'a', 'b', 'c', 'd', 'e', 'f']) {
+      const nb = await page.locator(tid(`node-${id}`)).boundingBox();
+      assert.ok(
+        nb.x >= canvasBox.x && nb.x + nb.width <= canvasBox.x + canvasBox.width && nb.y >= canvasBox.y && nb.y + nb.height <= canvasBox.y + canvasBox.height,
+        `node ${id} is inside the canvas after Fit`,
+      );
+    }
     await screenshot(page, 'layout-fit-wide');
+    // Auto-layout fits the result: still every node in view.
+    await page.locator(tid('auto-layout')).click();
+    await settle(page);
+    const laidOut = await page.locator('.editor__canvas').boundingBox();
+    for (const id of ['s', 'a', 'b', 'c', 'd', 'e', 'f']) {
+      const nb = await page.locator(tid(`node-${id}`)).boundingBox();
+      assert.ok(nb.x >= laidOut.x && nb.x + nb.width <= laidOut.x + laidOut.width, `node ${id} is in view after Auto-layout`);
+    }
     assertNoPageErrors(errors);
   } finally {
     await context.close();
   }
 });
 
-test('below 1100 px the panels start hidden and open over the canvas', { timeout: TEST_TIMEOUT }, async () => {
+test('at 1100 px the left panel starts collapsed and open panels push the canvas instead of covering it', { timeout: TEST_TIMEOUT }, async () => {
   const wf = await stack.api.createWorkflow('Narrow', wideGraph());
   for (const theme of ['light', 'dark']) {
     const { context, page, errors } = await newPage(browser, { baseURL: stack.baseURL, token: stack.token, theme });
     try {
-      await page.setViewportSize({ width: 1000, height: 760 });
+      await page.setViewportSize({ width: 1100, height: 800 });
       await openEditor(page, `/workflows/${wf.id}`);
-      assert.equal(await page.locator(tid('left-panel')).count(), 0);
-      assert.equal(await page.locator(tid('tab-inspect')).count(), 0);
-      const full = await width(page, '.editor__canvas');
-      assert.ok(full >= 990, `canvas ${full} px of 1000`);
-      await page.locator(tid('toggle-right-panel')).click();
+      assert.equal(await page.locator(tid('left-panel')).count(), 0, 'the left panel starts collapsed');
       await page.locator(tid('tab-inspect')).waitFor();
-      await until(async () => (await width(page, '.editor__canvas')) >= 990, 'the canvas keeps its width under the panel');
-      await screenshot(page, `layout-narrow-${theme}`);
+      const box = async (sel) => page.locator(sel).first().boundingBox();
+      let canvas = await box('.editor__canvas');
+      let right = await box('.side--right');
+      assert.ok(canvas.x + canvas.width <= right.x + 1, 'the details panel is beside the canvas, not over it');
+      await page.locator(tid('toggle-left-panel')).click();
+      await page.locator(tid('left-panel')).waitFor();
+      canvas = await box('.editor__canvas');
+      right = await box('.side--right');
+      const left = await box(tid('left-panel'));
+      assert.ok(left.x + left.width <= canvas.x + 1, 'the left panel is beside the canvas, not over it');
+      assert.ok(canvas.x + canvas.width <= right.x + 1, 'and so is the right one');
+      await until(async () => (await box('.editor__canvas')).width >= 1100 - left.width - right.width - 4, 'the canvas takes the rest');
+      await screenshot(page, `layout-1100-${theme}`);
       assertNoPageErrors(errors);
     } finally {
       await context.close();

@@ -460,10 +460,10 @@ test('a YAML include is drawn as a labelled group; its steps are read-only', { t
     await selectNode(page, 'review__mid');
     await textMatches(page.locator(tid('inspector-included')), /included workflow block \(include step review\)/, 'the read-only note');
     assert.equal(await page.locator(tid('inspector-delete')).count(), 0);
-    assert.equal(await page.locator(tid('inspector-yaml-apply')).count(), 0);
+    assert.equal(await page.locator(tid('inspector-yaml-main')).count(), 0);
     await selectNode(page, 'first');
     assert.equal(await page.locator(tid('inspector-included')).count(), 0);
-    await page.locator(tid('inspector-yaml-apply')).waitFor();
+    await page.locator(tid('inspector-yaml-main')).waitFor();
     assertNoPageErrors(errors);
   } finally {
     await context.close();

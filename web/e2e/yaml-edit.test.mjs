@@ -11,6 +11,7 @@ import { launchBrowser, newPage, screenshot } from './lib/browser.mjs';
 import { startStack } from './lib/stack.mjs';
 import {
   assertNoPageErrors,
+  clickEdge,
   clickNode,
   clickRun,
   connect,
@@ -69,22 +70,23 @@ async function edgeIds(page) {
 }
 
 /**
- * Sets fields of the selected step's settings in the inspector and applies
- * them until the file says so (fileOk). The form resets to what the file
- * says whenever the step changes under it, which on a loaded machine can
- * happen after the fields were filled: then they are filled and applied
- * again (the edits are idempotent: a form that already shows them has
- * nothing to apply).
+ * Sets fields of the selected step's settings in the inspector (each is
+ * written to the file when Enter is pressed in it; a choice at once) until
+ * the file says so (fileOk). Should the form show the file anew under a
+ * field being filled on a loaded machine, the fields are filled again (the
+ * edits are idempotent: a field that already shows the file's value writes
+ * nothing).
  */
 async function applySettings(page, fields, fileOk, what) {
   return until(async () => {
     for (const [field, value] of Object.entries(fields)) {
       const input = page.locator(tid(`inspector-yaml-${field}`));
       if (field === 'trigger_rule') await input.selectOption(value);
-      else await input.fill(value);
+      else {
+        await input.fill(value);
+        await input.press('Enter');
+      }
     }
-    const apply = page.locator(tid('inspector-yaml-settings-apply'));
-    if (await apply.isEnabled()) await apply.click({ timeout: 10_000 }).catch(() => {});
     return untilUI(() => {
       const t = readFileSync(wfFile('edit.yaml'), 'utf8');
       return fileOk(t) ? t : null;
@@ -191,16 +193,16 @@ test('canvas gestures edit the file: add a step from the palette, edit its main 
     await until(async () => (await nodeIds(page)).includes('prompt_1'), 'the new prompt step');
     assert.match(readFileSync(wfFile('edit.yaml'), 'utf8'), /- id: prompt_1\n {4}prompt:/, 'addNode wrote the step');
 
-    // Inspector: the step's main field, applied as one set edit.
+    // Inspector: the step's main field, written as one set edit when it is left.
     await page.locator(tid('node-prompt_1')).click();
     await page.locator(tid('inspector-yaml-main')).fill('Summarize $second.output');
-    await page.locator(tid('inspector-yaml-apply')).click();
+    await page.keyboard.press('Tab');
     await until(() => /prompt: Summarize \$second\.output/.test(readFileSync(wfFile('edit.yaml'), 'utf8')), 'the prompt in the file');
 
     // Connect, then delete the edge with the keyboard, then the node.
     await connect(page, 'second', 'output', 'prompt_1');
     await until(() => /depends_on: \[second\]/.test(readFileSync(wfFile('edit.yaml'), 'utf8')), 'the dependency in the file');
-    await page.locator('.react-flow__edge[data-id="second->prompt_1"], [data-testid="rf__edge-second->prompt_1"]').first().click({ force: true });
+    await clickEdge(page, 'second->prompt_1');
     await page.keyboard.press('Delete');
     await until(() => !/depends_on/.test(readFileSync(wfFile('edit.yaml'), 'utf8')), 'removeDependency applied');
     await page.locator(tid('node-prompt_1')).click();

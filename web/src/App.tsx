@@ -4,6 +4,7 @@ import { EditorPage } from './components/EditorPage';
 import { RunPage } from './components/RunPage';
 import { RunsPage } from './components/RunsPage';
 import { Header, ServerBanner, SignIn, Toasts } from './components/Shell';
+import { ShortcutsHelp } from './components/Shortcuts';
 import { useApp } from './store/app';
 import { navigate, useRouter } from './store/router';
 
@@ -54,6 +55,7 @@ export function App() {
         {route.name === 'notfound' && <NotFound path={route.path} />}
       </div>
       <Toasts />
+      <ShortcutsHelp />
     </div>
   );
 }

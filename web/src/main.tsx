@@ -1,5 +1,6 @@
 import '@xyflow/react/dist/style.css';
 import './styles.css';
+import './editor.css';
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { api } from './api/client';
@@ -8,7 +9,8 @@ import { signInFromURL } from './api/urlToken';
 import { App } from './App';
 import { applyTheme, useApp } from './store/app';
 import { useInbox } from './store/inbox';
-import { isDirty, useEditor } from './store/editor';
+import { useEditor } from './store/editor';
+import { hasUnsavedChanges } from './store/editing';
 import { setNavigationGuard, startRouter } from './store/router';
 import { startValidation, startYamlValidation } from './store/validation';
 
@@ -51,15 +53,14 @@ async function boot(): Promise<void> {
 
   setNavigationGuard((to) => {
     const ed = useEditor.getState();
-    if (!isDirty(ed) || (ed.kind === 'yaml' && !ed.editable)) return true;
+    if (!hasUnsavedChanges()) return true;
     // Staying on the same workflow (e.g. new → its saved id) is not leaving.
     if (to.name === 'editor' && to.id !== null && to.id === ed.workflowId) return true;
     return confirm('You have unsaved changes to this workflow. Leave without saving?');
   });
 
   window.addEventListener('beforeunload', (e) => {
-    const ed = useEditor.getState();
-    if (isDirty(ed) && (ed.kind !== 'yaml' || ed.editable)) {
+    if (hasUnsavedChanges()) {
       e.preventDefault();
       e.returnValue = '';
     }

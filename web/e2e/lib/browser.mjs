@@ -107,3 +107,32 @@ export async function screenshot(page, name) {
   await page.screenshot({ path, fullPage: false });
   return path;
 }
+
+/**
+ * One signed-in context per theme, shared by a file's tests: `open` gives a
+ * fresh page in it (its own error list). Files that open many pages use it
+ * to stay under the server's sign-in rate limit (10 at once, then one per 6 s).
+ * @param {import('playwright-core').Browser} browser
+ * @param {{baseURL: string, token?: string}} o
+ */
+export function contextPool(browser, o) {
+  const contexts = {};
+  return {
+    async open(theme = 'light', size) {
+      if (!contexts[theme]) {
+        const first = await newPage(browser, { ...o, theme });
+        contexts[theme] = first.context;
+        await first.page.close();
+      }
+      const page = await contexts[theme].newPage();
+      const errors = [];
+      page.on('pageerror', (e) => errors.push(e));
+      page.on('dialog', (d) => void d.accept());
+      if (size) await page.setViewportSize(size);
+      return { page, errors, context: { close: () => page.close() } };
+    },
+    async close() {
+      for (const c of Object.values(contexts)) await c.close();
+    },
+  };
+}

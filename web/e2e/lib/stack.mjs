@@ -132,7 +132,10 @@ export async function startStack(o) {
 
     const wfDir = join(dataDir, 'workflows');
     mkdirSync(wfDir, { recursive: true });
-    for (const [name, text] of Object.entries(o.workflows ?? {})) writeFileSync(join(wfDir, name), text);
+    for (const [name, text] of Object.entries(o.workflows ?? {})) {
+      mkdirSync(dirname(join(wfDir, name)), { recursive: true }); // "team/flow.yaml": a sub-folder
+      writeFileSync(join(wfDir, name), text);
+    }
     const args = ['serve', '--addr', '127.0.0.1:0', '--data', dataDir, '--workflows', wfDir];
     if (o.noToken) args.push('--no-token');
     args.push(...(o.args ?? []));
@@ -174,6 +177,7 @@ export function apiClient(baseURL, token) {
   return {
     get: (p) => call('GET', p),
     post: (p, b) => call('POST', p, b ?? {}),
+    put: (p, b) => call('PUT', p, b ?? {}),
     createWorkflow: (name, graph) => call('POST', '/api/workflows', { name, description: '', graph }),
     getRun: (id) => call('GET', `/api/runs/${id}`),
     events: (id) => call('GET', `/api/runs/${id}/events`),

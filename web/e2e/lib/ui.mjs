@@ -272,3 +272,17 @@ export function assertNoPageErrors(errors) {
     'the page threw no uncaught errors',
   );
 }
+
+/** Clicks an edge on its drawn path (its middle), which a routed edge's box centre may miss. */
+export async function clickEdge(page, edgeId) {
+  const at = await page.evaluate((id) => {
+    const g = document.querySelector(`[data-testid="edge-${id}"]`);
+    const path = g?.querySelector('path.react-flow__edge-path');
+    if (!path) return null;
+    const p = path.getPointAtLength(path.getTotalLength() / 2);
+    const m = path.getScreenCTM();
+    return { x: m.a * p.x + m.c * p.y + m.e, y: m.b * p.x + m.d * p.y + m.f };
+  }, edgeId);
+  assert.ok(at, `edge ${edgeId} is drawn`);
+  await page.mouse.click(at.x, at.y);
+}

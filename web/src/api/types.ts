@@ -16,6 +16,8 @@ export type WorkflowSummary = {
   version: number;
   createdAt: string;
   updatedAt: string;
+  /** YAML workflows: the file's path in the workflows folder. */
+  path?: string;
 };
 
 export type Workflow = WorkflowSummary & {

@@ -25,9 +25,13 @@ function InboxItem({ a, now }: { a: Approval; now: number }) {
   const toast = useApp((s) => s.toast);
   const [note, setNote] = useState('');
   const id = `${a.runId}-${a.nodeId}`;
+  const detail = useInbox((s) => s.details[key]);
+  useEffect(() => {
+    void useInbox.getState().loadDetails(a);
+  }, [a]);
   const go = (d: 'approve' | 'reject') =>
     decide(a, d, note).then(
-      () => toast(`${d === 'approve' ? 'Approved' : 'Rejected'} ${a.nodeId} of ${a.workflowName}`, 'success'),
+      () => toast(`${d === 'approve' ? 'Approved' : 'Rejected'} ${detail?.name ?? a.nodeId} of ${a.workflowName}`, 'success'),
       (e: unknown) => toast(`Could not ${d}: ${errorMessage(e)}`, 'error'),
     );
   const open = (path: string) => (e: React.MouseEvent) => {
@@ -45,14 +49,19 @@ function InboxItem({ a, now }: { a: Approval; now: number }) {
           ) : (
             <span className="inbox-item__wf">{a.workflowName}</span>
           )}
-          <span className="sy-muted"> · node </span>
-          <b>{a.nodeId}</b>
+          <span className="sy-muted"> · </span>
+          <b data-testid={`inbox-name-${id}`}>{detail?.name ?? a.nodeId}</b> <code className="sy-muted small">{a.nodeId}</code>
         </div>
         <span className="sy-muted small" title={new Date(a.since).toLocaleString()}>
           waiting {waitedFor(a.since, now)} (since {fmtTime(a.since)})
         </span>
       </div>
       {a.prompt && <p className="approval-card__prompt">{a.prompt}</p>}
+      {detail?.previous && !a.tool && (
+        <p className="inbox-item__previous" data-testid={`inbox-previous-${id}`}>
+          Last round you rejected it: <q>{detail.previous}</q>
+        </p>
+      )}
       {a.tool ? (
         <>
           <ToolApprovalDetails tool={a.tool} testPrefix={`inbox-item-${id}`} />

@@ -16,17 +16,22 @@ import {
   type NodeChange,
   type NodeMouseHandler,
 } from '@xyflow/react';
-import { useCallback, useEffect, useMemo, useRef, type DragEvent } from 'react';
+import { createContext, useCallback, useContext, useEffect, useMemo, useRef, type DragEvent } from 'react';
 import { isGroupNodeId, isIncluded, withGroups } from '../graph/groups';
 import { connectionProblem } from '../graph/connect';
-import { readableViewport } from '../graph/fit';
+import { fitViewport } from '../graph/fit';
 import { isEditableType, type FlowNode } from '../graph/types';
 import { CanvasModeContext } from '../nodes/mode';
 import { EdgeMarkers } from '../nodes/edges';
+import { RoutesProvider } from '../nodes/routes';
+import { CanvasSearch } from './CanvasSearch';
+import { useZoomKeys } from './Shortcuts';
 import { edgeTypes, nodeTypes } from '../nodes/types';
 import { useApp } from '../store/app';
 import { errorMessage } from '../api/client';
 import { useEditor } from '../store/editor';
+import { connect } from '../store/editing';
+import { useYamlFile } from '../store/yamlFile';
 import { useRun } from '../store/run';
 import type { YamlNodeKind } from '../api/types';
 
@@ -43,7 +48,7 @@ const SNAP: [number, number] = [16, 16];
 const PRO = { hideAttribution: true };
 /** Above this many nodes, render only what is on screen. */
 const VISIBLE_ONLY_THRESHOLD = 150;
-/** A minimap helps only on graphs bigger than the view; on small ones it covers nodes. */
+/** A minimap helps only on graphs with more nodes than this (and only while some are out of view). */
 const MINIMAP_THRESHOLD = 12;
 
 const MINIMAP_COLORS: Record<string, string> = {
@@ -72,8 +77,8 @@ const isValidConnection: IsValidConnection = (c: Edge | Connection) => {
   return connectionProblem(c, nodeMap(s.nodes), s.edges) === null;
 };
 
-/** Fits the graph at a readable zoom (see readableViewport). */
-export function useReadableFit(): (duration?: number) => void {
+/** Fits the whole graph in the pane (see fitViewport). */
+export function useFit(): (duration?: number) => void {
   const rf = useReactFlow();
   const store = useStoreApi();
   return useCallback(
@@ -81,36 +86,90 @@ export function useReadableFit(): (duration?: number) => void {
       const nodes = rf.getNodes();
       if (nodes.length === 0) return;
       const { width, height } = store.getState();
-      void rf.setViewport(readableViewport(rf.getNodesBounds(nodes), width, height, nodes.length), { duration });
+      void rf.setViewport(fitViewport(rf.getNodesBounds(nodes), width, height), { duration });
     },
     [rf, store],
   );
 }
 
-/** Fits when the nodes are first measured and on every fit request. */
-function useFitOnRequest(fitRequest: number) {
-  const fit = useReadableFit();
+/** Marks the view as moved by the person (not refitted on resize any more). */
+const MovedContext = createContext<() => void>(() => {});
+
+/**
+ * Fits when the nodes are first measured and on every fit request; and
+ * again when the pane changes size (a panel opens, the log grows) as long
+ * as the person has not touched the canvas since (a pan, a zoom, a click, a
+ * drag): the view never moves under the pointer.
+ */
+function useAutoFit(fitRequest: number) {
+  const fit = useFit();
   const measured = useNodesInitialized();
   const done = useRef<number | null>(null);
+  const moved = useRef(false);
+  const size = useStore((s) => `${Math.round(s.width)}x${Math.round(s.height)}`);
   useEffect(() => {
     if (!measured || done.current === fitRequest) return;
     const first = done.current === null;
     done.current = fitRequest;
+    moved.current = false;
     // A frame: positions applied by the request are painted first.
     const f = requestAnimationFrame(() => fit(first ? 0 : 200));
     return () => cancelAnimationFrame(f);
   }, [fitRequest, measured, fit]);
+  useEffect(() => {
+    if (!measured || done.current === null || moved.current) return;
+    const f = requestAnimationFrame(() => fit(0));
+    return () => cancelAnimationFrame(f);
+  }, [size, measured, fit]);
+  const markMoved = useCallback(() => {
+    moved.current = true;
+  }, []);
+  // A pan or zoom by the person (programmatic moves have no event).
+  const onMoveStart = useCallback((e: unknown) => {
+    if (e) moved.current = true;
+  }, []);
+  return { onMoveStart, markMoved };
 }
 
-/** The zoom controls' fit button, fitting readably. */
+/** The zoom controls' fit button: the whole graph. */
 function FitButton() {
-  const fit = useReadableFit();
+  const fit = useFit();
   return (
     <ControlButton onClick={() => fit()} className="react-flow__controls-fitview" title="Fit view" aria-label="Fit view">
       <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 30" aria-hidden="true">
         <path d="M3.692 4.63c0-.53.4-.938.939-.938h5.215V0H4.708C2.13 0 0 2.054 0 4.63v5.216h3.692V4.631zM27.354 0h-5.2v3.692h5.17c.53 0 .984.4.984.939v5.215H32V4.631A4.624 4.624 0 0027.354 0zm.954 24.83c0 .532-.4.94-.939.94h-5.215v3.768h5.215c2.577 0 4.631-2.13 4.631-4.707v-5.139h-3.692v5.139zm-23.677.94c-.531 0-.939-.4-.939-.94v-5.138H0v5.139c0 2.577 2.13 4.707 4.708 4.707h5.138V25.77H4.631z" />
       </svg>
     </ControlButton>
+  );
+}
+
+/**
+ * The minimap, on graphs big enough to need one and only while part of the
+ * graph is out of view: when everything is in view it would only cover nodes.
+ */
+function SmartMiniMap({ count }: { count: number }) {
+  const partly = useStore((s) => {
+    if (count <= MINIMAP_THRESHOLD) return false;
+    const [tx, ty, z] = s.transform;
+    for (const n of s.nodeLookup.values()) {
+      if (isGroupNodeId(n.id)) continue;
+      const p = n.internals.positionAbsolute;
+      const x0 = p.x * z + tx;
+      const y0 = p.y * z + ty;
+      if (x0 < 0 || y0 < 0 || x0 + (n.measured?.width ?? 0) * z > s.width || y0 + (n.measured?.height ?? 0) * z > s.height) return true;
+    }
+    return false;
+  });
+  return partly ? <MiniMap pannable zoomable nodeColor={minimapColor} ariaLabel="Minimap" /> : null;
+}
+
+/** Zoom in/out and fit; a zoom by hand stops the automatic refit on resize. */
+function ZoomControls() {
+  const moved = useContext(MovedContext);
+  return (
+    <Controls showInteractive={false} showFitView={false} aria-label="Zoom controls" onZoomIn={moved} onZoomOut={moved}>
+      <FitButton />
+    </Controls>
   );
 }
 
@@ -139,14 +198,16 @@ export function EditorCanvas({
   const onStoreNodesChange = useEditor((s) => s.onNodesChange);
   const onNodesChange = useCallback((c: NodeChange<FlowNode>[]) => onStoreNodesChange(storedOnly(c)), [onStoreNodesChange]);
   const onEdgesChange = useEditor((s) => s.onEdgesChange);
-  const connect = useEditor((s) => s.connect);
-  const readOnly = useEditor((s) => s.kind === 'yaml' && !s.editable);
+  const yamlEditable = useYamlFile((s) => s.editable);
+  const readOnly = useEditor((s) => s.kind === 'yaml') && !yamlEditable;
   const yamlMode = useEditor((s) => s.kind === 'yaml');
   const fitRequest = useEditor((s) => s.fitRequest);
   const colorMode = useColorMode();
   const rf = useReactFlow();
   const far = useFarClass();
-  useFitOnRequest(fitRequest);
+  const { onMoveStart, markMoved } = useAutoFit(fitRequest);
+  const fitNow = useFit();
+  useZoomKeys(fitNow, markMoved);
 
   const onDragOver = useCallback((e: DragEvent) => {
     if (e.dataTransfer.types.includes(DND_MIME) || e.dataTransfer.types.includes(YAML_DND_MIME)) {
@@ -161,9 +222,9 @@ export function EditorCanvas({
       if (yamlKind) {
         e.preventDefault();
         const p = rf.screenToFlowPosition({ x: e.clientX, y: e.clientY });
-        void useEditor
+        void useYamlFile
           .getState()
-          .addYamlNode(yamlKind as YamlNodeKind, { x: p.x - 110, y: p.y - 30 })
+          .addNode(yamlKind as YamlNodeKind, { x: p.x - 110, y: p.y - 30 })
           .catch((err) => useApp.getState().toast(`Could not add the step: ${errorMessage(err)}`, 'error'));
         return;
       }
@@ -177,12 +238,22 @@ export function EditorCanvas({
   const onNodeClick: NodeMouseHandler<FlowNode> = useCallback((_, n) => {
     if (!isGroupNodeId(n.id)) onNodeActivate(n.id);
   }, [onNodeActivate]);
+  const pickNode = useCallback(
+    (id: string) => {
+      useEditor.getState().selectOnly(id);
+      onNodeActivate(id);
+    },
+    [onNodeActivate],
+  );
 
   return (
     <CanvasModeContext.Provider value="edit">
-      <div className={`sy-canvas${far}`} data-testid="canvas" onDragOver={onDragOver} onDrop={onDrop}>
+      <div className={`sy-canvas${far}`} data-testid="canvas" onDragOver={onDragOver} onDrop={onDrop} onPointerDownCapture={markMoved}>
         <EdgeMarkers />
+        <MovedContext.Provider value={markMoved}>
+        <RoutesProvider nodes={nodes} edges={edges}>
         <ReactFlow<FlowNode>
+          onMoveStart={onMoveStart}
           nodes={nodes}
           edges={edges}
           nodeTypes={nodeTypes}
@@ -207,11 +278,12 @@ export function EditorCanvas({
           aria-label="Workflow canvas"
         >
           <Background variant={BackgroundVariant.Dots} gap={16} size={1} />
-          <Controls showInteractive={false} showFitView={false} aria-label="Zoom controls">
-            <FitButton />
-          </Controls>
-          {nodes.length > MINIMAP_THRESHOLD && <MiniMap pannable zoomable nodeColor={minimapColor} ariaLabel="Minimap" />}
+          <ZoomControls />
+          <SmartMiniMap count={nodes.length} />
         </ReactFlow>
+        </RoutesProvider>
+        </MovedContext.Provider>
+        <CanvasSearch nodes={stored} onPick={pickNode} />
       </div>
     </CanvasModeContext.Provider>
   );
@@ -271,15 +343,20 @@ export function RunCanvas() {
   const fitRequest = useRun((s) => s.fitRequest);
   const colorMode = useColorMode();
   const far = useFarClass();
-  useFitOnRequest(fitRequest);
+  const { onMoveStart, markMoved } = useAutoFit(fitRequest);
+  const fitNow = useFit();
+  useZoomKeys(fitNow, markMoved);
   useRevealToolApprovals();
   const onNodeClick: NodeMouseHandler<FlowNode> = useCallback((_, n) => select(isGroupNodeId(n.id) ? null : n.id), [select]);
   const onPaneClick = useCallback(() => select(null), [select]);
   return (
     <CanvasModeContext.Provider value="run">
-      <div className={`sy-canvas${far}`} data-testid="run-canvas">
+      <div className={`sy-canvas${far}`} data-testid="run-canvas" onPointerDownCapture={markMoved}>
         <EdgeMarkers />
+        <MovedContext.Provider value={markMoved}>
+        <RoutesProvider nodes={nodes} edges={edges}>
         <ReactFlow<FlowNode>
+          onMoveStart={onMoveStart}
           nodes={nodes}
           edges={edges}
           nodeTypes={nodeTypes}
@@ -299,11 +376,12 @@ export function RunCanvas() {
           aria-label="Run graph"
         >
           <Background variant={BackgroundVariant.Dots} gap={16} size={1} />
-          <Controls showInteractive={false} showFitView={false}>
-            <FitButton />
-          </Controls>
-          {nodes.length > MINIMAP_THRESHOLD && <MiniMap pannable zoomable nodeColor={minimapColor} ariaLabel="Minimap" />}
+          <ZoomControls />
+          <SmartMiniMap count={nodes.length} />
         </ReactFlow>
+        </RoutesProvider>
+        </MovedContext.Provider>
+        <CanvasSearch nodes={stored} onPick={select} />
       </div>
     </CanvasModeContext.Provider>
   );

@@ -1,10 +1,8 @@
 import { Suspense, lazy, useEffect, useId, useMemo, useState, type ReactNode } from 'react';
-import { errorMessage } from '../api/client';
-import { YAML_KINDS } from '../api/types';
-import { mainField, settingsEdits, settingsFor, settingsText, TRIGGER_RULES, yamlEdits } from '../editor/yaml';
 import type { VariableContext } from '../editor/prompt';
 import type { CompletionNode } from '../editor/variables';
 import { conditionLabel } from '../graph/handles';
+import { humanMessage } from '../graph/checks';
 import { CONDITION_OPERATORS, agentData, conditionsOf, str, type AgentTools, type ConditionOperator, type FlowNode } from '../graph/types';
 import {
   BUILTIN_HINTS,
@@ -22,10 +20,13 @@ import {
 } from '../graph/agentTools';
 import { useApp } from '../store/app';
 import { useEditor } from '../store/editor';
+import { deleteSelected as deleteSelection } from '../store/editing';
+import { useYamlFile } from '../store/yamlFile';
 import { useValidation } from '../store/validation';
 import { TYPE_LABEL } from '../nodes/NodeShell';
 import { isIncluded } from '../graph/groups';
 import type { PromptEditorProps } from './PromptEditor';
+import { GenericFields } from './YamlInspector';
 
 // The code editor (CodeMirror) is its own chunk, fetched when the inspector first shows.
 const loadPromptEditor = () => import('./PromptEditor');
@@ -397,10 +398,10 @@ function IfFields({ node, readOnly }: { node: FlowNode; readOnly: boolean }) {
         {conds.map((c, i) => (
           <li key={i} className="conditions__row" data-testid={`condition-row-${i}`}>
             <span className="conditions__idx" aria-hidden="true">
-              {i}
+              {i + 1}
             </span>
             <select
-              aria-label={`Condition ${i} operator`}
+              aria-label={`Condition ${i + 1} operator`}
               value={c.operator}
               disabled={readOnly}
               onChange={(e) => edit(node.id, { kind: 'update', index: i, patch: { operator: e.target.value as ConditionOperator } })}
@@ -413,7 +414,7 @@ function IfFields({ node, readOnly }: { node: FlowNode; readOnly: boolean }) {
               ))}
             </select>
             <input
-              aria-label={`Condition ${i} value`}
+              aria-label={`Condition ${i + 1} value`}
               value={c.value}
               readOnly={readOnly}
               placeholder="value"
@@ -422,7 +423,7 @@ function IfFields({ node, readOnly }: { node: FlowNode; readOnly: boolean }) {
             />
             <button
               className="icon-btn"
-              aria-label={`Move condition ${i} up`}
+              aria-label={`Move condition ${i + 1} up`}
               title="Move up"
               disabled={readOnly || i === 0}
               onClick={() => edit(node.id, { kind: 'move', from: i, to: i - 1 })}
@@ -432,7 +433,7 @@ function IfFields({ node, readOnly }: { node: FlowNode; readOnly: boolean }) {
             </button>
             <button
               className="icon-btn"
-              aria-label={`Move condition ${i} down`}
+              aria-label={`Move condition ${i + 1} down`}
               title="Move down"
               disabled={readOnly || i === conds.length - 1}
               onClick={() => edit(node.id, { kind: 'move', from: i, to: i + 1 })}
@@ -442,7 +443,7 @@ function IfFields({ node, readOnly }: { node: FlowNode; readOnly: boolean }) {
             </button>
             <button
               className="icon-btn icon-btn--danger"
-              aria-label={`Remove condition ${i} (${conditionLabel(c)})`}
+              aria-label={`Remove condition ${i + 1} (${conditionLabel(c)})`}
               title="Remove (its edges go too)"
               disabled={readOnly}
               onClick={() => edit(node.id, { kind: 'remove', index: i })}
@@ -481,172 +482,15 @@ function ApprovalFields({ node, readOnly }: { node: FlowNode; readOnly: boolean 
   );
 }
 
-/** The step's main text as the file has it (the projection prefixes command and script texts). */
-function mainText(node: FlowNode): string {
-  const kind = String(node.data.kind ?? '');
-  const raw = typeof node.data.text === 'string' && node.data.text ? node.data.text : String(node.data.detail ?? '');
-  if (kind === 'command') return raw.replace(/^command: /, '');
-  if (kind === 'script') return raw.replace(/^(bun|uv|script): /, '');
-  return raw;
-}
-
-/** An editable YAML step's main field (prompt, bash, …): Apply sends one `set` edit. */
-function YamlMainField({ node }: { node: FlowNode }) {
-  const kind = String(node.data.kind ?? '');
-  const initial = mainText(node);
-  const [value, setValue] = useState(initial);
-  const [busy, setBusy] = useState(false);
-  useEffect(() => setValue(initial), [initial]);
-  const field = mainField(kind);
-  const apply = async () => {
-    setBusy(true);
-    try {
-      await useEditor.getState().applyYamlEdits([yamlEdits.setMain(node.id, kind, value)]);
-    } catch (e) {
-      useApp.getState().toast(`Could not change ${field}: ${errorMessage(e)}`, 'error');
-    } finally {
-      setBusy(false);
-    }
-  };
-  return (
-    <div className="field">
-      <label className="field__label" htmlFor={`yaml-main-${node.id}`}>
-        <code>{field}</code>
-      </label>
-      <textarea
-        id={`yaml-main-${node.id}`}
-        className="yaml-main"
-        rows={5}
-        value={value}
-        onChange={(e) => setValue(e.target.value)}
-        onKeyDown={(e) => {
-          if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
-            e.preventDefault();
-            void apply();
-          }
-        }}
-        data-testid="inspector-yaml-main"
-      />
-      <div className="field__row">
-        <button className="btn btn--small btn--primary" disabled={busy || value === initial} onClick={() => void apply()} data-testid="inspector-yaml-apply">
-          {busy ? 'Applying…' : 'Apply to file'}
-        </button>
-        <span className="field__hint">Changes only this field's lines in the file.</span>
-      </div>
-    </div>
-  );
-}
-
-/** The step's other settings (when, trigger_rule, retry, timeout, loop, on_reject): Apply sends one `set` per changed field. */
-function YamlSettings({ node }: { node: FlowNode }) {
-  const kind = String(node.data.kind ?? '');
-  const data = node.data as Record<string, unknown>;
-  const initial = settingsText(data);
-  const key = JSON.stringify(initial);
-  const [values, setValues] = useState(initial);
-  const [busy, setBusy] = useState(false);
-  useEffect(() => setValues(settingsText(data)), [key]);
-  const fields = settingsFor(kind);
-  const changed = fields.some((f) => (values[f.field] ?? '').trim() !== (initial[f.field] ?? '').trim());
-  const apply = async () => {
-    setBusy(true);
-    try {
-      const edits = settingsEdits(node.id, kind, initial, values);
-      if (edits.length) await useEditor.getState().applyYamlEdits(edits);
-    } catch (e) {
-      useApp.getState().toast(`Could not change the settings: ${errorMessage(e)}`, 'error');
-    } finally {
-      setBusy(false);
-    }
-  };
-  return (
-    <fieldset className="yaml-settings" data-testid="inspector-yaml-settings">
-      <legend>Settings</legend>
-      {fields.map((f) => {
-        const id = `yaml-set-${node.id}-${f.field}`;
-        const value = values[f.field] ?? '';
-        const set = (v: string) => setValues({ ...values, [f.field]: v });
-        return (
-          <div className="field field--compact" key={f.field}>
-            <label className="field__label" htmlFor={id}>
-              <code>{f.label}</code>
-            </label>
-            {f.type === 'rule' ? (
-              <select id={id} value={value} onChange={(e) => set(e.target.value)} data-testid={`inspector-yaml-${f.field}`}>
-                <option value="">all_success (default)</option>
-                {TRIGGER_RULES.filter((r) => r !== 'all_success').map((r) => (
-                  <option key={r} value={r}>
-                    {r}
-                  </option>
-                ))}
-              </select>
-            ) : (
-              <input
-                id={id}
-                type="text"
-                inputMode={f.type === 'number' ? 'numeric' : undefined}
-                value={value}
-                onChange={(e) => set(e.target.value)}
-                title={f.hint}
-                data-testid={`inspector-yaml-${f.field}`}
-              />
-            )}
-          </div>
-        );
-      })}
-      <div className="field__row">
-        <button className="btn btn--small btn--primary" disabled={busy || !changed} onClick={() => void apply()} data-testid="inspector-yaml-settings-apply">
-          {busy ? 'Applying…' : 'Apply settings'}
-        </button>
-        <span className="field__hint">An emptied field is removed from the file.</span>
-      </div>
-    </fieldset>
-  );
-}
-
-function GenericFields({ node }: { node: FlowNode }) {
-  // The whole prompt/script (data.text); data.detail is the canvas' 80-character cut.
-  const text = typeof node.data.text === 'string' && node.data.text ? node.data.text : node.data.detail;
-  const rest = Object.fromEntries(Object.entries(node.data).filter(([k]) => k !== 'text' && k !== 'detail'));
-  const editable = useEditor((s) => s.kind === 'yaml' && s.editable);
-  const kind = String(node.data.kind ?? '');
-  const included = isIncluded(node);
-  return (
-    <div className="field">
-      {included && (
-        <div className="banner banner--warning inspector-included" data-testid="inspector-included">
-          From the included workflow <b>{str(node.data.groupLabel) || str(node.data.group)}</b> (include step{' '}
-          <code>{str(node.data.group)}</code>): read-only here; edit the included file.
-        </div>
-      )}
-      {editable && !included && (YAML_KINDS as readonly string[]).includes(kind) ? (
-        <>
-          <YamlMainField key={node.id} node={node} />
-          <YamlSettings key={`${node.id}-settings`} node={node} />
-        </>
-      ) : (
-        <>
-          <div className="field__hint">Read-only step of a YAML workflow.</div>
-          {typeof text === 'string' && text && (
-            <pre className="code-block" aria-label="Step text" data-testid="inspector-yaml-text">
-              {text}
-            </pre>
-          )}
-        </>
-      )}
-      <pre className="code-block">{JSON.stringify(rest, null, 2)}</pre>
-    </div>
-  );
-}
-
 function NodeProblems({ id }: { id: string }) {
   const problems = useValidation((s) => s.byNode[id]);
   if (!problems?.length) return null;
+  const { nodes, edges } = useEditor.getState();
   return (
     <ul className="node-problems" aria-label="Problems on this node">
       {problems.map((p, i) => (
         <li key={i} className={`problem problem--${p.severity}`}>
-          <span className="problem__sev">{p.severity}</span> {p.message}
+          <span className="problem__sev">{p.severity}</span> {humanMessage(p.message, nodes, edges)}
         </li>
       ))}
     </ul>
@@ -659,8 +503,9 @@ export function Inspector() {
     void loadPromptEditor();
   }, []);
   const readOnly = useEditor((s) => s.kind === 'yaml');
-  const canDelete = useEditor((s) => s.kind !== 'yaml' || s.editable);
-  const deleteSelected = useEditor((s) => s.deleteSelected);
+  const yamlEditable = useYamlFile((s) => s.editable);
+  const canDelete = useEditor((s) => s.kind !== 'yaml') || yamlEditable;
+  const deleteSelected = deleteSelection;
   if (sel === null)
     return (
       <div className="panel-empty" data-testid="inspector-empty">

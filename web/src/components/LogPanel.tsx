@@ -76,6 +76,7 @@ const Line = memo(function Line({ line, label }: { line: LogLine; label: string 
         {line.meta && line.type === 'tool_result' && <span className="log-line__meta">{line.meta} </span>}
         {line.type === 'step_end' ? line.status : line.type === 'run_status' ? line.content : text}
         {line.meta && line.type === 'llm_turn' && <span className="log-line__meta"> — {line.meta}</span>}
+        {line.meta && line.type === 'step_end' && <span className="log-line__meta"> — {line.meta}</span>}
         {line.type === 'step_end' && line.content && line.content !== line.status ? ` — ${line.content}` : ''}
         {line.note ? ` Note: ${line.note}` : ''}
       </span>

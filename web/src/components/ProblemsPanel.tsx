@@ -1,13 +1,23 @@
 import { useReactFlow } from '@xyflow/react';
-import { useCallback } from 'react';
+import { useCallback, useMemo } from 'react';
 import type { Problem } from '../api/types';
 import { useEditor } from '../store/editor';
-import { useValidation } from '../store/validation';
+import { useCannotRun, useValidation } from '../store/validation';
+import { humanMessage, nodeName } from '../graph/checks';
 
 export function ProblemsPanel() {
-  const problems = useValidation((s) => s.problems);
+  const listed = useValidation((s) => s.problems);
+  const cannotRun = useCannotRun();
+  const problems = useMemo(() => (cannotRun ? [cannotRun, ...listed] : listed), [cannotRun, listed]);
   const status = useValidation((s) => s.status);
   const selectOnly = useEditor((s) => s.selectOnly);
+  const nodes = useEditor((s) => s.nodes);
+  const edges = useEditor((s) => s.edges);
+  const where = (p: Problem) => {
+    if (p.nodeId) return nodeName(nodes.find((n) => n.id === p.nodeId), p.nodeId);
+    const e = edges.find((x) => x.id === p.edgeId);
+    return e ? `${nodeName(nodes.find((n) => n.id === e.source), e.source)} → ${nodeName(nodes.find((n) => n.id === e.target), e.target)}` : 'an edge';
+  };
   const rf = useReactFlow();
   const go = useCallback(
     (p: Problem) => {
@@ -47,8 +57,8 @@ export function ProblemsPanel() {
                 title={p.nodeId ? `Select node ${p.nodeId}` : p.edgeId ? `Select edge ${p.edgeId}` : undefined}
               >
                 <span className="problem__sev">{p.severity}</span>
-                <span className="problem__msg">{p.message}</span>
-                {(p.nodeId || p.edgeId) && <span className="problem__where">{p.nodeId ?? p.edgeId}</span>}
+                <span className="problem__msg">{humanMessage(p.message, nodes, edges)}</span>
+                {(p.nodeId || p.edgeId) && <span className="problem__where">{where(p)}</span>}
               </button>
             </li>
           ))}

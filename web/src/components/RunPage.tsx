@@ -14,6 +14,7 @@ import { fmtCost } from './RunsPage';
 import { usePanels } from '../store/panels';
 import { LogPanel } from './LogPanel';
 import { ToolApprovalDetails, TranscriptView } from './ToolViews';
+import { approvalName } from '../graph/checks';
 
 const STREAM_TEXT: Record<string, string> = {
   idle: '',
@@ -23,7 +24,16 @@ const STREAM_TEXT: Record<string, string> = {
   closed: 'complete',
 };
 
+/** A waiting node's name as the canvas shows it ("approval of “Writer”"), and the note of its last rejection. */
+export function useWaitingNode(nodeId: string): { name: string; previous: string | null } {
+  const nodes = useRun((s) => s.nodes);
+  const edges = useRun((s) => s.edges);
+  const previous = useRun((s) => s.log.nodes[nodeId]?.lastRejection ?? null);
+  return { name: approvalName(nodes, edges, nodeId), previous };
+}
+
 function ApprovalCard({ p }: { p: PendingApproval }) {
+  const { name, previous } = useWaitingNode(p.nodeId);
   const busy = useRun((s) => !!s.busy[p.nodeId]);
   const decide = useRun((s) => s.decide);
   const select = useRun((s) => s.select);
@@ -40,12 +50,18 @@ function ApprovalCard({ p }: { p: PendingApproval }) {
   return (
     <li className="approval-card" data-testid={`approval-card-${p.nodeId}`}>
       <div className="approval-card__head">
-        <button className="link" onClick={() => select(p.nodeId)}>
-          {p.nodeId}
-        </button>
+        <button className="link" onClick={() => select(p.nodeId)} data-testid={`approval-name-${p.nodeId}`}>
+          {name}
+        </button>{' '}
+        <code className="sy-muted small">{p.nodeId}</code>
         <span className="sy-muted small">waiting since {fmtTime(p.since)}</span>
       </div>
       {p.prompt && <p className="approval-card__prompt">{p.prompt}</p>}
+      {previous && !p.tool && (
+        <p className="approval-card__previous" data-testid={`approval-previous-${p.nodeId}`}>
+          Last round you rejected it: <q>{previous}</q>
+        </p>
+      )}
       {p.tool ? (
         <ToolApprovalDetails tool={p.tool} testPrefix={`approval-card-${p.nodeId}`} />
       ) : (
@@ -171,6 +187,11 @@ function NodeDetails() {
             </>
           )}
         </dl>
+      )}
+      {st.status === 'skipped' && (
+        <p className="detail-block node-details__skip" data-testid="node-details-skip">
+          <b>Skipped:</b> {st.skipReason || 'the run never reached it.'}
+        </p>
       )}
       {st.errors.length > 0 && (
         <div className="detail-block">

@@ -3,7 +3,7 @@ import { api, errorMessage } from '../api/client';
 import { isTerminal, type Run, type RunStatus } from '../api/types';
 import { fmtDuration } from '../run/reducer';
 import { useApp } from '../store/app';
-import { navigate, runPath, workflowPath } from '../store/router';
+import { navigate, queryParam, runPath, setQuery, useRouter, workflowPath } from '../store/router';
 import { shortId } from './format';
 
 const PAGE = 50;
@@ -33,10 +33,22 @@ export function runDuration(r: Pick<Run, 'createdAt' | 'finishedAt'>, now: numbe
   return fmtDuration(Math.max(0, end - start));
 }
 
-/** Every run across workflows, newest first, filterable, with re-run. */
+/** Why a run did not complete, in one line (failed, interrupted, cancelled), or "". */
+export function runFailure(r: Pick<Run, 'status' | 'error'>, status: string = r.status): string {
+  if (status === 'completed' || status === 'running' || status === 'paused' || status === 'pending') return '';
+  const first = (r.error ?? '').split('\n').find((l) => l.trim()) ?? '';
+  if (first) return first.trim();
+  return status === 'cancelled' ? 'cancelled' : status === 'interrupted' ? 'interrupted (the server stopped)' : '';
+}
+
+/** Every run across workflows, newest first, filterable (the filters are in the address), with re-run. */
 export function RunsPage() {
-  const [status, setStatus] = useState<string>('');
-  const [workflowId, setWorkflowId] = useState<string>('');
+  // The filters live in the address: a reload, a shared link and Back keep them.
+  const search = useRouter((s) => s.search);
+  const status = queryParam(search, 'status');
+  const workflowId = queryParam(search, 'workflow');
+  const setStatus = (v: string) => setQuery({ status: v, workflow: workflowId });
+  const setWorkflowId = (v: string) => setQuery({ status, workflow: v });
   const [runs, setRuns] = useState<Run[] | null>(null);
   const [more, setMore] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -147,6 +159,7 @@ export function RunsPage() {
               <th scope="col">Status</th>
               <th scope="col">Workflow</th>
               <th scope="col">Input</th>
+              <th scope="col">Failure</th>
               <th scope="col">Started</th>
               <th scope="col">Duration</th>
               <th scope="col">Tokens</th>
@@ -176,6 +189,9 @@ export function RunsPage() {
                   </td>
                   <td className="runs__input" title={r.input ?? ''}>
                     {r.input ? (r.input.length > 80 ? `${r.input.slice(0, 80)}…` : r.input) : <span className="sy-muted">—</span>}
+                  </td>
+                  <td className="runs__failure" title={r.error ?? ''} data-testid={`runs-failure-${r.runId}`}>
+                    {runFailure(r, st) || <span className="sy-muted">—</span>}
                   </td>
                   <td className="runs__num">{fmtStarted(r.createdAt)}</td>
                   <td className="runs__num" data-testid={`runs-duration-${r.runId}`}>

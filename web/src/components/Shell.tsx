@@ -3,6 +3,7 @@ import { api, errorMessage } from '../api/client';
 import { useApp, type Theme } from '../store/app';
 import { useInbox } from '../store/inbox';
 import { navigate, useRouter } from '../store/router';
+import { useShortcutsHelp } from './Shortcuts';
 
 const NEXT_THEME: Record<Theme, Theme> = { system: 'light', light: 'dark', dark: 'system' };
 const THEME_TEXT: Record<Theme, string> = { system: 'Theme: system', light: 'Theme: light', dark: 'Theme: dark' };
@@ -36,6 +37,15 @@ export function Header() {
       <span className={`pill pill--server-${server}`} data-testid="server-status" role="status">
         {server === 'ok' ? 'Connected' : server === 'unreachable' ? 'Server unreachable' : 'Connecting…'}
       </span>
+      <button
+        className="btn btn--small"
+        onClick={() => useShortcutsHelp.setState({ open: true })}
+        aria-label="Keyboard shortcuts"
+        title="Keyboard shortcuts (?)"
+        data-testid="help-button"
+      >
+        ?
+      </button>
       <button
         className="btn btn--small"
         onClick={() => setTheme(NEXT_THEME[theme])}
@@ -119,8 +129,20 @@ export function Toasts() {
   return (
     <div className="toasts" role="status" aria-live="polite" data-testid="toasts">
       {toasts.map((t) => (
-        <div key={t.id} className={`toast toast--${t.kind}`}>
-          <span>{t.message}</span>
+        <div key={t.id} className={`toast toast--${t.kind}`} data-testid="toast">
+          <span className="toast__msg">{t.message}</span>
+          {t.action && (
+            <button
+              className="btn btn--small toast__action"
+              onClick={() => {
+                dismiss(t.id);
+                t.action!.run();
+              }}
+              data-testid="toast-action"
+            >
+              {t.action.label}
+            </button>
+          )}
           <button className="icon-btn" aria-label="Dismiss" onClick={() => dismiss(t.id)}>
             ×
           </button>

@@ -2,8 +2,10 @@ import { useEffect, useRef, useState } from 'react';
 import { create } from 'zustand';
 import { TEMPLATES, type Template } from '../graph/templates';
 import { useApp } from '../store/app';
-import { isDirty, useEditor } from '../store/editor';
-import { navigate } from '../store/router';
+import { useEditor } from '../store/editor';
+import { hasUnsavedChanges, newWorkflow } from '../store/editing';
+import { navigate, workflowPath } from '../store/router';
+import { api, errorMessage } from '../api/client';
 
 export const useGallery = create<{ open: boolean }>(() => ({ open: false }));
 export const openGallery = () => useGallery.setState({ open: true });
@@ -11,22 +13,21 @@ const closeGallery = () => useGallery.setState({ open: false });
 
 /** True when the open graph may be replaced: nothing unsaved, or the user agreed to lose it. */
 export function mayDiscardDraft(action: string): boolean {
-  const ed = useEditor.getState();
-  if (!isDirty(ed) || (ed.kind === 'yaml' && !ed.editable)) return true;
-  return confirm(`“${ed.name}” has unsaved changes. Discard them and ${action}?`);
+  if (!hasUnsavedChanges()) return true;
+  return confirm(`“${useEditor.getState().name}” has unsaved changes. Discard them and ${action}?`);
 }
 
 /** "+ New": a fresh starter, also from an unsaved draft (after asking). */
 export function startNewWorkflow(): void {
   if (!mayDiscardDraft('start a new workflow')) return;
-  useEditor.getState().newWorkflow();
+  newWorkflow();
   navigate('/workflows/new', { force: true });
 }
 
 function openTemplate(t: Template): void {
   if (t.kind !== 'graph') return;
   if (!mayDiscardDraft(`open the template “${t.name}”`)) return;
-  useEditor.getState().newWorkflow({ graph: t.graph, name: t.name, description: t.description, unsaved: true });
+  newWorkflow({ graph: t.graph, name: t.name, description: t.description, unsaved: true });
   navigate('/workflows/new', { force: true });
   closeGallery();
 }
@@ -59,6 +60,22 @@ function YamlCard({ t }: { t: Extract<Template, { kind: 'yaml' }> }) {
   const [copied, setCopied] = useState(false);
   const pre = useRef<HTMLPreElement>(null);
   const toast = useApp((s) => s.toast);
+  const [creating, setCreating] = useState(false);
+  const create = async () => {
+    if (!mayDiscardDraft(`create ${t.fileName}`)) return;
+    setCreating(true);
+    try {
+      const w = await api.createYaml(t.fileName, t.yaml);
+      toast(`Created ${t.fileName} in the workflows folder`, 'success');
+      void useApp.getState().loadWorkflows();
+      closeGallery();
+      navigate(workflowPath(w.id));
+    } catch (e) {
+      toast(`Could not create ${t.fileName}: ${errorMessage(e)}`, 'error');
+    } finally {
+      setCreating(false);
+    }
+  };
   const copy = async () => {
     try {
       await navigator.clipboard.writeText(t.yaml);
@@ -75,15 +92,21 @@ function YamlCard({ t }: { t: Extract<Template, { kind: 'yaml' }> }) {
   return (
     <>
       <p className="tpl-card__how">
-        To use it, save it as <code>{t.fileName}</code> in the server’s workflows folder (<code>switchyard serve --workflows DIR</code>;
-        default <code>.switchyard/workflows</code>). It then appears in the workflow list.
+        <b>Create the file</b> puts it in the server’s workflows folder as <code>{t.fileName}</code> and opens it here, to edit
+        on the canvas or as text. Or copy the text into your repository’s workflows folder (<code>switchyard serve --workflows DIR</code>;
+        default <code>.switchyard/workflows</code>).
       </p>
       <pre ref={pre} className="code-block tpl-card__yaml" data-testid={`template-yaml-${t.id}`} tabIndex={0}>
         {t.yaml}
       </pre>
-      <button className="btn btn--small" onClick={() => void copy()} data-testid={`template-copy-${t.id}`}>
-        {copied ? 'Copied' : 'Copy YAML'}
-      </button>
+      <span className="tpl-card__buttons">
+        <button className="btn btn--small btn--primary" disabled={creating} onClick={() => void create()} data-testid={`template-create-${t.id}`}>
+          {creating ? 'Creating…' : 'Create the file'}
+        </button>
+        <button className="btn btn--small" onClick={() => void copy()} data-testid={`template-copy-${t.id}`}>
+          {copied ? 'Copied' : 'Copy YAML'}
+        </button>
+      </span>
     </>
   );
 }

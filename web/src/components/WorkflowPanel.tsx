@@ -4,6 +4,7 @@ import type { WorkflowVersion } from '../api/types';
 import { useApp } from '../store/app';
 import { openConvertToYaml } from './YamlCreate';
 import { useEditor } from '../store/editor';
+import { newWorkflow } from '../store/editing';
 import { navigate } from '../store/router';
 import { fmtTime } from './format';
 
@@ -66,7 +67,7 @@ export function WorkflowPanel() {
     try {
       await api.deleteWorkflow(id);
       toast('Workflow deleted', 'success');
-      useEditor.getState().newWorkflow();
+      newWorkflow();
       navigate('/workflows/new', { force: true });
       void useApp.getState().loadWorkflows();
     } catch (e) {

@@ -3,7 +3,7 @@ import { create } from 'zustand';
 import { api, errorMessage } from '../api/client';
 import type { Problem, YamlConversion } from '../api/types';
 import { useApp } from '../store/app';
-import { useEditor } from '../store/editor';
+import { useYamlFile } from '../store/yamlFile';
 import { navigate, workflowPath } from '../store/router';
 import { mayDiscardDraft } from './TemplateGallery';
 import { starterYaml, yamlFileName } from '../editor/yaml';
@@ -64,7 +64,7 @@ export function YamlCreateDialog() {
       useYamlCreate.setState({ open: false });
       useApp.getState().toast(`Created ${path} in the workflows folder`, 'success');
       void useApp.getState().loadWorkflows();
-      useEditor.getState().setYamlView('split');
+      useYamlFile.getState().setView('split');
       navigate(workflowPath(w.id));
     } catch (e) {
       setError(errorMessage(e));

@@ -9,7 +9,7 @@ import { tags as t } from '@lezer/highlight';
 import { useEffect, useRef } from 'react';
 import { problemsToDiagnostics, yamlCompletions } from '../editor/yaml';
 import { promptTheme } from '../editor/prompt';
-import { useEditor } from '../store/editor';
+import { useYamlFile } from '../store/yamlFile';
 import { useValidation } from '../store/validation';
 
 const yamlHighlight = HighlightStyle.define([
@@ -51,13 +51,13 @@ function complete(ctx: CompletionContext): CompletionResult | null {
 export function YamlTextEditor() {
   const host = useRef<HTMLDivElement>(null);
   const viewRef = useRef<EditorView | null>(null);
-  const source = useEditor((s) => s.source);
-  const editable = useEditor((s) => s.editable);
+  const source = useYamlFile((s) => s.source);
+  const editable = useYamlFile((s) => s.editable);
 
   useEffect(() => {
     const el = host.current;
     if (!el) return;
-    const ed = useEditor.getState();
+    const ed = useYamlFile.getState();
     const view = new EditorView({
       parent: el,
       state: EditorState.create({
@@ -79,7 +79,7 @@ export function YamlTextEditor() {
           keymap.of([...completionKeymap, indentWithTab, ...defaultKeymap, ...historyKeymap]),
           EditorView.contentAttributes.of({ 'aria-label': 'Workflow YAML', 'data-testid': 'yaml-text' }),
           EditorView.updateListener.of((u) => {
-            if (u.docChanged) useEditor.getState().setSource(u.state.doc.toString());
+            if (u.docChanged) useYamlFile.getState().setSource(u.state.doc.toString());
           }),
           promptTheme,
           editorTheme,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Run } from '../api/types';
-import { runDuration, runTokens } from './RunsPage';
+import { runDuration, runFailure, runTokens } from './RunsPage';
+import { parseRoute, queryParam } from '../store/router';
 
 describe('runDuration', () => {
   it('measures a finished run from start to end', () => {
@@ -21,5 +22,26 @@ describe('runTokens', () => {
   });
   it('is null without usage', () => {
     expect(runTokens(base)).toBeNull();
+  });
+});
+
+describe('runFailure', () => {
+  const run = (status: string, error?: string) => ({ status, error }) as Run;
+  it('is the first line of the error of a run that did not complete', () => {
+    expect(runFailure(run('failed', '\nnode "fetch" failed: exit status 1\nstderr: x'))).toBe('node "fetch" failed: exit status 1');
+    expect(runFailure(run('cancelled'))).toBe('cancelled');
+    expect(runFailure(run('interrupted'))).toBe('interrupted (the server stopped)');
+  });
+  it('is empty for runs that completed or are still going', () => {
+    expect(runFailure(run('completed', 'old'))).toBe('');
+    expect(runFailure(run('running'))).toBe('');
+  });
+});
+
+describe('the runs page address', () => {
+  it('is the runs route with its filters in the query', () => {
+    expect(parseRoute('/runs?status=failed&workflow=w1')).toEqual({ name: 'runs' });
+    expect(queryParam('?status=failed&workflow=w1', 'workflow')).toBe('w1');
+    expect(queryParam('', 'status')).toBe('');
   });
 });

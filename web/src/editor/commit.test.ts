@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { resetEditorModuleState, useEditor } from '../store/editor';
+import { resetEditorStore, useEditor } from '../store/editor';
 import { createCommitter } from './commit';
 
 beforeEach(() => {
@@ -59,7 +59,7 @@ describe('createCommitter (prompt text → store once per burst)', () => {
   });
 
   it('with the editor store: a burst is one revision and one undo step', () => {
-    resetEditorModuleState();
+    resetEditorStore();
     vi.setSystemTime(new Date('2026-01-01T00:00:00Z'));
     const st = useEditor.getState;
     st().newWorkflow();

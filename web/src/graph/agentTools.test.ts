@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import { resetEditorModuleState, useEditor } from '../store/editor';
+import { resetEditorStore, useEditor } from '../store/editor';
 import {
   approveOf,
   builtinOf,
@@ -92,7 +92,7 @@ describe('agent tools in the editor', () => {
   const st = () => useEditor.getState();
   const saved = () => toGraph(st().nodes, st().edges);
   beforeEach(() => {
-    resetEditorModuleState();
+    resetEditorStore();
     st().newWorkflow({ graph });
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { copySelection, pasteGraph, pasteOffset } from './clipboard';
+import { copyName, copySelection, pasteGraph, pasteOffset } from './clipboard';
 import type { FlowEdge, FlowNode } from './types';
 
 const nodes: FlowNode[] = [
@@ -50,5 +50,20 @@ describe('copy/paste', () => {
     // A paste where the first copy was moved away may use the first spot again.
     const moved = [...nodes, ...r1.nodes.map((n) => ({ ...n, position: { x: n.position.x + 500, y: n.position.y } }))];
     expect(pasteOffset(c, moved)).toEqual({ x: 40, y: 40 });
+  });
+});
+
+describe('copyName', () => {
+  it('a pasted agent gets a name no other node has', () => {
+    expect(copyName('Writer', new Set(['Writer']))).toBe('Writer (copy)');
+    expect(copyName('Writer', new Set(['Writer', 'Writer (copy)']))).toBe('Writer (copy 2)');
+    expect(copyName('Writer (copy)', new Set(['Writer', 'Writer (copy)']))).toBe('Writer (copy 2)');
+  });
+  it('pasteGraph renames copied agents', () => {
+    const clip = { nodes: [{ id: 'n2', type: 'agent', position: { x: 0, y: 0 }, data: { agentName: 'Writer' } }], edges: [] };
+    const once = pasteGraph(clip, ['n1', 'n2'], [], { x: 40, y: 40 }, ['Writer']);
+    expect(once.nodes[0]!.data.agentName).toBe('Writer (copy)');
+    const twice = pasteGraph(clip, ['n1', 'n2', 'n3'], [], { x: 80, y: 80 }, ['Writer', 'Writer (copy)']);
+    expect(twice.nodes[0]!.data.agentName).toBe('Writer (copy 2)');
   });
 });

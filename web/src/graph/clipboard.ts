@@ -26,27 +26,46 @@ export function copySelection(nodes: readonly FlowNode[], edges: readonly FlowEd
   };
 }
 
+/** A copy's name: "Writer (copy)", then "Writer (copy 2)"… — one no other node has. */
+export function copyName(name: string, taken: ReadonlySet<string>): string {
+  const base = name.replace(/ \(copy(?: \d+)?\)$/, '');
+  for (let k = 1; ; k++) {
+    const n = k === 1 ? `${base} (copy)` : `${base} (copy ${k})`;
+    if (!taken.has(n)) return n;
+  }
+}
+
 /**
  * Fresh copies of a clipboard graph with new ids, shifted by `offset`, ready
- * to append. Pasted nodes come back selected so they can be moved at once.
+ * to append; a copied agent gets its own name (`copyName`). Pasted nodes
+ * come back selected so they can be moved at once.
  */
 export function pasteGraph(
   clip: Graph,
   existingNodeIds: Iterable<string>,
   existingEdgeIds: Iterable<string>,
   offset: { x: number; y: number },
+  existingNames: Iterable<string> = [],
 ): { nodes: FlowNode[]; edges: FlowEdge[] } {
   const newNodeId = idAllocator('n', existingNodeIds);
   const newEdgeId = idAllocator('e', existingEdgeIds);
+  const names = new Set(existingNames);
   const map = new Map<string, string>();
   const nodes: FlowNode[] = clip.nodes.map((n: GraphNode) => {
     const id = newNodeId();
     map.set(n.id, id);
+    const data = structuredClone(n.data);
+    const name = data.agentName;
+    if (typeof name === 'string' && name) {
+      const fresh = copyName(name, names);
+      data.agentName = fresh;
+      names.add(fresh);
+    }
     return {
       id,
       type: n.type,
       position: { x: n.position.x + offset.x, y: n.position.y + offset.y },
-      data: structuredClone(n.data),
+      data,
       selected: true,
     };
   });

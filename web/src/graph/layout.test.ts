@@ -99,7 +99,7 @@ describe('freeSpot', () => {
     expect(q2).not.toEqual(q);
   });
 
-  it('only takes spots inside the visible area; with none free there, the centre itself', () => {
+  it('takes spots inside the visible area; with none free there, the nearest free one outside (never on a node)', () => {
     const size = { width: 240, height: 110 };
     const view = { x: -300, y: -200, width: 900, height: 400 };
     // A crowded middle row: the free spot must still be wholly in view.
@@ -109,8 +109,18 @@ describe('freeSpot', () => {
     expect(q.y).toBeGreaterThanOrEqual(view.y);
     expect(q.x + size.width).toBeLessThanOrEqual(view.x + view.width);
     expect(q.y + size.height).toBeLessThanOrEqual(view.y + view.height);
-    // A view too small for any other spot: stay visible at the centre.
-    expect(freeSpot(taken, { x: 0, y: 0 }, size, 24, { x: -10, y: -10, width: 260, height: 130 })).toEqual({ x: 0, y: 0 });
+    // A view too small for any other spot: the nearest free spot beyond it (the palette pans there).
+    const out = freeSpot(taken, { x: 0, y: 0 }, size, 24, { x: -10, y: -10, width: 260, height: 130 });
+    expect(out).toEqual({ x: 0, y: -134 });
+  });
+
+  it('thirty clicks on a full view never stack two nodes on one spot', () => {
+    const size = { width: 240, height: 110 };
+    const view = { x: 0, y: 0, width: 800, height: 500 };
+    const placed: Array<{ position: { x: number; y: number } }> = [];
+    for (let i = 0; i < 30; i++) placed.push({ position: freeSpot(placed, { x: 280, y: 195 }, size, 24, view) });
+    const spots = new Set(placed.map((p) => `${p.position.x},${p.position.y}`));
+    expect(spots.size).toBe(30);
   });
 });
 

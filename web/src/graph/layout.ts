@@ -146,13 +146,22 @@ export function freeSpot(
       const h = n.measured?.height ?? size.height;
       return q.x < n.position.x + w + gap && n.position.x < q.x + size.width + gap && q.y < n.position.y + h + gap && n.position.y < q.y + size.height + gap;
     });
-  // Nearest free cell first, searching rings around p.
-  const cells: Array<[number, number]> = [];
-  for (let c = -4; c <= 4; c++) for (let r = -4; r <= 4; r++) cells.push([c, r]);
-  cells.sort((a, b) => Math.hypot(a[0] * 1.5, a[1]) - Math.hypot(b[0] * 1.5, b[1]) || a[0] - b[0] || a[1] - b[1]);
-  for (const [c, r] of cells) {
-    const q = { x: p.x + c * (size.width + gap), y: p.y + r * (size.height + gap) };
+  // Nearest free cell first, searching rings around p: inside the visible
+  // part when one is free there, else the nearest free cell anywhere (the
+  // caller brings it into view): never on top of a node.
+  const ring = (n: number) => {
+    const cells: Array<[number, number]> = [];
+    for (let c = -n; c <= n; c++) for (let r = -n; r <= n; r++) cells.push([c, r]);
+    return cells.sort((a, b) => Math.hypot(a[0] * 1.5, a[1]) - Math.hypot(b[0] * 1.5, b[1]) || a[0] - b[0] || a[1] - b[1]);
+  };
+  const at = ([c, r]: [number, number]) => ({ x: p.x + c * (size.width + gap), y: p.y + r * (size.height + gap) });
+  for (const cell of ring(4)) {
+    const q = at(cell);
     if (inside(q) && !hits(q)) return q;
+  }
+  for (const cell of ring(30)) {
+    const q = at(cell);
+    if (!hits(q)) return q;
   }
   return p;
 }

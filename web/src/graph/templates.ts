@@ -43,7 +43,7 @@ export const TEMPLATES: readonly Template[] = [
     id: 'yaml-review',
     kind: 'yaml',
     name: 'YAML DAG: review a change',
-    description: 'Two reviews run in parallel, a summary waits for both, then a person signs off. YAML workflows are files on the server, read-only in the editor.',
+    description: 'Two reviews run in parallel, a summary waits for both, then a person signs off. A YAML workflow is a file in the server’s workflows folder: edit it on the canvas, in the step inspector or as text.',
     fileName: 'review-change.yaml',
     yaml: reviewDag,
   },

@@ -1,7 +1,8 @@
 import { Handle, Position } from '@xyflow/react';
 import { memo, type ReactNode } from 'react';
 import type { HandleSpec } from '../graph/handles';
-import { useNodeMeta, useNodeProblems, useNodeStatus, useNodeWaitTool, waitToolText } from './mode';
+import { useNodeMeta, useNodeProblems, useNodeSkipReason, useNodeStatus, useNodeWaitTool, waitToolText } from './mode';
+import { useSearchMark } from '../store/canvasSearch';
 
 export const TYPE_LABEL: Record<string, string> = {
   start: 'Start',
@@ -44,6 +45,8 @@ export const NodeShell = memo(function NodeShell(p: Props) {
   const status = useNodeStatus(p.id);
   const meta = useNodeMeta(p.id);
   const waitTool = useNodeWaitTool(p.id);
+  const mark = useSearchMark(p.id);
+  const skipReason = useNodeSkipReason(p.id);
   const waitText = status === 'waiting' && waitTool ? waitToolText(waitTool) : '';
   const errs = problems.filter((x) => x.severity === 'error').length;
   const warns = problems.length - errs;
@@ -56,6 +59,7 @@ export const NodeShell = memo(function NodeShell(p: Props) {
     errs ? 'has-error' : warns ? 'has-warning' : '',
     status ? `run-${status}` : '',
     p.extraClass ?? '',
+    mark === 'current' ? 'is-match is-current-match' : mark === 'match' ? 'is-match' : '',
   ]
     .filter(Boolean)
     .join(' ');
@@ -66,7 +70,8 @@ export const NodeShell = memo(function NodeShell(p: Props) {
       data-testid={`node-${p.id}`}
       data-node-type={p.type}
       data-run-status={status ?? undefined}
-      aria-label={`${TYPE_LABEL[p.type] ?? p.type} node ${p.title}${status ? `, ${status}` : ''}${waitText ? ` for approval of ${waitText}` : ''}${errs ? `, ${errs} error(s)` : ''}`}
+      data-search={mark || undefined}
+      aria-label={`${TYPE_LABEL[p.type] ?? p.type} node ${p.title}${status ? `, ${status}` : ''}${skipReason ? ` (${skipReason})` : ''}${waitText ? ` for approval of ${waitText}` : ''}${errs ? `, ${errs} error(s)` : ''}`}
     >
       {p.input && <Handle type="target" position={Position.Left} id="input" className="sy-handle sy-handle--in" />}
       <div className="sy-node__head">
@@ -93,6 +98,11 @@ export const NodeShell = memo(function NodeShell(p: Props) {
       {waitText && (
         <div className="sy-node__wait" data-testid={`node-wait-tool-${p.id}`} title={waitTool?.prompt}>
           <span aria-hidden="true">‖</span> waits for approval of <b>{waitText}</b>
+        </div>
+      )}
+      {status === 'skipped' && skipReason && (
+        <div className="sy-node__skip" data-testid={`node-skip-${p.id}`} title={skipReason}>
+          skipped: {skipReason}
         </div>
       )}
       {meta && (

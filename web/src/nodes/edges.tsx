@@ -1,6 +1,31 @@
-import { BaseEdge, getBezierPath, useStore, type EdgeProps, type ReactFlowState } from '@xyflow/react';
+import { BaseEdge, EdgeLabelRenderer, getBezierPath, useStore, type EdgeProps, type ReactFlowState } from '@xyflow/react';
 import { memo } from 'react';
+import { labelPoint, roundedPath } from '../graph/route';
 import { useEdgeFired, useEdgeProblems } from './mode';
+import { useRoute } from './routes';
+
+/** Edges shorter than this (flow px) carry no `when:` / trigger_rule label. */
+const LABEL_ROOM = 220;
+
+/** Short words for a YAML step's trigger_rule, on the edges into it (all_success, the default, has none). */
+export const RULE_TEXT: Record<string, string> = {
+  one_success: 'any one succeeds',
+  all_done: 'after all finish',
+  none_failed_min_one_success: 'none failed, one succeeded',
+};
+
+function clip(s: string, n: number): string {
+  return s.length > n ? `${s.slice(0, n - 1)}…` : s;
+}
+
+/** What a YAML step's `when:` and `trigger_rule` say, for the edges into it ("" when neither). */
+export function joinLabel(data: Record<string, unknown> | undefined): { text: string; title: string; when: boolean } {
+  const when = typeof data?.when === 'string' ? data.when : '';
+  const rule = typeof data?.triggerRule === 'string' ? data.triggerRule : '';
+  const parts = [when ? `when ${clip(when, 26)}` : '', RULE_TEXT[rule] ?? ''].filter(Boolean);
+  const title = [when ? `when: ${when}` : '', rule && rule !== 'all_success' ? `trigger_rule: ${rule}` : ''].filter(Boolean).join('\n');
+  return { text: parts.join(' · '), title, when: !!when };
+}
 
 function useEdgeClass(id: string, base: string, selected: boolean | undefined) {
   const problems = useEdgeProblems(id);
@@ -57,25 +82,66 @@ export function isBackEdge(sx: number, tx: number): boolean {
   return tx < sx + 8;
 }
 
-/** Execution edge: solid; a back edge is routed under the nodes. */
+/** The `when:` / trigger_rule words of the step an edge enters (YAML projections carry them). */
+function useJoin(target: string) {
+  const when = useStore((s) => {
+    const d = s.nodeLookup.get(target)?.data as Record<string, unknown> | undefined;
+    return d && (d.when || d.triggerRule) ? `${String(d.when ?? '')}\u0000${String(d.triggerRule ?? '')}` : '';
+  });
+  if (!when) return null;
+  const [w, r] = when.split('\u0000');
+  const j = joinLabel({ when: w, triggerRule: r });
+  return j.text ? j : null;
+}
+
+/**
+ * Execution edge: solid, routed around the nodes in orthogonal segments
+ * (a curve when there is no way round, while an end is dragged, or on very
+ * large graphs); a back edge drawn as a curve goes under the nodes. An
+ * edge into a YAML step with `when:` is dashed, and says what gates it.
+ */
 export const ExecEdge = memo(function ExecEdge(p: EdgeProps) {
   const back = isBackEdge(p.sourceX, p.targetX);
+  const route = useRoute(p);
   const bottom = useStore((s) =>
-    back ? lowestBottom(s, p.targetX - BACK_OUT, p.sourceX + BACK_OUT, Math.max(p.sourceY, p.targetY)) : 0,
+    back && !route ? lowestBottom(s, p.targetX - BACK_OUT, p.sourceX + BACK_OUT, Math.max(p.sourceY, p.targetY)) : 0,
   );
-  const path = back ? backEdgePath(p.sourceX, p.sourceY, p.targetX, p.targetY, bottom) : getBezierPath(p)[0];
+  const [bezier, bx, by] = getBezierPath(p);
+  const path = route ? roundedPath(route) : back ? backEdgePath(p.sourceX, p.sourceY, p.targetX, p.targetY, bottom) : bezier;
+  const label = route ? labelPoint(route) : { x: bx, y: by };
+  const join = useJoin(p.target);
+  // A short edge has no room for words: the step it enters says them (its dash says "conditional").
+  const roomy = Math.hypot(p.targetX - p.sourceX, p.targetY - p.sourceY) > LABEL_ROOM;
   const c = useEdgeClass(p.id, 'sy-edge sy-edge--exec', p.selected);
   const fired = useEdgeFired({ source: p.source, target: p.target, sourceHandle: p.sourceHandleId });
   return (
-    <g data-testid={`edge-${p.id}`} data-fired={fired ? 'true' : undefined} data-back={back ? 'true' : undefined}>
-      {c.title && <title>{c.title}</title>}
+    <g
+      data-testid={`edge-${p.id}`}
+      data-fired={fired ? 'true' : undefined}
+      data-back={back ? 'true' : undefined}
+      data-routed={route ? 'true' : undefined}
+      data-when={join?.when ? 'true' : undefined}
+    >
+      {(c.title || join) && <title>{[c.title, join?.title].filter(Boolean).join('\n')}</title>}
       <BaseEdge
         id={p.id}
         path={path}
-        className={`${c.className}${fired ? ' is-fired' : ''}${back ? ' is-back' : ''}`}
+        className={`${c.className}${fired ? ' is-fired' : ''}${back ? ' is-back' : ''}${join?.when ? ' is-conditional' : ''}`}
         markerEnd={fired && !c.className.includes('has-error') ? 'url(#sy-arrow-fired)' : c.marker}
         interactionWidth={16}
       />
+      {join && roomy && (
+        <EdgeLabelRenderer>
+          <div
+            className={`sy-edge-label nodrag nopan${join.when ? ' sy-edge-label--when' : ''}`}
+            style={{ transform: `translate(-50%, -50%) translate(${label.x}px, ${label.y}px)` }}
+            title={join.title}
+            data-testid={`edge-label-${p.id}`}
+          >
+            {join.text}
+          </div>
+        </EdgeLabelRenderer>
+      )}
     </g>
   );
 });

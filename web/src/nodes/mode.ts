@@ -65,3 +65,9 @@ export function waitToolText(w: WaitTool): string {
   const m = /^Allow (.+)\?$/s.exec(w.prompt.trim());
   return m ? m[1]! : w.tool;
 }
+
+/** Why this node was skipped (run mode; "" when it was not). */
+export function useNodeSkipReason(id: string): string {
+  const mode = useCanvasMode();
+  return useRun((s) => (mode === 'run' ? (viewLog(s).nodes[id]?.skipReason ?? '') : ''));
+}

@@ -103,6 +103,7 @@ function ApprovalForm({ nodeId, toolsOnly = false }: { nodeId: string; toolsOnly
   const decide = useRun((s) => s.decide);
   const toast = useApp((s) => s.toast);
   const [note, setNote] = useState('');
+  const previous = useRun((s) => s.log.nodes[nodeId]?.lastRejection ?? null);
   if (!pending) return null;
   const go = (d: 'approve' | 'reject') =>
     decide(nodeId, d, note).then(
@@ -118,6 +119,11 @@ function ApprovalForm({ nodeId, toolsOnly = false }: { nodeId: string; toolsOnly
         <pre className="sy-approval__input" aria-label="Output to approve">
           {pending.input}
         </pre>
+      )}
+      {previous && !pending.tool && (
+        <div className="sy-approval__previous" data-testid={`node-approval-previous-${nodeId}`} title={previous}>
+          Last round rejected: <q>{previous}</q>
+        </div>
       )}
       <label className="sy-approval__note">
         <input
@@ -189,10 +195,31 @@ export const YamlNode = memo(function YamlNode({ id, data, selected }: NodeProps
       extraClass={[toolPending ? 'is-pending has-tool-approval' : '', group ? 'in-group' : ''].filter(Boolean).join(' ')}
     >
       {detail && <div className="sy-node__line sy-muted sy-node__prompt">{clip(detail, 90)}</div>}
+      <JoinRows id={id} when={str(data.when)} rule={str(data.triggerRule)} />
       <ApprovalForm nodeId={id} toolsOnly />
     </NodeShell>
   );
 });
+
+/** A YAML step's `when:` condition and non-default trigger_rule, on the node (its incoming edges say it too). */
+function JoinRows({ id, when, rule }: { id: string; when: string; rule: string }) {
+  const showRule = rule !== '' && rule !== 'all_success';
+  if (!when && !showRule) return null;
+  return (
+    <>
+      {when && (
+        <div className="sy-node__line sy-node__join" title={`when: ${when}\nThe step runs only if this holds; otherwise it is skipped.`} data-testid={`node-when-${id}`}>
+          <span className="sy-chip sy-chip--when">when</span> <code>{clip(when, 56)}</code>
+        </div>
+      )}
+      {showRule && (
+        <div className="sy-node__line sy-node__join" title={`trigger_rule: ${rule}\nHow the step joins its dependencies.`} data-testid={`node-rule-${id}`}>
+          <span className="sy-chip sy-chip--rule">trigger_rule</span> <code>{rule}</code>
+        </div>
+      )}
+    </>
+  );
+}
 
 /** A YAML include's box, behind the nodes it inlined (see graph/groups.ts). */
 export const IncludeGroupNode = memo(function IncludeGroupNode({ data }: NodeProps<FlowNode>) {

@@ -204,3 +204,36 @@ describe('run facts', () => {
     expect(edgeFired(log, { source: 'lead', target: 'other', subagent: true })).toBe(false);
   });
 });
+
+describe('skipped nodes', () => {
+  it('keep the reason the engine gave (step_end data.reason), on the node and its log line', () => {
+    seq = 0;
+    const log = applyEvents(emptyRunLog(), [
+      ev('check', 'step_end', 'skipped', { status: 'skipped', reason: 'when condition "$a.output == \'x\'" is false' }),
+      ev('b', 'step_end', 'skipped', { status: 'skipped' }),
+    ]);
+    expect(log.nodes.check).toMatchObject({ status: 'skipped', skipReason: 'when condition "$a.output == \'x\'" is false' });
+    expect(log.nodes.b).toMatchObject({ status: 'skipped', skipReason: null });
+    expect(log.lines[0]).toMatchObject({ type: 'step_end', status: 'skipped', meta: 'when condition "$a.output == \'x\'" is false' });
+  });
+});
+
+describe('approval rounds', () => {
+  it('keep the last rejection note until the node is approved', () => {
+    seq = 0;
+    let log = applyEvents(emptyRunLog(), [
+      ev('ok', 'wait_input', 'Ship it?'),
+      ev('ok', 'input_received', 'User rejected this step. Feedback: shorter please', { decision: 'reject', note: 'shorter please' }),
+    ]);
+    expect(log.nodes.ok!.lastRejection).toBe('shorter please');
+    log = applyEvents(log, [ev('ok', 'wait_input', 'Ship it?')]);
+    expect(log.nodes.ok!.lastRejection).toBe('shorter please');
+    log = applyEvents(log, [ev('ok', 'input_received', 'User approved this step.', { decision: 'approve', note: '' })]);
+    expect(log.nodes.ok!.lastRejection).toBeNull();
+  });
+  it("a tool call's decision is not the node's", () => {
+    seq = 0;
+    const log = applyEvents(emptyRunLog(), [ev('a', 'input_received', 'denied', { decision: 'reject', note: 'no', callId: 'c1' })]);
+    expect(log.nodes.a!.lastRejection).toBeNull();
+  });
+});

@@ -33,6 +33,10 @@ export type NodeRunState = {
   toolCalls: number;
   /** The tool call the node waits on a reviewer for, while it does. */
   waitTool: WaitTool | null;
+  /** Why the node was skipped (step_end data.reason: a false when:, a trigger_rule, a branch not taken). */
+  skipReason: string | null;
+  /** The note of the last rejection of this (approval) node, until it is approved: shown when it waits again. */
+  lastRejection: string | null;
 };
 
 export type WaitTool = { callId: string; tool: string; prompt: string };
@@ -109,6 +113,8 @@ export function emptyNodeState(): NodeRunState {
     fired: [],
     toolCalls: 0,
     waitTool: null,
+    skipReason: null,
+    lastRejection: null,
   };
 }
 
@@ -373,6 +379,12 @@ export function applyEvents(prev: RunLog, batch: readonly RunEvent[]): RunLog {
           s.status = 'running';
           s.waitTool = null;
           if (e.data?.['callId']) transcript(e.nodeId).apply(e);
+          else {
+            // The node's own decision (not a tool call's): a rejection's note is shown when it waits again.
+            const d = dataString(e.data, 'decision');
+            if (d === 'reject') s.lastRejection = dataString(e.data, 'note')?.trim() || '(no note)';
+            else if (d === 'approve') s.lastRejection = null;
+          }
         }
         // The engine puts a reject note in the text but an approve note
         // only in data; show it either way, once.
@@ -402,8 +414,10 @@ export function applyEvents(prev: RunLog, batch: readonly RunEvent[]): RunLog {
             const h = dataString(e.data, 'handle') ?? '';
             if (!s.fired.includes(h)) s.fired = [...s.fired, h];
           }
+          s.skipReason = st === 'skipped' ? (dataString(e.data, 'reason') ?? null) : null;
         }
-        push(e, { status: st });
+        const reason = st === 'skipped' ? dataString(e.data, 'reason') : null;
+        push(e, reason ? { status: st, meta: reason } : { status: st });
         break;
       }
       case 'run_status': {

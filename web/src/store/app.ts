@@ -2,11 +2,16 @@ import { create } from 'zustand';
 import { api, errorMessage, setApiListener, type ApiError } from '../api/client';
 import type { AppConfig, RunStatusMessage, WorkflowSummary } from '../api/types';
 import { useRouter } from './router';
+import { yamlTags } from '../editor/find';
 
 export type ServerStatus = 'unknown' | 'ok' | 'unreachable';
 export type Theme = 'system' | 'light' | 'dark';
 /** `page` is the kind of page the toast was raised on; it goes when the user leaves that page. */
-export type Toast = { id: number; kind: 'info' | 'error' | 'success'; message: string; page: string };
+export type Toast = { id: number; kind: 'info' | 'error' | 'success'; message: string; page: string; action?: ToastAction };
+/** A button on a toast (e.g. Undo); pressing it runs `run` and dismisses the toast. */
+export type ToastAction = { label: string; run: () => void };
+/** How long toasts stay: errors and toasts with a button longer. */
+export const TOAST_MS = { plain: 4000, long: 10_000 };
 
 type AppState = {
   server: ServerStatus;
@@ -17,14 +22,19 @@ type AppState = {
   config: AppConfig | null;
   workflows: WorkflowSummary[] | null;
   workflowsError: string | null;
+  /** YAML workflows' tags (read from their text on demand, for search), with the updatedAt they are of. */
+  workflowTags: Record<string, { updatedAt: string; tags: string[] }>;
   theme: Theme;
   toasts: Toast[];
+  toastSeq: number;
   /** Latest status per run id from GET /api/ws. */
   runStatus: Record<string, RunStatusMessage>;
   loadConfig: () => Promise<void>;
   loadWorkflows: () => Promise<void>;
+  /** Reads the tags of listed YAML workflows not read yet (or changed since). */
+  loadTags: () => Promise<void>;
   setTheme: (t: Theme) => void;
-  toast: (message: string, kind?: Toast['kind']) => void;
+  toast: (message: string, kind?: Toast['kind'], o?: { action?: ToastAction }) => void;
   dismissToast: (id: number) => void;
   signedIn: () => void;
   noteRunStatus: (m: RunStatusMessage) => void;
@@ -47,8 +57,6 @@ export function applyTheme(t: Theme): void {
   else root.setAttribute('data-theme', t);
 }
 
-let toastSeq = 0;
-
 export const useApp = create<AppState>((set, get) => ({
   server: 'unknown',
   serverDetail: '',
@@ -57,6 +65,8 @@ export const useApp = create<AppState>((set, get) => ({
   config: null,
   workflows: null,
   workflowsError: null,
+  workflowTags: {},
+  toastSeq: 0,
   theme: typeof localStorage !== 'undefined' ? storedTheme() : 'system',
   toasts: [],
   runStatus: {},
@@ -76,6 +86,18 @@ export const useApp = create<AppState>((set, get) => ({
       set({ workflowsError: errorMessage(e) });
     }
   },
+  loadTags: async () => {
+    const list = get().workflows ?? [];
+    const stale = list.filter((w) => w.kind === 'yaml' && get().workflowTags[w.id]?.updatedAt !== w.updatedAt);
+    for (const w of stale) {
+      try {
+        const full = await api.getWorkflow(w.id);
+        set({ workflowTags: { ...get().workflowTags, [w.id]: { updatedAt: w.updatedAt, tags: yamlTags(full.source ?? '') } } });
+      } catch {
+        /* not readable now: searched without its tags */
+      }
+    }
+  },
   setTheme: (theme) => {
     try {
       if (theme === 'system') localStorage.removeItem(THEME_KEY);
@@ -86,11 +108,12 @@ export const useApp = create<AppState>((set, get) => ({
     applyTheme(theme);
     set({ theme });
   },
-  toast: (message, kind = 'info') => {
-    const id = ++toastSeq;
+  toast: (message, kind = 'info', o = {}) => {
+    const id = get().toastSeq + 1;
     const page = useRouter.getState().route.name;
-    set({ toasts: [...get().toasts.slice(-3), { id, kind, message, page }] });
-    setTimeout(() => get().dismissToast(id), kind === 'error' ? 8000 : 4000);
+    const t: Toast = { id, kind, message, page, ...(o.action ? { action: o.action } : {}) };
+    set({ toastSeq: id, toasts: [...get().toasts.slice(-3), t] });
+    setTimeout(() => get().dismissToast(id), kind === 'error' || o.action ? TOAST_MS.long : TOAST_MS.plain);
   },
   dismissToast: (id) => set({ toasts: get().toasts.filter((t) => t.id !== id) }),
   signedIn: () => {

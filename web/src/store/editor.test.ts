@@ -2,14 +2,14 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { toGraph } from '../graph/serialize';
 import { TEMPLATES } from '../graph/templates';
 import type { Graph } from '../graph/types';
-import { isDirty, resetEditorModuleState, useEditor } from './editor';
+import { isDirty, resetEditorStore, useEditor } from './editor';
 
 const st = () => useEditor.getState();
 
 const onlyStart: Graph = { nodes: [{ id: 'n1', type: 'start', position: { x: 0, y: 0 }, data: {} }], edges: [] };
 
 beforeEach(() => {
-  resetEditorModuleState();
+  resetEditorStore();
   st().newWorkflow({ graph: onlyStart });
 });
 

@@ -1,6 +1,8 @@
 import { create } from 'zustand';
 import { api, errorMessage } from '../api/client';
 import type { Approval } from '../api/types';
+import { toCanvas } from '../graph/canvas';
+import { approvalName, lastRejection } from '../graph/checks';
 
 /**
  * Identifies one wait: a node asked again (after a reject loop) is a new
@@ -55,6 +57,9 @@ type InboxState = {
   refreshSoon: () => void;
   setNotify: (on: boolean) => Promise<void>;
   decide: (a: Approval, decision: 'approve' | 'reject', note: string) => Promise<void>;
+  /** Per wait: the node's name as its canvas shows it, and the note of its last rejection (read from the run). */
+  details: Record<string, { name: string; previous: string | null }>;
+  loadDetails: (a: Approval) => Promise<void>;
 };
 
 let soon: ReturnType<typeof setTimeout> | null = null;
@@ -84,6 +89,18 @@ export const useInbox = create<InboxState>((set, get) => ({
   notify: storedNotify(),
   permission: notifySupport(),
   busy: {},
+  details: {},
+  loadDetails: async (a) => {
+    const key = approvalKey(a);
+    if (get().details[key]) return;
+    try {
+      const [run, events] = await Promise.all([api.getRun(a.runId), a.tool ? Promise.resolve([]) : api.getEvents(a.runId, 0)]);
+      const { nodes, edges } = toCanvas(run.graph ?? { nodes: [], edges: [] });
+      set({ details: { ...get().details, [key]: { name: approvalName(nodes, edges, a.nodeId), previous: lastRejection(events, a.nodeId) } } });
+    } catch {
+      /* the item shows the node id */
+    }
+  },
   refresh: () => {
     // One request at a time; a call meanwhile asks for one more after it.
     if (inflight) {

@@ -1,7 +1,13 @@
 import { create } from 'zustand';
 
-/** Below this width the side panels start hidden and open over the canvas. */
-export const NARROW_PX = 1100;
+/**
+ * Below this width the left panel (palette, workflow list) starts
+ * collapsed: the canvas and the inspector come first. Panels never cover
+ * the canvas at any width: an open panel takes its room from it.
+ */
+export const COMPACT_PX = 1280;
+/** Below this width both side panels start collapsed. */
+export const NARROW_PX = 900;
 
 export type PanelSide = 'left' | 'right';
 
@@ -13,16 +19,22 @@ type PanelsState = {
 
 const KEY = 'switchyard.panels';
 
+/** Which panels start open at this window width (`stored`: what the person chose on a wide screen). */
+export function initialPanels(width: number, stored: Partial<Record<PanelSide, boolean>> | null): Record<PanelSide, boolean> {
+  if (width < NARROW_PX) return { left: false, right: false };
+  if (width < COMPACT_PX) return { left: false, right: true };
+  return { left: stored?.left ?? true, right: stored?.right ?? true };
+}
+
 function initial(): Record<PanelSide, boolean> {
-  const narrow = typeof window !== 'undefined' && window.innerWidth < NARROW_PX;
-  const def = { left: !narrow, right: !narrow };
-  if (narrow) return def; // on a small screen the canvas comes first
+  const width = typeof window !== 'undefined' ? window.innerWidth : COMPACT_PX;
+  let stored: Partial<Record<PanelSide, boolean>> | null = null;
   try {
-    const v = JSON.parse(localStorage.getItem(KEY) ?? 'null') as Partial<Record<PanelSide, boolean>> | null;
-    return { left: v?.left ?? true, right: v?.right ?? true };
+    stored = JSON.parse(localStorage.getItem(KEY) ?? 'null') as Partial<Record<PanelSide, boolean>> | null;
   } catch {
-    return def;
+    /* private mode, or junk */
   }
+  return initialPanels(width, stored);
 }
 
 function persist(open: Record<PanelSide, boolean>) {
@@ -39,7 +51,7 @@ export const usePanels = create<PanelsState>((set, get) => ({
   toggle: (side) => get().set(side, !get().open[side]),
   set: (side, value) => {
     const open = { ...get().open, [side]: value };
-    if (typeof window === 'undefined' || window.innerWidth >= NARROW_PX) persist(open);
+    if (typeof window === 'undefined' || window.innerWidth >= COMPACT_PX) persist(open);
     set({ open });
   },
 }));

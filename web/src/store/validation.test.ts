@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { setApiBase } from '../api/client';
 import type { Graph } from '../graph/types';
-import { resetEditorModuleState, useEditor } from './editor';
+import { resetEditorStore, useEditor } from './editor';
 import { indexProblems, runBlocker, startValidation, useValidation } from './validation';
 
 let server: Server;
@@ -34,7 +34,7 @@ afterAll(async () => {
 
 describe('validation', () => {
   it('validates after edits (debounced) and indexes problems by node', async () => {
-    resetEditorModuleState();
+    resetEditorStore();
     useEditor.getState().newWorkflow();
     const stop = startValidation();
     try {
@@ -58,7 +58,7 @@ describe('validation', () => {
   });
 
   it('drops the problems of the previous workflow at once when another opens', async () => {
-    resetEditorModuleState();
+    resetEditorStore();
     useEditor.getState().newWorkflow();
     const stop = startValidation();
     try {
@@ -99,5 +99,23 @@ describe('indexProblems and runBlocker', () => {
     expect(runBlocker({ status: 'unavailable', errors: 0 }, true)).toContain('unavailable');
     expect(runBlocker({ status: 'done', errors: 3 }, true)).toBe('Fix 3 errors to run');
     expect(runBlocker({ status: 'done', errors: 0 }, true)).toBeNull();
+  });
+});
+
+describe('YAML run blockers', () => {
+  it("the text as typed comes first: checking, then its errors; the server's reason for a saved file", async () => {
+    const { yamlRunBlocker, cannotRunProblem } = await import('./validation');
+    const y = { source: 'a', saved: 'a', runBlocker: 'node "ask": provider claude is not configured: set ANTHROPIC_API_KEY' };
+    expect(yamlRunBlocker({ errors: 0, yamlSource: 'old' }, y, true)).toBe('Checking the text…');
+    expect(yamlRunBlocker({ errors: 2, yamlSource: 'a' }, y, true)).toBe('Fix 2 errors to run');
+    expect(yamlRunBlocker({ errors: 0, yamlSource: 'a' }, y, true)).toBe(y.runBlocker);
+    expect(yamlRunBlocker({ errors: 0, yamlSource: 'b' }, { ...y, source: 'b' }, true)).toBeNull();
+    expect(yamlRunBlocker({ errors: 0, yamlSource: 'a' }, y, false)).toBe('Server unreachable');
+    expect(cannotRunProblem(y.runBlocker)).toEqual({
+      code: 'cannot_run',
+      severity: 'error',
+      message: `Cannot run here: ${y.runBlocker}`,
+      nodeId: 'ask',
+    });
   });
 });

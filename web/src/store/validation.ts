@@ -1,9 +1,12 @@
+import { useMemo } from 'react';
 import { create } from 'zustand';
 import { api, ApiError } from '../api/client';
 import type { Problem } from '../api/types';
 import { toGraph } from '../graph/serialize';
+import { endlessLoops } from '../graph/checks';
 import { useApp } from './app';
-import { isDirty, useEditor } from './editor';
+import { useEditor } from './editor';
+import { isYamlDirty, useYamlFile } from './yamlFile';
 
 export type ValidationStatus = 'idle' | 'pending' | 'done' | 'unavailable';
 
@@ -47,6 +50,20 @@ export function indexProblems(problems: Problem[]): Pick<ValidationState, 'byNod
 export const VALIDATE_DEBOUNCE_MS = 400;
 
 /**
+ * The server's problems and the UI's own checks (loops nothing can leave),
+ * without a check the server already reported for the same node.
+ */
+export function withClientChecks(
+  server: Problem[],
+  nodes: Parameters<typeof endlessLoops>[0],
+  edges: Parameters<typeof endlessLoops>[1],
+): Problem[] {
+  const seen = new Set(server.map((p) => `${p.code}\u0000${p.nodeId ?? ''}`));
+  const extra = endlessLoops(nodes, edges).filter((p) => !seen.has(`${p.code}\u0000${p.nodeId ?? ''}`));
+  return extra.length ? [...server, ...extra] : server;
+}
+
+/**
  * Validates the editor graph on the server, debounced, whenever its content
  * revision changes. Returns a stopper.
  */
@@ -67,7 +84,7 @@ export function startValidation(): () => void {
     try {
       const r = await api.validate(toGraph(s.nodes, s.edges), c.signal);
       if (c.signal.aborted || useEditor.getState().rev !== rev) return;
-      const problems = Array.isArray(r.problems) ? r.problems : [];
+      const problems = withClientChecks(Array.isArray(r.problems) ? r.problems : [], s.nodes, s.edges);
       useValidation.setState({ status: 'done', rev, problems, ...indexProblems(problems) });
     } catch (e) {
       if (c.signal.aborted || (e as Error).name === 'AbortError') return;
@@ -144,40 +161,44 @@ export function startYamlValidation(): () => void {
     ctrl?.abort();
     const c = new AbortController();
     ctrl = c;
-    const ed = useEditor.getState();
+    const y = useYamlFile.getState();
     try {
-      const r = await api.validateYaml(source, ed.yamlPath || undefined, c.signal);
-      const now = useEditor.getState();
-      if (c.signal.aborted || now.kind !== 'yaml' || now.source !== source) return;
+      const r = await api.validateYaml(source, y.path || undefined, c.signal);
+      const now = useYamlFile.getState();
+      if (c.signal.aborted || useEditor.getState().kind !== 'yaml' || now.source !== source) return;
       // Text as loaded or saved: the canvas already has the server's own
       // projection of the file, which (unlike this one) expands include:
       // blocks into their grouped nodes.
-      if (isDirty(now)) now.applyProjection(r.graph);
-      setYamlProblems(Array.isArray(r.problems) ? r.problems : [], source);
+      if (isYamlDirty(now)) useEditor.getState().applyProjection(r.graph);
+      const problems = Array.isArray(r.problems) ? r.problems : [];
+      setYamlProblems(problems, source);
+      now.noteChecked(source, problems.filter((p) => p.severity === 'error').length);
     } catch {
       // Unreachable server: the app shows it; the next change tries again.
     }
   };
   const check = (force = false) => {
-    const ed = useEditor.getState();
-    if (ed.kind !== 'yaml' || ed.workflowId === null) {
+    const y = useYamlFile.getState();
+    if (useEditor.getState().kind !== 'yaml' || y.workflowId === null) {
       last = null;
       return;
     }
-    const key = `${ed.workflowId}\n${ed.source}`;
+    const key = `${y.workflowId}\n${y.source}`;
     if (key === last && !force) return;
     last = key;
     if (timer) clearTimeout(timer);
-    const source = ed.source;
+    const source = y.source;
     timer = setTimeout(() => {
       timer = null;
       void run(source);
     }, YAML_VALIDATE_DEBOUNCE_MS);
   };
   check();
-  const unsub = useEditor.subscribe(() => check());
+  const unsub = useYamlFile.subscribe(() => check());
+  const unsubEditor = useEditor.subscribe(() => check());
   return () => {
     unsub();
+    unsubEditor();
     if (timer) clearTimeout(timer);
     ctrl?.abort();
   };
@@ -190,4 +211,43 @@ export function runBlocker(v: Pick<ValidationState, 'status' | 'errors'>, server
   if (v.status === 'unavailable') return 'Validation unavailable';
   if (v.errors > 0) return `Fix ${v.errors} error${v.errors === 1 ? '' : 's'} to run`;
   return null;
+}
+
+/**
+ * Why a YAML workflow may not run, or null: the live check of the text as
+ * typed comes first (its errors would make the server refuse the run, after
+ * Save & Run had written them); then what the server says of the file.
+ */
+export function yamlRunBlocker(
+  v: { errors: number; yamlSource?: string },
+  y: { source: string; saved: string; runBlocker: string | null },
+  serverOk: boolean,
+): string | null {
+  if (!serverOk) return 'Server unreachable';
+  if (v.yamlSource !== y.source) return 'Checking the text…';
+  if (v.errors > 0) return `Fix ${v.errors} error${v.errors === 1 ? '' : 's'} to run`;
+  // Unsaved text without errors: Save & Run writes it, and the server checks it again.
+  if (y.source !== y.saved) return null;
+  return y.runBlocker;
+}
+
+/**
+ * What keeps a workflow from running when no listed problem says so (a
+ * YAML provider without its key: the server refuses the run, yet the
+ * file has no error): shown in the Problems list, on the node it names.
+ */
+export function cannotRunProblem(blocker: string): Problem {
+  const node = /node "([^"]+)"/.exec(blocker)?.[1];
+  return { code: 'cannot_run', severity: 'error', message: `Cannot run here: ${blocker}`, ...(node ? { nodeId: node } : {}) };
+}
+
+/** The cannot-run problem of the open YAML workflow, when its (saved) file has no errors but the server refuses to run it. */
+export function useCannotRun(): Problem | null {
+  const blocker = useYamlFile((s) => (s.workflowId && s.source === s.saved ? s.runBlocker : null));
+  const source = useYamlFile((s) => s.source);
+  const yaml = useEditor((s) => s.kind === 'yaml');
+  // Only once the text was checked: its own errors come first.
+  const checked = useValidation((s) => s.yamlSource === source && s.status === 'done');
+  const errors = useValidation((s) => s.errors);
+  return useMemo(() => (yaml && blocker && checked && errors === 0 ? cannotRunProblem(blocker) : null), [yaml, blocker, checked, errors]);
 }

@@ -1,9 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { api, ApiError } from '../api/client';
 import type { Workflow } from '../api/types';
-import { isDirty, resetEditorModuleState, useEditor } from './editor';
+import { resetEditorStore, useEditor } from './editor';
+import { openWorkflow } from './editing';
+import { isYamlDirty, resetYamlFileStore, useYamlFile } from './yamlFile';
 
-const st = () => useEditor.getState();
+const st = () => useYamlFile.getState();
+const ed = () => useEditor.getState();
+const isDirty = isYamlDirty;
 
 const SRC = 'name: t\ndescription: d\nnodes:\n  - id: a\n    bash: echo a\n  - id: b\n    bash: echo b\n';
 const graph = (edges: Array<[string, string]> = []) => ({
@@ -27,13 +31,15 @@ const wf = (source: string, hash: string, edges: Array<[string, string]> = []): 
   }) as unknown as Workflow;
 
 beforeEach(async () => {
-  resetEditorModuleState();
+  resetEditorStore();
+  resetYamlFileStore();
   vi.spyOn(api, 'getWorkflow').mockResolvedValue(wf(SRC, 'h0'));
   vi.spyOn(api, 'getYamlPositions').mockResolvedValue({ positions: {} });
-  await st().loadWorkflow('yaml.t.yaml');
+  await openWorkflow('yaml.t.yaml');
 });
 afterEach(() => {
-  resetEditorModuleState();
+  resetEditorStore();
+  resetYamlFileStore();
   vi.restoreAllMocks();
 });
 
@@ -52,10 +58,10 @@ describe('editor store with an editable YAML workflow', () => {
   it('a connection on the canvas is an addDependency edit; the answer becomes the text and the edges', async () => {
     const after = SRC.replace('  - id: b\n', '  - id: b\n    depends_on: [a]\n');
     const save = vi.spyOn(api, 'saveYaml').mockResolvedValue(wf(after, 'h2', [['a', 'b']]));
-    st().connect({ source: 'a', target: 'b', sourceHandle: 'output', targetHandle: 'input' });
+    void st().connect({ source: 'a', target: 'b', sourceHandle: 'output', targetHandle: 'input' });
     await vi.waitFor(() => expect(st().source).toBe(after));
     expect(save).toHaveBeenCalledWith('yaml.t.yaml', { edits: [{ op: 'addDependency', node: 'b', dependency: 'a' }], baseHash: 'h0' });
-    expect(st().edges.map((e) => e.id)).toEqual(['a->b']);
+    expect(ed().edges.map((e) => e.id)).toEqual(['a->b']);
     expect(isDirty(st())).toBe(false);
   });
 
@@ -67,8 +73,8 @@ describe('editor store with an editable YAML workflow', () => {
       calls.push(body);
       return body.source ? wf(body.source, 'h1') : wf(typed, 'h2');
     });
-    st().selectOnly('b');
-    st().deleteSelected();
+    ed().selectOnly('b');
+    void st().deleteSelected();
     await vi.waitFor(() => expect(calls).toHaveLength(2));
     expect(calls).toEqual([
       { source: typed, baseHash: 'h0' },
@@ -81,20 +87,20 @@ describe('editor store with an editable YAML workflow', () => {
     const body = { error: { code: 'conflict', message: 'changed on disk' }, yours: SRC + '# mine\n', disk: SRC + '# theirs\n', diskHash: 'hd', base: SRC };
     const save = vi.spyOn(api, 'saveYaml').mockRejectedValueOnce(new ApiError('http', 409, 'conflict', 'changed on disk', [], body));
     await expect(st().save()).rejects.toBeInstanceOf(ApiError);
-    expect(st().yamlConflict).toEqual(body);
+    expect(st().conflict).toEqual(body);
     expect(isDirty(st())).toBe(true);
     save.mockResolvedValueOnce(wf(SRC + '# mine\n', 'h3'));
-    expect(await st().resolveYamlConflict('mine')).toBe(true);
+    expect(await st().resolveConflict('mine')).toBe(true);
     expect(save).toHaveBeenLastCalledWith('yaml.t.yaml', { source: SRC + '# mine\n', baseHash: 'hd' });
-    expect(st().yamlConflict).toBeNull();
+    expect(st().conflict).toBeNull();
     expect(st().sourceHash).toBe('h3');
     expect(isDirty(st())).toBe(false);
   });
 
   it('a live projection keeps the positions nodes have', () => {
-    st().onNodesChange([{ type: 'position', id: 'a', position: { x: 500, y: 40 }, dragging: false }]);
-    st().applyProjection(graph([['a', 'b']]));
-    expect(st().nodes.find((n) => n.id === 'a')!.position).toEqual({ x: 500, y: 40 });
-    expect(st().edges).toHaveLength(1);
+    ed().onNodesChange([{ type: 'position', id: 'a', position: { x: 500, y: 40 }, dragging: false }]);
+    ed().applyProjection(graph([['a', 'b']]));
+    expect(ed().nodes.find((n) => n.id === 'a')!.position).toEqual({ x: 500, y: 40 });
+    expect(ed().edges).toHaveLength(1);
   });
 });
