@@ -16,6 +16,50 @@ var leasesTests = []test{
 	{"TerminalCheckpointReleases", runsOnly(testTerminalReleases)},
 	{"RenewLeases", runsOnly(testRenew)},
 	{"ExpireLeases", runsOnly(testExpire)},
+	{"HeldRuns", runsOnly(testHeldRuns)},
+}
+
+// testHeldRuns: a process asks which runs it still holds (live lease, its
+// owner name) to stop the drivers of runs taken over while it stalled. The
+// store judges "live" by its own clock, so these leases are set around now.
+func testHeldRuns(t *testing.T, s engine.Store) {
+	ctx := ctxT(t)
+	now := time.Now()
+	for _, id := range []string{"held-a1", "held-a2", "held-b", "held-expired"} {
+		create(t, s, newRun(id, engine.StatusRunning, t0))
+	}
+	must(t, s.AcquireRun(ctx, "held-a1", "A", "", now, now.Add(time.Hour)), "A acquires a1")
+	must(t, s.AcquireRun(ctx, "held-a2", "A", "", now, now.Add(time.Hour)), "A acquires a2")
+	must(t, s.AcquireRun(ctx, "held-b", "B", "", now, now.Add(time.Hour)), "B acquires b")
+	past := now.Add(-time.Hour)
+	must(t, s.AcquireRun(ctx, "held-expired", "A", "", past, past.Add(time.Second)), "A's lease that expired")
+
+	held := func(owner string) []string {
+		t.Helper()
+		ids, err := s.HeldRuns(ctx, owner)
+		must(t, err, "HeldRuns "+owner)
+		slices.Sort(ids)
+		return ids
+	}
+	if got, want := held("A"), []string{"held-a1", "held-a2"}; !slices.Equal(got, want) {
+		t.Errorf("HeldRuns(A) = %v, want %v (an expired lease is not held)", got, want)
+	}
+	if got, want := held("B"), []string{"held-b"}; !slices.Equal(got, want) {
+		t.Errorf("HeldRuns(B) = %v, want %v", got, want)
+	}
+	if got := held(""); len(got) != 0 {
+		t.Errorf("HeldRuns(\"\") = %v, want none: unowned runs are nobody's", got)
+	}
+	// B takes a1 over (as after A stalled past its lease): A no longer holds it.
+	later := now.Add(2 * time.Hour)
+	must(t, s.AcquireRun(ctx, "held-a1", "B", "", later, later.Add(time.Hour)), "B takes a1 over")
+	if got, want := held("A"), []string{"held-a2"}; !slices.Equal(got, want) {
+		t.Errorf("HeldRuns(A) after B took a1 = %v, want %v", got, want)
+	}
+	must(t, s.ReleaseRun(ctx, "held-a2", "A"), "A releases a2")
+	if got := held("A"); len(got) != 0 {
+		t.Errorf("HeldRuns(A) after its release = %v, want none", got)
+	}
 }
 
 func testAcquire(t *testing.T, s engine.Store) {
