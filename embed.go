@@ -4,7 +4,9 @@ package switchyard
 
 import "embed"
 
-// Migrations holds the numbered SQL migrations, applied at start-up.
+// Migrations holds the numbered SQL migrations of both stores, applied at
+// start-up: migrations/sqlite/*.sql (store/sqlite) and
+// migrations/postgres/*.sql (store/postgres).
 //
-//go:embed migrations/*.sql
+//go:embed migrations/sqlite/*.sql migrations/postgres/*.sql
 var Migrations embed.FS

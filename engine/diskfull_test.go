@@ -1,7 +1,7 @@
 package engine_test
 
 // A full disk in the middle of a run (hardening issue, item 8), against
-// the real SQLite store capped with store.WithMaxSize: whatever the run's
+// the real SQLite store capped with sqlite.WithMaxSize: whatever the run's
 // driver did while nothing could be written, the run ends once, with one
 // terminal status that the log and the database agree on, and no node is
 // both skipped and run.
@@ -19,16 +19,17 @@ import (
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/store"
+	"github.com/switchyard/switchyard/store/sqlite"
 )
 
 // fullStore is an engine on an SQLite file capped at 4 MiB, with leases
 // short enough that a fault outlasts one; it recovers orphaned runs, as
 // serve does.
-func fullStore(t *testing.T) (*engine.Engine, *store.Store, string) {
+func fullStore(t *testing.T) (*engine.Engine, *sqlite.Store, string) {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := store.Open(context.Background(), filepath.Join(dir, "switchyard.db"),
-		store.WithLogger(quietLog), store.WithMaxSize(4<<20))
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "switchyard.db"),
+		sqlite.WithLogger(quietLog), sqlite.WithMaxSize(4<<20))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func fullStore(t *testing.T) (*engine.Engine, *store.Store, string) {
 
 // fillDB saves workflows until the capped file is full, and returns a
 // function that deletes them again.
-func fillDB(t *testing.T, st *store.Store) (free func()) {
+func fillDB(t *testing.T, st *sqlite.Store) (free func()) {
 	t.Helper()
 	ctx := context.Background()
 	def, _ := json.Marshal(map[string]string{"filler": strings.Repeat("f", 64<<10)})
@@ -74,7 +75,7 @@ func fillDB(t *testing.T, st *store.Store) (free func()) {
 
 // waitStored waits until the run's stored header is terminal and its
 // stored log ends with a run_status (the writer may still be retrying).
-func waitStored(t *testing.T, st *store.Store, id string) (*engine.Run, []engine.Event) {
+func waitStored(t *testing.T, st *sqlite.Store, id string) (*engine.Run, []engine.Event) {
 	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(time.Minute)

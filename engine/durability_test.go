@@ -6,7 +6,7 @@ package engine_test
 // paused runs paused; leases keep a run with one driver; concurrent answers
 // to one approval have one winner; paused runs cost no goroutine.
 //
-// A "process" here is an engine with its own store.Open of the shared
+// A "process" here is an engine with its own sqlite.Open of the shared
 // database file. crashStore emulates the moment a process dies: from then on
 // nothing it does reaches the file, exactly as after SIGKILL, but at a point
 // the test chooses. The real-process version is cmd/switchyard/crash_test.go.
@@ -35,7 +35,7 @@ import (
 	"github.com/switchyard/switchyard/graph"
 	"github.com/switchyard/switchyard/internal/fakeopenai"
 	"github.com/switchyard/switchyard/llm"
-	"github.com/switchyard/switchyard/store"
+	"github.com/switchyard/switchyard/store/sqlite"
 )
 
 // --- the fake LLM: knows which node (and which process) called ---
@@ -135,9 +135,9 @@ func newDurHarness(t *testing.T) *durHarness {
 	return &durHarness{t: t, path: filepath.Join(t.TempDir(), "switchyard.db"), fake: fake, script: script}
 }
 
-func (h *durHarness) openStore() *store.Store {
+func (h *durHarness) openStore() *sqlite.Store {
 	h.t.Helper()
-	st, err := store.Open(context.Background(), h.path, store.WithLogger(quietLog))
+	st, err := sqlite.Open(context.Background(), h.path, sqlite.WithLogger(quietLog))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ var errDead = errors.New("emulated process death: write not applied")
 // fail), so its runs keep the state and lease they had at that instant, as
 // after SIGKILL. Its hooks choose the instant; reads pass through.
 type crashStore struct {
-	*store.Store
+	*sqlite.Store
 	dead atomic.Bool
 	// stall drops lease renewals only, as when the process is suspended
 	// (laptop sleep, SIGSTOP, a long stop-the-world pause) while it drives runs.
@@ -420,7 +420,7 @@ func (s storedRun) starts(node string) []stepData {
 // (a separate read transaction) and requires every upstream node to be
 // persisted as completed with the output its step_end reported.
 type upstreamCheck struct {
-	st  *store.Store
+	st  *sqlite.Store
 	ups map[string][]string
 
 	mu      sync.Mutex
@@ -1174,7 +1174,7 @@ func settledGoroutines(base int) int {
 // they cost once paused.
 func pausedRuns(t *testing.T, n int) (goroutines int, heap, rss int64) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "switchyard.db"), store.WithLogger(quietLog))
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "switchyard.db"), sqlite.WithLogger(quietLog))
 	if err != nil {
 		t.Fatal(err)
 	}

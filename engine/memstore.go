@@ -64,7 +64,11 @@ func copyNode(n *NodeState) *NodeState {
 }
 
 // Emit stores an event.
-func (m *MemStore) Emit(ev *Event) {
+func (m *MemStore) Emit(ev *Event) { m.Append(ev) }
+
+// Append stores an event and reports whether it did: not for an unknown
+// run, an owner that lost the run, or a duplicate seq.
+func (m *MemStore) Append(ev *Event) bool {
 	c := *ev
 	c.Data = append(json.RawMessage(nil), ev.Data...) // the caller may reuse its buffer
 	if len(c.Data) == 0 {
@@ -75,13 +79,40 @@ func (m *MemStore) Emit(ev *Event) {
 	defer m.mu.Unlock()
 	mr, ok := m.runs[ev.RunID]
 	if !ok || (ev.Owner != "" && mr.owner != ev.Owner) {
-		return // unknown run, or fenced: the emitter lost the run
+		return false // unknown run, or fenced: the emitter lost the run
 	}
 	evs := m.events[ev.RunID]
 	if len(evs) > 0 && evs[len(evs)-1].Seq >= c.Seq {
-		return // duplicate seq
+		return false // duplicate seq
 	}
 	m.events[ev.RunID] = append(evs, c)
+	return true
+}
+
+// DeleteRun forgets a run and its events (retention), returning how many
+// events went; ok is false for an unknown run.
+func (m *MemStore) DeleteRun(id string) (events int, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.runs[id]; !ok {
+		return 0, false
+	}
+	events = len(m.events[id])
+	delete(m.runs, id)
+	delete(m.events, id)
+	return events, true
+}
+
+// SetWorkflowIDs sets the workflow id of every run for which fn returns
+// set (a deleted workflow's runs lose theirs; YAML runs get theirs named).
+func (m *MemStore) SetWorkflowIDs(fn func(r *Run) (id string, set bool)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, mr := range m.runs {
+		if id, ok := fn(&mr.run); ok {
+			mr.run.WorkflowID = id
+		}
+	}
 }
 
 // CreateRun implements Store.

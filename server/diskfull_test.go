@@ -7,7 +7,7 @@ import (
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/graph"
-	"github.com/switchyard/switchyard/store"
+	"github.com/switchyard/switchyard/store/sqlite"
 )
 
 // TestDiskFullIs503: when the database cannot grow (a full disk; here its
@@ -15,7 +15,7 @@ import (
 // saying so, not a bare 500; what was stored stays readable and unchanged.
 func TestDiskFullIs503(t *testing.T) {
 	t.Parallel()
-	v := newEnv(t, func(o *envOpts) { o.storeOpts = []store.Option{store.WithMaxSize(1 << 20)} })
+	v := newEnv(t, func(o *envOpts) { o.storeOpts = []sqlite.Option{sqlite.WithMaxSize(1 << 20)} })
 	var done runJSON
 	v.must(http.StatusCreated, "POST", "/api/runs", map[string]any{"graph": approvalGraph(), "input": "before"}, &done)
 	v.wait(done.RunID)

@@ -28,7 +28,7 @@ import (
 	"github.com/switchyard/switchyard/graph"
 	"github.com/switchyard/switchyard/internal/fakeopenai"
 	"github.com/switchyard/switchyard/llm"
-	"github.com/switchyard/switchyard/store"
+	"github.com/switchyard/switchyard/store/sqlite"
 )
 
 // testAPIKey must never show up in responses, events or logs.
@@ -66,7 +66,7 @@ type envOpts struct {
 	source     WorkflowSource
 	noHTTP     bool // do not start an httptest server
 	sinks      []engine.Sink
-	storeOpts  []store.Option
+	storeOpts  []sqlite.Option
 	prices     llm.Prices
 	// YAML editing: serve --read-only-workflows.
 	readOnlyWorkflows bool
@@ -78,7 +78,7 @@ type envOpts struct {
 // OpenAI server through openai-go, served on loopback by httptest.
 type env struct {
 	t       testing.TB
-	st      *store.Store
+	st      *sqlite.Store
 	e       *engine.Engine
 	srv     *Server
 	ts      *httptest.Server
@@ -106,7 +106,7 @@ func newEnvTB(t testing.TB, opts ...func(*envOpts)) *env {
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	dbPath := t.TempDir() + "/switchyard.db"
-	st, err := store.Open(ctx, dbPath, append([]store.Option{store.WithLogger(logger)}, o.storeOpts...)...)
+	st, err := sqlite.Open(ctx, dbPath, append([]sqlite.Option{sqlite.WithLogger(logger)}, o.storeOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -584,7 +584,7 @@ func uncoveredOperations() []string {
 
 // emitEvents writes n events for a run straight into the store, as the
 // engine would (seq from+1 ... from+n).
-func emitEvents(st *store.Store, runID string, from int64, n int, content string) {
+func emitEvents(st *sqlite.Store, runID string, from int64, n int, content string) {
 	for i := 1; i <= n; i++ {
 		st.Emit(&engine.Event{Seq: from + int64(i), RunID: runID, NodeID: "n", Type: engine.EvOutput,
 			Content: content, Timestamp: time.Now().UTC()})
@@ -592,7 +592,7 @@ func emitEvents(st *store.Store, runID string, from int64, n int, content string
 }
 
 // createRawRun stores a bare run that tests feed with emitEvents.
-func createRawRun(t testing.TB, st *store.Store, status engine.RunStatus) string {
+func createRawRun(t testing.TB, st *sqlite.Store, status engine.RunStatus) string {
 	t.Helper()
 	id := newID()
 	now := time.Now().UTC()
@@ -606,7 +606,7 @@ func createRawRun(t testing.TB, st *store.Store, status engine.RunStatus) string
 
 // finishRawRun ends a bare run as the engine does: a terminal run_status
 // event, then the header.
-func finishRawRun(t testing.TB, st *store.Store, runID string, lastSeq int64) {
+func finishRawRun(t testing.TB, st *sqlite.Store, runID string, lastSeq int64) {
 	t.Helper()
 	now := time.Now().UTC()
 	st.Emit(&engine.Event{Seq: lastSeq + 1, RunID: runID, NodeID: engine.SystemNodeID, Type: engine.EvRunStatus,

@@ -27,6 +27,9 @@ type Store interface {
 	OnCommit(h func(events []engine.Event, runs []*engine.Run))
 	// Stats feeds the store gauges of /metrics.
 	Stats() store.Stats
+	// NameRuns stores the workflow id of YAML runs stored without one
+	// (see yaml_runs.go).
+	NameRuns(ctx context.Context, name func(r *engine.Run) string, limit int) (int, error)
 
 	// Saved workflows and their versions.
 	CreateWorkflow(ctx context.Context, w store.Workflow) (*store.Workflow, error)
@@ -42,4 +45,4 @@ type Store interface {
 	RevokedSessions(ctx context.Context) (map[string]time.Time, error)
 }
 
-var _ Store = (*store.Store)(nil)
+var _ Store = store.Store(nil)

@@ -3,16 +3,15 @@ package server
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/switchyard/switchyard/engine"
 )
 
 // RunWorkflowNamer is optionally implemented by a WorkflowSource whose
-// runs are stored without a workflow id (YAML runs: the runs table's
-// workflow_id only names drawn workflows). It lets GET /api/runs?workflowId=
-// filter by the source's ids, and run responses name the workflow a run
-// came from.
+// runs may be stored without a workflow id (YAML runs stored before the
+// store kept their workflow, or started by `switchyard run`). It names
+// those runs in the store (GET /api/runs?workflowId= is then one indexed
+// query), and run responses name the workflow a run came from.
 type RunWorkflowNamer interface {
 	// OwnsWorkflowID reports whether id is one of the source's ids, even
 	// one whose workflow is gone (its runs are not).
@@ -22,13 +21,10 @@ type RunWorkflowNamer interface {
 	WorkflowIDOfRun(r *engine.Run) string
 }
 
-// Scanning for the runs of a source workflow: the store cannot filter on
-// the definition, so runs are read newest first in pages and matched here,
-// up to maxSourceRunScan runs per request.
-const (
-	sourceRunPage    = 250
-	maxSourceRunScan = 10000
-)
+// sourceRunNaming bounds how many runs stored without a workflow id one
+// list request names before it lists (the rest are named by later
+// requests, or at start-up: serve names them all in the background).
+const sourceRunNaming = 1000
 
 func (s *Server) runNamer() RunWorkflowNamer {
 	n, _ := s.cfg.Workflows.(RunWorkflowNamer)
@@ -61,53 +57,15 @@ func (s *Server) decorateYAMLRun(d *runDetail, r *engine.Run) {
 
 // listSourceRuns lists the runs of a source workflow (see
 // RunWorkflowNamer), newest first, honouring the filter's status, limit
-// and before. Runs created in the same microsecond as the last one of a
-// page are read again and de-duplicated, so none is skipped.
+// and before. Runs are stored with their workflow id (yamldir starts them
+// so), so this is the store's one indexed query; runs stored without one
+// (before the store knew YAML runs' workflows, or started by `switchyard
+// run`) are named first, a probe of an index that is empty once they are.
 func (s *Server) listSourceRuns(ctx context.Context, n RunWorkflowNamer, f engine.RunFilter) ([]*engine.Run, error) {
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 50
+	if _, err := s.st.NameRuns(ctx, n.WorkflowIDOfRun, sourceRunNaming); err != nil {
+		return nil, err
 	}
-	out := []*engine.Run{}
-	seen := map[string]bool{}
-	before := f.Before
-	scanned := 0
-	for scanned < maxSourceRunScan {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		page, err := s.st.ListRuns(ctx, engine.RunFilter{Status: f.Status, Before: before, Limit: sourceRunPage})
-		if err != nil {
-			return nil, err
-		}
-		progress := false
-		for _, r := range page {
-			if seen[r.ID] {
-				continue
-			}
-			seen[r.ID] = true
-			progress = true
-			scanned++
-			if r.Kind == engine.KindYAML && n.WorkflowIDOfRun(r) == f.WorkflowID {
-				out = append(out, r)
-				if len(out) == limit {
-					return out, nil
-				}
-			}
-		}
-		if len(page) < sourceRunPage {
-			return out, nil
-		}
-		last := page[len(page)-1].CreatedAt
-		next := last.Add(time.Microsecond) // again from the last one's microsecond
-		if !progress || (!before.IsZero() && !next.Before(before)) {
-			next = last // a whole page in one microsecond: move on
-		}
-		before = next
-	}
-	s.log.Warn("run history of a workflow file: stopped scanning", "workflowId", f.WorkflowID,
-		"scanned", scanned, "found", len(out))
-	return out, nil
+	return s.st.ListRuns(ctx, f)
 }
 
 // readOnlySourceErr explains why a source workflow cannot be saved or

@@ -329,13 +329,13 @@ func TestRunYAMLWorkflowOverHTTPAndWebsocket(t *testing.T) {
 	if run.Graph == nil || run.Graph.node(t, "shout").Kind != "bash" {
 		t.Fatalf("run graph %+v", run.Graph)
 	}
-	// Stored without a workflow id (the runs table's foreign key names
-	// drawn workflows); the definition names the file.
+	// Stored with its workflow id (the file's); the definition names the
+	// file too.
 	stored, err := v.st.GetRun(context.Background(), run.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stored.WorkflowID != "" || src.WorkflowIDOfRun(stored) != "yaml.greeter.yaml" {
+	if stored.WorkflowID != "yaml.greeter.yaml" || src.WorkflowIDOfRun(stored) != "yaml.greeter.yaml" {
 		t.Fatalf("stored run workflowId %q, source id %q", stored.WorkflowID, src.WorkflowIDOfRun(stored))
 	}
 	// The compatibility API shows the YAML run's DAG as its workflow.
@@ -589,7 +589,7 @@ func TestRunHistoryScanSkipsNone(t *testing.T) {
 	def, _ := json.Marshal(map[string]any{"file": filepath.Join(dir, "a.yaml"), "source": greeterYAML})
 	at := time.Now().UTC().Truncate(time.Microsecond)
 	want := 0
-	for i := 0; i < sourceRunPage+40; i++ {
+	for i := 0; i < 290; i++ {
 		r := &engine.Run{ID: newID(), Kind: engine.KindYAML, Definition: def, Status: engine.StatusCompleted,
 			PendingApprovals: []engine.PendingApproval{}, CreatedAt: at.Add(-time.Duration(i/100) * time.Microsecond), UpdatedAt: at}
 		if i%3 == 0 {

@@ -1,253 +1,122 @@
-// Package store is Switchyard's durable SQLite store. It implements
-// engine.Store for runs and keeps saved workflows with their version
-// history.
+// Package store is what the engine and the server use of Switchyard's
+// stores: the Store interface, the types and errors every store shares, and
+// the retention loop that prunes finished runs. The stores themselves are
+// drivers beside it, as River lays out its drivers:
 //
-// One database file; WAL mode. Writes go through ONE connection driven by a
-// single writer goroutine that commits whatever is queued as one transaction
-// (group commit), so a fast graph costs a handful of commits, not one per
-// event, and the per-run order of events, checkpoints and lease changes is
-// the order they were handed to the store. Reads use a separate pool of
-// read-only connections and never wait for the writer.
+//   - store/sqlite: one SQLite file, for one machine (the default);
+//   - store/postgres: a PostgreSQL database several processes share;
+//   - store/memory: everything in memory (tests, and the engine's default);
+//   - store/copy: copying an SQLite database into PostgreSQL.
+//
+// store/storetest is the one conformance suite all three pass, and
+// store/internal/commit the group-commit write queue both SQL stores are
+// built on (each supplies only the SQL of a batch). Their migrations live
+// in the top-level migrations/ folder (migrations/sqlite,
+// migrations/postgres), embedded by the root package.
 package store
 
 import (
 	"context"
-	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/url"
-	"os"
-	"path/filepath"
-	"runtime"
-	"sync"
-	"syscall"
+	"strings"
 	"time"
-
-	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/switchyard/switchyard/engine"
 )
 
-// Defaults.
-const (
-	DefaultQueueSize = 16384
-	busyTimeoutMS    = 5000
-)
+// Store is a complete Switchyard store: the engine's runs, the commit
+// hooks and counters the server reads, saved workflows, sessions ended on
+// the server, YAML canvas positions and retention. Implementations are
+// safe for concurrent use.
+type Store interface {
+	engine.Store
+	// OnCommit registers h, called after every commit that wrote events or
+	// run headers with exactly what was committed, in seq order per run,
+	// never concurrently. h must be fast, must not modify what it gets and
+	// must not call the store's write methods.
+	OnCommit(h func(events []engine.Event, runs []*engine.Run))
+	// Stats returns the write queue's counters.
+	Stats() Stats
+	// NameRuns gives YAML runs stored without a workflow id (before
+	// migration 9, or started outside the server) the id name returns for
+	// them: only the server knows its workflows folder. A run name cannot
+	// name ("") gets none for good, so each run is looked at once. It looks
+	// at up to limit runs (<= 0: all), oldest first, and returns how many.
+	NameRuns(ctx context.Context, name func(r *engine.Run) string, limit int) (int, error)
+	Workflows
+	Sessions
+	Positions
+	Pruner
+	// Close commits what is queued and releases the store; idempotent.
+	Close() error
+}
 
-// migrateLockSuffix names the file beside the database whose lock
-// migrations hold (switchyard.db-migrate.lock).
-const migrateLockSuffix = "-migrate.lock"
+// Workflows keeps saved workflows with every version.
+type Workflows interface {
+	// CreateWorkflow stores w as version 1 (an id is assigned if w.ID is
+	// empty). ErrConflict if the id is taken; engine.ErrInvalidWorkflow
+	// for a missing name, unknown kind or invalid definition.
+	CreateWorkflow(ctx context.Context, w Workflow) (*Workflow, error)
+	// UpdateWorkflow saves w as the next version of w.ID if its current
+	// version is expectVersion (ErrConflict otherwise).
+	UpdateWorkflow(ctx context.Context, w Workflow, expectVersion int) (*Workflow, error)
+	// DeleteWorkflow deletes a workflow and its versions; its runs are kept,
+	// with no workflow id. ErrNotFound if unknown.
+	DeleteWorkflow(ctx context.Context, id string) error
+	GetWorkflow(ctx context.Context, id string) (*Workflow, error)
+	// ListWorkflows lists every workflow, most recently updated first,
+	// without definitions.
+	ListWorkflows(ctx context.Context) ([]*Workflow, error)
+	// ListVersions lists a workflow's versions, newest first, without
+	// definitions. ErrNotFound if unknown.
+	ListVersions(ctx context.Context, id string) ([]WorkflowVersion, error)
+	GetVersion(ctx context.Context, id string, v int) (*WorkflowVersion, error)
+}
 
-// ErrClosed is returned by operations on a closed Store.
+// Sessions keeps the sign-ins ended on the server.
+type Sessions interface {
+	// RevokeSession records that session id was ended; it stays refused
+	// until exp, its own expiry.
+	RevokeSession(ctx context.Context, id string, exp time.Time) error
+	// RevokedSessions returns the ended sessions that have not expired.
+	RevokedSessions(ctx context.Context) (map[string]time.Time, error)
+}
+
+// Positions keeps where the canvas shows the nodes of YAML workflow files
+// (positions are never written into the user's files).
+type Positions interface {
+	YAMLPositions(ctx context.Context, workflowID string) (map[string]NodePosition, error)
+	SetYAMLPositions(ctx context.Context, workflowID string, pos map[string]NodePosition) error
+}
+
+// DefaultListLimit is the page size of ListRuns when the filter gives none.
+const DefaultListLimit = 50
+
+// ErrClosed is returned by operations on a closed store.
 var ErrClosed = errors.New("store is closed")
 
-// Store is the SQLite store. It is safe for concurrent use.
-type Store struct {
-	path string
-	log  *slog.Logger
-	now  func() time.Time
+// ErrSchemaTooNew means the database was migrated by a newer switchyard.
+// Opening it with this one could corrupt data that version relies on.
+var ErrSchemaTooNew = errors.New("database schema is newer than this switchyard")
 
-	wdb *sql.DB // the one writer connection
-	rdb *sql.DB // read-only pool
-
-	w *writer
-
-	closeOnce sync.Once
-	closeErr  error
+// SchemaTooNewError carries the versions; errors.Is(err, ErrSchemaTooNew).
+type SchemaTooNewError struct {
+	DBVersion    int64 // highest migration recorded in the database
+	KnownVersion int64 // highest migration this binary ships
 }
 
-type config struct {
-	log       *slog.Logger
-	queueSize int
-	readConns int
-	now       func() time.Time
-
-	eventTries int
-	retryDelay time.Duration
-	maxSize    int64
+func (e *SchemaTooNewError) Error() string {
+	return fmt.Sprintf("database schema version %d is newer than this switchyard (%d): upgrade switchyard",
+		e.DBVersion, e.KnownVersion)
 }
 
-// Option configures Open.
-type Option func(*config)
+// Unwrap makes errors.Is(err, ErrSchemaTooNew) true.
+func (e *SchemaTooNewError) Unwrap() error { return ErrSchemaTooNew }
 
-// WithLogger sets the logger (default slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
-
-// WithQueueSize sets the capacity of the write queue (default
-// DefaultQueueSize). When it is full, Emit blocks: that is the backpressure
-// a producer feels when the disk cannot keep up.
-func WithQueueSize(n int) Option { return func(c *config) { c.queueSize = n } }
-
-// WithReadConns sets the size of the read pool (default max(4, NumCPU)).
-func WithReadConns(n int) Option { return func(c *config) { c.readConns = n } }
-
-// WithMaxSize caps the database file at about n bytes (SQLite's
-// max_page_count); writes beyond it fail with engine.ErrStorageFull, as on
-// a full disk. 0 means no cap.
-func WithMaxSize(n int64) Option { return func(c *config) { c.maxSize = n } }
-
-// WithClock sets the clock used for workflow timestamps (default time.Now).
-func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
-
-// withRetry sets how often an event of a failed batch is tried before it is
-// dropped and the first delay between tries (tests).
-func withRetry(tries int, delay time.Duration) Option {
-	return func(c *config) { c.eventTries, c.retryDelay = tries, delay }
-}
-
-// DefaultPath is the database file used when none is given:
-// $SWITCHYARD_DATA/switchyard.db, else ~/.switchyard/switchyard.db.
-func DefaultPath() string {
-	if dir := os.Getenv("SWITCHYARD_DATA"); dir != "" {
-		return filepath.Join(dir, "switchyard.db")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil || home == "" {
-		home = "."
-	}
-	return filepath.Join(home, ".switchyard", "switchyard.db")
-}
-
-// Open opens (creating it and its directory if needed) the database at path
-// (DefaultPath() when empty), applies pending migrations and starts the
-// writer. A database written by a newer switchyard is refused with an error
-// matching ErrSchemaTooNew.
-func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
-	cfg := config{
-		log:       slog.Default(),
-		queueSize: DefaultQueueSize,
-		readConns: max(4, runtime.NumCPU()),
-		now:       time.Now,
-
-		eventTries: defaultEventTries,
-		retryDelay: defaultRetryDelay,
-	}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if cfg.queueSize < 1 {
-		cfg.queueSize = 1
-	}
-	if cfg.readConns < 1 {
-		cfg.readConns = 1
-	}
-	if path == "" {
-		path = DefaultPath()
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("store: database path %q: %w", path, err)
-	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return nil, fmt.Errorf("store: create data directory: %w", err)
-	}
-
-	// Migrations run under a lock beside the database, so processes
-	// opening a new database together migrate it once (see lockFile).
-	unlock, err := lockFile(ctx, abs+migrateLockSuffix)
-	if err != nil {
-		return nil, fmt.Errorf("store: %s: migrations: %w", abs, err)
-	}
-	defer unlock()
-
-	wdb, err := sql.Open("sqlite", dsn(abs, false))
-	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", abs, err)
-	}
-	wdb.SetMaxOpenConns(1)
-	wdb.SetMaxIdleConns(1)
-	wdb.SetConnMaxLifetime(0)
-	wdb.SetConnMaxIdleTime(0)
-
-	if err := migrate(ctx, wdb, cfg.log); err != nil {
-		wdb.Close()
-		return nil, fmt.Errorf("store: %s: %w", abs, err)
-	}
-
-	if cfg.maxSize > 0 {
-		if err := capSize(ctx, wdb, cfg.maxSize); err != nil {
-			wdb.Close()
-			return nil, fmt.Errorf("store: %s: %w", abs, err)
-		}
-	}
-
-	// The read pool is opened after migrating so that its connections never
-	// see a half-created schema (and journal_mode is already WAL).
-	rdb, err := sql.Open("sqlite", dsn(abs, true))
-	if err != nil {
-		wdb.Close()
-		return nil, fmt.Errorf("store: open %s for reading: %w", abs, err)
-	}
-	rdb.SetMaxOpenConns(cfg.readConns)
-	rdb.SetMaxIdleConns(cfg.readConns)
-	if err := rdb.PingContext(ctx); err != nil {
-		wdb.Close()
-		rdb.Close()
-		return nil, fmt.Errorf("store: open %s for reading: %w", abs, err)
-	}
-
-	s := &Store{path: abs, log: cfg.log, now: cfg.now, wdb: wdb, rdb: rdb}
-	w, err := newWriter(ctx, s, cfg.queueSize, cfg.eventTries, cfg.retryDelay)
-	if err != nil {
-		wdb.Close()
-		rdb.Close()
-		return nil, fmt.Errorf("store: %w", err)
-	}
-	s.w = w
-	go w.loop()
-	return s, nil
-}
-
-// dsn builds the connection string. The _pragma parameters are applied by
-// the driver to every connection the pool opens, not just the first one.
-func dsn(abs string, readOnly bool) string {
-	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Add("_pragma", "foreign_keys(1)")
-	// Statement journals (each statement of a batch can be rolled back on
-	// its own) stay in memory: as temp files they cost a write syscall per
-	// page touched, a fifth of the writer's time in profiles.
-	q.Add("_pragma", "temp_store(MEMORY)")
-	if readOnly {
-		q.Add("_pragma", "query_only(1)")
-	} else {
-		// Take the write lock at BEGIN, where busy_timeout applies, rather
-		// than failing on a lock upgrade halfway through a transaction when
-		// another process holds the database.
-		q.Set("_txlock", "immediate")
-	}
-	// A file: URI so that any character in the path (?, #, %) is escaped.
-	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
-	return u.String()
-}
-
-// Path is the absolute path of the database file.
-func (s *Store) Path() string { return s.path }
-
-// Close stops accepting writes, commits everything already queued, stops
-// the writer and closes both pools. It is idempotent.
-func (s *Store) Close() error {
-	s.closeOnce.Do(func() {
-		s.w.stop()
-		var errs []error
-		// Keeps the query planner's statistics fresh; cheap when nothing changed.
-		if _, err := s.wdb.Exec("PRAGMA optimize"); err != nil {
-			s.log.Warn("store: pragma optimize", "err", err)
-		}
-		errs = append(errs, s.w.closeStmts())
-		errs = append(errs, s.rdb.Close(), s.wdb.Close())
-		s.closeErr = errors.Join(errs...)
-	})
-	return s.closeErr
-}
-
-// Stats is a snapshot of the writer's counters. The PostgreSQL store
-// reports the same struct (postgres.Stats is this type), so callers such as
-// the server's metrics read either store alike.
+// Stats is a snapshot of a store's write counters, the same for every
+// store, so the server's metrics read any of them alike.
 type Stats struct {
 	QueueDepth     int    // operations waiting in the queue
 	QueueCapacity  int    // size of the queue
@@ -265,61 +134,55 @@ type Stats struct {
 	LastWriteError string // text of the last write error, "" if none
 }
 
-// Stats returns the writer's counters.
-func (s *Store) Stats() Stats { return s.w.stats() }
-
-// toMicros and fromMicros fix the on-disk time representation: integer
-// unix microseconds, read back in UTC.
-func toMicros(t time.Time) int64 { return t.UnixMicro() }
-
-func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
-
-func optMicros(t *time.Time) any {
-	if t == nil {
-		return nil
-	}
-	return t.UnixMicro()
+// Workflow is a saved workflow: its current version. Definition is the
+// graph JSON, or for kind yaml a JSON value holding the YAML source as the
+// server chooses; the store only requires valid JSON.
+type Workflow struct {
+	ID          string          `json:"id"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Kind        string          `json:"kind"` // engine.KindGraph or engine.KindYAML
+	Definition  json.RawMessage `json:"definition,omitempty"`
+	Version     int             `json:"version"`
+	CreatedAt   time.Time       `json:"createdAt"`
+	UpdatedAt   time.Time       `json:"updatedAt"`
 }
 
-func optTime(v sql.NullInt64) *time.Time {
-	if !v.Valid {
-		return nil
-	}
-	t := fromMicros(v.Int64)
-	return &t
+// WorkflowVersion is one saved version of a workflow.
+type WorkflowVersion struct {
+	WorkflowID  string          `json:"workflowId"`
+	Version     int             `json:"version"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Kind        string          `json:"kind"`
+	Definition  json.RawMessage `json:"definition,omitempty"`
+	CreatedAt   time.Time       `json:"createdAt"` // when this version was saved
 }
 
-// nullText stores an empty byte slice as NULL.
-func nullText(b []byte) any {
-	if len(b) == 0 {
-		return nil
+// ValidateWorkflow checks what every store requires of a workflow: a name,
+// a known kind and a JSON definition (engine.ErrInvalidWorkflow otherwise).
+func ValidateWorkflow(w *Workflow) error {
+	var problems []string
+	if strings.TrimSpace(w.Name) == "" {
+		problems = append(problems, "name is required")
 	}
-	return string(b)
-}
-
-// capSize sets max_page_count on the writer connection (the only one that
-// writes, kept open for the store's lifetime).
-func capSize(ctx context.Context, wdb *sql.DB, n int64) error {
-	var page int64
-	if err := wdb.QueryRowContext(ctx, "PRAGMA page_size").Scan(&page); err != nil {
-		return fmt.Errorf("read page size: %w", err)
+	if w.Kind != engine.KindGraph && w.Kind != engine.KindYAML {
+		problems = append(problems, fmt.Sprintf("kind %q must be %q or %q", w.Kind, engine.KindGraph, engine.KindYAML))
 	}
-	if _, err := wdb.ExecContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", max(1, n/page))); err != nil {
-		return fmt.Errorf("cap size: %w", err)
+	switch {
+	case len(w.Definition) == 0:
+		problems = append(problems, "definition is required")
+	case !json.Valid(w.Definition):
+		problems = append(problems, "definition is not valid JSON")
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s", engine.ErrInvalidWorkflow, strings.Join(problems, "; "))
 	}
 	return nil
 }
 
-// storageErr marks an error of a write refused for lack of space (SQLITE_FULL,
-// or ENOSPC from the file system) with engine.ErrStorageFull, so callers can
-// tell "disk full" from other failures.
-func storageErr(err error) error {
-	if err == nil || errors.Is(err, engine.ErrStorageFull) {
-		return err
-	}
-	var se *sqlite.Error
-	if (errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL) || errors.Is(err, syscall.ENOSPC) {
-		return fmt.Errorf("%w: %w", engine.ErrStorageFull, err)
-	}
-	return err
+// NodePosition is where the canvas shows a node.
+type NodePosition struct {
+	X float64 `json:"x"`
+	Y float64 `json:"y"`
 }

@@ -291,7 +291,7 @@ func (y *Folder) Start(ctx context.Context, e *engine.Engine, id string, opt eng
 	if y.workDir != "" {
 		opt.WorkDir = y.workDir
 	}
-	opt.WorkflowID = "" // the runs table's workflow_id names drawn workflows only
+	opt.WorkflowID = f.id() // stored with the run: its workflow's runs are one indexed query
 	return e.StartYAML(ctx, f.abs, src, opt, y.start...)
 }
 

@@ -9,8 +9,9 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/switchyard/switchyard/store"
+	"github.com/switchyard/switchyard/store/copy"
 	"github.com/switchyard/switchyard/store/postgres"
+	"github.com/switchyard/switchyard/store/sqlite"
 )
 
 // cmdDB groups the database tools; its one subcommand is copy.
@@ -34,9 +35,9 @@ func cmdDB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	from := dbPath(*data)
 	// Before the destination is touched: a mistyped --data must not
 	// create an empty database and "copy" it.
-	if err := store.CheckDatabase(ctx, from); err != nil {
+	if err := sqlite.CheckDatabase(ctx, from); err != nil {
 		fmt.Fprintln(stderr, "switchyard:", err)
-		if errors.Is(err, store.ErrNotSwitchyard) {
+		if errors.Is(err, sqlite.ErrNotSwitchyard) {
 			fmt.Fprintln(stderr, "switchyard: nothing copied; is --data (or SWITCHYARD_DATA) the data directory of the database to copy?")
 		}
 		return exitFailed
@@ -48,7 +49,7 @@ func cmdDB(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	defer dst.Close()
-	st, err := postgres.CopyFromSQLite(ctx, from, dst)
+	st, err := copy.FromSQLite(ctx, from, dst, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "switchyard:", err)
 		return exitFailed

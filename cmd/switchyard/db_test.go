@@ -15,6 +15,7 @@ import (
 	"github.com/switchyard/switchyard/internal/pgtest"
 	"github.com/switchyard/switchyard/store"
 	"github.com/switchyard/switchyard/store/postgres"
+	"github.com/switchyard/switchyard/store/sqlite"
 )
 
 // TestDBCopy: switchyard db copy moves a data directory's SQLite database
@@ -24,7 +25,7 @@ func TestDBCopy(t *testing.T) {
 	pg := pgtest.StartT(t)
 	ctx := context.Background()
 	data := t.TempDir()
-	src, err := store.Open(ctx, filepath.Join(data, "switchyard.db"))
+	src, err := sqlite.Open(ctx, filepath.Join(data, "switchyard.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

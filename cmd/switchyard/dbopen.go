@@ -15,20 +15,15 @@ import (
 	"github.com/switchyard/switchyard/server"
 	"github.com/switchyard/switchyard/store"
 	"github.com/switchyard/switchyard/store/postgres"
+	"github.com/switchyard/switchyard/store/sqlite"
 )
 
-// runStore is what the commands need of a store: the engine's, the
-// server's, and Close. Both the SQLite and the PostgreSQL store are one.
-type runStore interface {
-	engine.Store
-	server.Store
-	Close() error
-}
+// runStore is what the commands need of a store: all of store.Store (the
+// engine's runs, the server's reads, retention, Close). The SQLite and the
+// PostgreSQL store are one.
+type runStore = store.Store
 
-var (
-	_ runStore = (*store.Store)(nil)
-	_ runStore = (*postgres.Store)(nil)
-)
+var _ server.Store = runStore(nil)
 
 // errDBURL is returned for a --db that is not a PostgreSQL URL.
 var errDBURL = errors.New("want a PostgreSQL URL (postgres://user@host/db)")
@@ -87,11 +82,11 @@ type storeOptions struct {
 // SQLite file of o.data.
 func openStore(ctx context.Context, o storeOptions) (*opened, error) {
 	if o.db == "" {
-		opts := []store.Option{}
+		opts := []sqlite.Option{}
 		if o.logger != nil {
-			opts = append(opts, store.WithLogger(o.logger))
+			opts = append(opts, sqlite.WithLogger(o.logger))
 		}
-		st, err := store.Open(ctx, dbPath(o.data), opts...)
+		st, err := sqlite.Open(ctx, dbPath(o.data), opts...)
 		if err != nil {
 			return nil, err
 		}

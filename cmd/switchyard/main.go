@@ -41,6 +41,7 @@ var commands = map[string]command{
 	"fake-llm":  {"serve a fake OpenAI-compatible endpoint (demos and tests)", cmdFakeLLM},
 	"load":      {"measure a server under load (runs, fanout, watchers, approvals)", cmdLoad},
 	"db":        {"database tools: db copy (SQLite into PostgreSQL)", cmdDB},
+	"prune":     {"delete finished runs older than an age (--older-than 30d) or beyond a count", cmdPrune},
 }
 
 func main() {

@@ -20,7 +20,7 @@ import (
 	"github.com/switchyard/switchyard/graph"
 	"github.com/switchyard/switchyard/internal/ownerlock"
 	"github.com/switchyard/switchyard/llm"
-	"github.com/switchyard/switchyard/store"
+	"github.com/switchyard/switchyard/store/sqlite"
 )
 
 // runResult is the final JSON printed by run and resume.
@@ -56,7 +56,7 @@ func dbPath(dataDir string) string {
 	if dataDir != "" {
 		return filepath.Join(dataDir, "switchyard.db")
 	}
-	return store.DefaultPath()
+	return sqlite.DefaultPath()
 }
 
 // lineSink prints events as JSON lines as they happen.

@@ -24,6 +24,7 @@ import (
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/mcp"
 	"github.com/switchyard/switchyard/server"
+	"github.com/switchyard/switchyard/store"
 	"github.com/switchyard/switchyard/store/postgres"
 	"github.com/switchyard/switchyard/yamlflow"
 )
@@ -59,6 +60,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	notifyURL := fs.String("notify-url", "", "POST a JSON notice (Slack-compatible text field) here whenever a node waits for approval (default $SWITCHYARD_NOTIFY_URL)")
 	mcpConfig := fs.String("mcp-config", os.Getenv("SWITCHYARD_MCP_CONFIG"), "an mcpServers JSON file (Claude Code's .mcp.json shape) whose servers drawn agents may use (default $SWITCHYARD_MCP_CONFIG)")
 	workDir := fs.String("workdir", os.Getenv("SWITCHYARD_WORKDIR"), "the folder drawn runs' agents work in with their file tools and Bash (default $SWITCHYARD_WORKDIR, else a fresh folder per run under the data folder)")
+	keep := retentionFlags(fs)
 	publicURL := fs.String("public-url", os.Getenv("SWITCHYARD_PUBLIC_URL"), "the address people open the UI at, for links in notices (default $SWITCHYARD_PUBLIC_URL or the listen address)")
 	var proxies []string
 	if v := os.Getenv("SWITCHYARD_TRUSTED_PROXIES"); v != "" {
@@ -172,6 +174,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return exitUsage
 		}
 	}
+	keepRuns, err := keep.policy()
+	if err != nil {
+		fmt.Fprintf(stderr, "switchyard serve: %v\n", err)
+		return exitUsage
+	}
 	limit, err := parseSize(*maxBody)
 	if err != nil {
 		fmt.Fprintf(stderr, "switchyard serve: --max-body: %v\n", err)
@@ -233,7 +240,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	unsetEnv("SWITCHYARD_NOTIFY_URL")
 	if err := serve(ctx, serveOptions{notifier: notifier, addr: *addr, data: *data, db: *db, token: *token, recover: !*noRecover,
 		workflows: *workflows, readOnlyWorkflows: *readOnlyWorkflows, maxBody: limit, maxConns: *maxConns, readTimeout: *readTimeout, writeTimeout: *writeTimeout, grace: *grace, announce: announce,
-		maxParallel: *maxParallel, maxLLM: *maxLLM, mcp: mcpCfg, workDir: *workDir, trustedProxies: trustedProxies, ready: readyLine(stderr, *logFormat, announce, *publicURL, shownToken)}, logger); err != nil {
+		maxParallel: *maxParallel, maxLLM: *maxLLM, mcp: mcpCfg, workDir: *workDir, keep: keepRuns, trustedProxies: trustedProxies, ready: readyLine(stderr, *logFormat, announce, *publicURL, shownToken)}, logger); err != nil {
 		logger.Error("serve", "err", err)
 		fmt.Fprintln(stderr, "switchyard serve:", err)
 		return exitFailed
@@ -287,6 +294,7 @@ type serveOptions struct {
 	db                           string             // PostgreSQL URL; "" for the SQLite file of data
 	mcp                          mcp.Config         // servers drawn agents may pick (--mcp-config)
 	workDir                      string             // drawn runs' folder (--workdir); "" for one per run
+	keep                         store.Retention    // finished runs to keep (--keep-runs, --keep-runs-count)
 	trustedProxies               []netip.Prefix     // --trusted-proxy
 }
 
@@ -400,6 +408,7 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 			return fmt.Errorf("workflows folder %s: %w", o.workflows, err)
 		}
 	}
+	defer startStoreUpkeep(ctx, st, src, o.keep, metrics.Registry(), logger)()
 	ui, ok := switchyard.UI()
 	if !ok {
 		logger.Info("built without the web UI (-tags noui): serving the API only")

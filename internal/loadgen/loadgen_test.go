@@ -13,7 +13,7 @@ import (
 	"github.com/switchyard/switchyard/internal/fakeopenai"
 	"github.com/switchyard/switchyard/llm"
 	"github.com/switchyard/switchyard/server"
-	"github.com/switchyard/switchyard/store"
+	"github.com/switchyard/switchyard/store/sqlite"
 )
 
 // startStack runs a real server (SQLite file, engine, fake LLM) on loopback.
@@ -22,7 +22,7 @@ func startStack(t *testing.T, latency time.Duration) (*Client, *fakeopenai.Serve
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	fake := fakeopenai.StartT(t, fakeopenai.WithLatency(latency))
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "sy.db"), store.WithLogger(quiet))
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "sy.db"), sqlite.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"embed"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -11,21 +10,22 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
+	switchyard "github.com/switchyard/switchyard"
 	"github.com/switchyard/switchyard/store"
 )
 
-// The PostgreSQL migrations live beside the code that depends on them;
-// the SQLite ones are embedded at the module root.
-//
-//go:embed migrations/*.sql
-var migrations embed.FS
+// migrationsFS is the embedded migrations/postgres folder (the root
+// package embeds both stores' migrations), rooted at the files.
+func migrationsFS() (fs.FS, error) {
+	return fs.Sub(switchyard.Migrations, "migrations/postgres")
+}
 
 // migrationLockID is the advisory lock key of migrations ("swyd" in ASCII
 // plus 1), distinct from goose's own default key.
 const migrationLockID int64 = 0x73777964_00000001
 
 func newProvider(pool *pgxpool.Pool) (*goose.Provider, func() error, error) {
-	fsys, err := fs.Sub(migrations, "migrations")
+	fsys, err := migrationsFS()
 	if err != nil {
 		return nil, nil, fmt.Errorf("migrations: %w", err)
 	}
@@ -43,7 +43,11 @@ func newProvider(pool *pgxpool.Pool) (*goose.Provider, func() error, error) {
 
 // SchemaVersion is the highest migration this binary ships.
 func SchemaVersion() int64 {
-	entries, err := fs.Glob(migrations, "migrations/*.sql")
+	fsys, err := migrationsFS()
+	if err != nil {
+		return 0
+	}
+	entries, err := fs.Glob(fsys, "*.sql")
 	if err != nil {
 		return 0
 	}

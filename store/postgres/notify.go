@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/store/internal/commit"
 )
 
 // Live events across processes. Every commit that wrote events or run
@@ -83,15 +84,15 @@ func (s *Store) commitNotes(batch []op) []string {
 	}
 	for i := range batch {
 		o := &batch[i]
-		switch o.kind {
-		case opEvent:
-			seq(touch(o.ev.RunID), o.ev.Seq)
-		case opSync:
-			if o.run != nil {
-				touch(o.run.ID).Header = true
+		switch o.Kind {
+		case commit.Event:
+			seq(touch(o.Ev.RunID), o.Ev.Seq)
+		case commit.Sync:
+			if o.Run != nil {
+				touch(o.Run.ID).Header = true
 			}
-			for j := range o.evs {
-				seq(touch(o.evs[j].RunID), o.evs[j].Seq)
+			for j := range o.Evs {
+				seq(touch(o.Evs[j].RunID), o.Evs[j].Seq)
 			}
 		}
 	}
@@ -285,7 +286,7 @@ WHERE run_id = $1 AND seq > $2 ORDER BY seq`, r.ID, next-1)
 		return err
 	}
 	if len(events) > 0 || len(headers) > 0 {
-		l.s.w.callHooks(l.s.w.snapshotHooks(), events, headers)
+		l.s.w.CallHooks(events, headers)
 	}
 	return nil
 }

@@ -1,12 +1,11 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,47 +15,42 @@ import (
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/store"
+	"github.com/switchyard/switchyard/store/internal/commit"
 )
 
-var _ engine.Store = (*Store)(nil)
+var _ store.Store = (*Store)(nil)
 
 // Emit queues ev to be appended to its run's log and returns; it is
 // committed with whatever else is queued, and passed to OnCommit hooks
 // then. A full queue makes Emit block (backpressure). Emit never fails: an
 // event that cannot be written is logged and counted in Stats.
-func (s *Store) Emit(ev *engine.Event) {
-	if ev == nil {
-		return
-	}
-	o := op{kind: opEvent, ev: *ev}
-	o.ev.Data = bytes.Clone(ev.Data)
-	o.ev.Timestamp = store.NormTime(ev.Timestamp)
-	if err := s.w.enqueue(context.Background(), o); err != nil {
-		s.w.eventsDropped.Add(1)
-		s.log.Warn("postgres: event dropped", "run", ev.RunID, "seq", ev.Seq, "err", err)
-	}
-}
+func (s *Store) Emit(ev *engine.Event) { s.w.Emit(ev) }
 
 // OnCommit registers h, called after every commit that wrote events or run
 // headers with exactly what was committed, in order, on the writer
 // goroutine: it must be fast, must not modify what it gets and must not
 // call the store's write methods. Only this Store's commits are reported.
 func (s *Store) OnCommit(h func(events []engine.Event, runs []*engine.Run)) {
-	s.w.addHook(h)
+	s.w.OnCommit(h)
 }
 
 const (
 	sqlInsertRun = `INSERT INTO runs (id, workflow_id, kind, status, input, waiting_for_input,
 current_node_id, pending_approvals, error, work_dir, owner, lease_until, created_at, updated_at, finished_at,
-prompt_tokens, completion_tokens, total_tokens, cost_usd)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, (now() + $12::float8 * interval '1 microsecond'), $13, $14, $15, $16, $17, $18, $19) ON CONFLICT (id) DO NOTHING`
+prompt_tokens, completion_tokens, total_tokens, cost_usd, definition_hash)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, (now() + $12::float8 * interval '1 microsecond'), $13, $14, $15, $16, $17, $18, $19, $20) ON CONFLICT (id) DO NOTHING`
 
-	// sqlInsertRunStrict is sqlInsertRun failing on a taken id (and, by
-	// the foreign key, an unknown workflow): the pipelined CreateRun.
+	// sqlInsertRunStrict is sqlInsertRun failing on a taken id: the
+	// pipelined CreateRun.
 	sqlInsertRunStrict = `INSERT INTO runs (id, workflow_id, kind, status, input, waiting_for_input,
 current_node_id, pending_approvals, error, work_dir, owner, lease_until, created_at, updated_at, finished_at,
-prompt_tokens, completion_tokens, total_tokens, cost_usd)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, (now() + $12::float8 * interval '1 microsecond'), $13, $14, $15, $16, $17, $18, $19)`
+prompt_tokens, completion_tokens, total_tokens, cost_usd, definition_hash)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, (now() + $12::float8 * interval '1 microsecond'), $13, $14, $15, $16, $17, $18, $19, $20)`
+
+	// sqlInsertDefinition stores a definition once, by content hash, for
+	// every run of it (migration 6). The run is inserted first: the
+	// foreign key is checked at commit.
+	sqlInsertDefinition = `INSERT INTO definitions (hash, definition) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING`
 
 	sqlUpdateRun = `UPDATE runs SET status = $1, input = $2, waiting_for_input = $3, current_node_id = $4,
 pending_approvals = $5, error = $6, work_dir = $7, updated_at = $8, finished_at = $9,
@@ -107,7 +101,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 	if r == nil || r.ID == "" {
 		return errors.New("postgres: create run: run id is required")
 	}
-	hdr := store.CloneRun(r)
+	hdr := commit.CloneRun(r)
 	approvals, err := json.Marshal(hdr.PendingApprovals)
 	if err != nil {
 		return fmt.Errorf("postgres: create run %s: pending approvals: %w", r.ID, err)
@@ -125,20 +119,17 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 		l := s.fromNow(hdr.LeaseUntil)
 		lease = &l
 	}
-	evs := make([]engine.Event, len(events))
-	for i, ev := range events {
-		evs[i] = *ev
-		evs[i].RunID = hdr.ID
-		evs[i].Data = bytes.Clone(ev.Data)
-		evs[i].Timestamp = store.NormTime(ev.Timestamp)
-	}
+	evs := commit.CopyEvents(hdr.ID, events)
+	defHash := definitionHash(hdr.Definition)
+	// A drawn run's workflow is a saved one; a YAML run's is a file.
+	checkWorkflow := wf != nil && hdr.Kind != engine.KindYAML
 	// The checking form: refuses a taken id or an unknown workflow alone.
 	check := func(t *wtx) error {
-		if wf != nil {
+		if checkWorkflow {
 			var one int
 			err := t.queryRow(`SELECT 1 FROM workflows WHERE id = $1`, *wf).Scan(&one)
 			if errors.Is(err, pgx.ErrNoRows) {
-				return rejected{fmt.Errorf("workflow %q: %w", hdr.WorkflowID, engine.ErrNotFound)}
+				return reject(fmt.Errorf("workflow %q: %w", hdr.WorkflowID, engine.ErrNotFound))
 			}
 			if err != nil {
 				return err
@@ -147,15 +138,17 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 		n, err := t.exec(sqlInsertRun, hdr.ID, wf, hdr.Kind, string(hdr.Status), hdr.Input,
 			hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
 			hdr.Owner, lease, hdr.CreatedAt, hdr.UpdatedAt, hdr.FinishedAt,
-			hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, hdr.Usage.CostUSD)
+			hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, hdr.Usage.CostUSD, defHash)
 		if err != nil {
 			return err
 		}
 		if n == 0 {
-			return rejected{fmt.Errorf("run already exists: %w", engine.ErrConflict)}
+			return reject(fmt.Errorf("run already exists: %w", engine.ErrConflict))
 		}
 		b := &pgx.Batch{}
-		b.Queue(`INSERT INTO run_definitions (run_id, definition) VALUES ($1, $2)`, hdr.ID, string(hdr.Definition))
+		if defHash != nil {
+			b.Queue(sqlInsertDefinition, defHash, string(hdr.Definition))
+		}
 		for i := range evs {
 			e := &evs[i]
 			b.Queue(`INSERT INTO run_events (run_id, seq, node_id, type, content, ts, data)
@@ -165,14 +158,20 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.RunID, e.Seq, e.NodeID, e.Type, e.Conten
 		return t.sendBatch(b).Close()
 	}
 	// The pipelined form: the same rows, in the round trip of the batch's
-	// other writes. A taken id or an unknown workflow breaks a constraint
-	// there, and the batch runs again with check instead.
+	// other writes. A taken id breaks a constraint there, and an unknown
+	// workflow is a miss of its look-up; either way the batch runs again
+	// with check instead.
 	queue := func(b *pgx.Batch) {
+		if checkWorkflow {
+			b.Queue(`SELECT count(*) FROM workflows WHERE id = $1`, *wf)
+		}
 		b.Queue(sqlInsertRunStrict, hdr.ID, wf, hdr.Kind, string(hdr.Status), hdr.Input,
 			hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
 			hdr.Owner, lease, hdr.CreatedAt, hdr.UpdatedAt, hdr.FinishedAt,
-			hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, hdr.Usage.CostUSD)
-		b.Queue(`INSERT INTO run_definitions (run_id, definition) VALUES ($1, $2)`, hdr.ID, string(hdr.Definition))
+			hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, hdr.Usage.CostUSD, defHash)
+		if defHash != nil {
+			b.Queue(sqlInsertDefinition, defHash, string(hdr.Definition))
+		}
 		for i := range evs {
 			e := &evs[i]
 			b.Queue(`INSERT INTO run_events (run_id, seq, node_id, type, content, ts, data)
@@ -180,8 +179,20 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.RunID, e.Seq, e.NodeID, e.Type, e.Conten
 		}
 		queueNodes(b, nargs)
 	}
-	statements := 2 + len(evs) + len(nargs)
+	statements := 1 + len(evs) + len(nargs)
+	if defHash != nil {
+		statements++
+	}
 	read := func(br pgx.BatchResults) (func(t *wtx) error, error) {
+		if checkWorkflow {
+			var n int
+			if err := br.QueryRow().Scan(&n); err != nil {
+				return nil, err
+			}
+			if n == 0 {
+				return nil, errOptimisticMiss
+			}
+		}
 		for range statements {
 			if _, err := br.Exec(); err != nil {
 				return nil, err
@@ -189,8 +200,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.RunID, e.Seq, e.NodeID, e.Type, e.Conten
 		}
 		return nil, nil
 	}
-	err = s.w.submit(ctx, op{kind: opSync, fn: check, pipe: &pipelined{queue: queue, read: read},
-		ctx: ctx, run: hdr, evs: evs, done: make(chan error, 1)})
+	err = s.w.Do(ctx, hdr, evs, job{fn: check, pipe: &pipelined{queue: queue, read: read}})
 	if err != nil {
 		return fmt.Errorf("postgres: create run %s: %w", r.ID, err)
 	}
@@ -207,7 +217,7 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 	if r == nil {
 		return errors.New("postgres: checkpoint: nil run")
 	}
-	hdr := store.CloneRun(r)
+	hdr := commit.CloneRun(r)
 	approvals, err := json.Marshal(hdr.PendingApprovals)
 	if err != nil {
 		return fmt.Errorf("postgres: checkpoint run %s: pending approvals: %w", r.ID, err)
@@ -255,268 +265,17 @@ func checkpointRefused(t *wtx, hdr *engine.Run) error {
 	var holder, status string
 	err := t.queryRow(`SELECT owner, status FROM runs WHERE id = $1`, hdr.ID).Scan(&holder, &status)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return rejected{engine.ErrNotFound}
+		return reject(engine.ErrNotFound)
 	}
 	if err != nil {
 		return err
 	}
 	if engine.RunStatus(status).Terminal() {
 		// A run's end is written once and never changes.
-		return rejected{fmt.Errorf("run is %s: %w", status, engine.ErrTerminal)}
+		return reject(fmt.Errorf("run is %s: %w", status, engine.ErrTerminal))
 	}
-	return rejected{fmt.Errorf("run is held by %q, not %q: %w", holder, hdr.Owner, engine.ErrConflict)}
+	return reject(fmt.Errorf("run is held by %q, not %q: %w", holder, hdr.Owner, engine.ErrConflict))
 }
-
-// AcquireRun implements engine.Store. now and leaseUntil are this process's
-// times; they are compared and stored in the database's clock.
-func (s *Store) AcquireRun(ctx context.Context, runID, owner string, expect engine.RunStatus, now, leaseUntil time.Time) error {
-	if owner == "" {
-		return fmt.Errorf("postgres: acquire run %s: owner is required", runID)
-	}
-	dbNow, dbUntil := s.fromNow(now), s.fromNow(leaseUntil)
-	err := s.w.do(ctx, nil, func(t *wtx) error {
-		n, err := t.exec(sqlAcquireRun, owner, dbUntil, runID, dbNow, string(expect))
-		if err != nil {
-			return err
-		}
-		if n == 1 {
-			return nil
-		}
-		var status, holder string
-		err = t.queryRow(`SELECT status, owner FROM runs WHERE id = $1`, runID).Scan(&status, &holder)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return rejected{engine.ErrNotFound}
-		}
-		if err != nil {
-			return err
-		}
-		if expect != "" && status != string(expect) {
-			return rejected{fmt.Errorf("run is %s, not %s: %w", status, expect, engine.ErrConflict)}
-		}
-		return rejected{fmt.Errorf("run is held by %s: %w", holder, engine.ErrConflict)}
-	})
-	if err != nil {
-		return fmt.Errorf("postgres: acquire run %s for %s: %w", runID, owner, err)
-	}
-	return nil
-}
-
-// ClaimOrphaned makes owner the driver, until leaseUntil, of up to limit
-// orphaned runs (as ListOrphaned sees them at now), oldest first, and
-// returns their ids. Runs another process is claiming at the same moment
-// are skipped rather than waited for (FOR UPDATE SKIP LOCKED), so N
-// processes recovering at once get disjoint sets without blocking each
-// other. limit <= 0 means no limit.
-func (s *Store) ClaimOrphaned(ctx context.Context, owner string, now, leaseUntil time.Time, limit int) ([]string, error) {
-	if owner == "" {
-		return nil, errors.New("postgres: claim orphaned runs: owner is required")
-	}
-	var lim *int
-	if limit > 0 {
-		lim = &limit
-	}
-	dbNow, dbUntil := s.fromNow(now), s.fromNow(leaseUntil)
-	var ids []string
-	err := s.w.do(ctx, nil, func(t *wtx) error {
-		rows, err := t.query(`UPDATE runs SET owner = $2, lease_until = (now() + $3::float8 * interval '1 microsecond') WHERE id IN
-(SELECT r.id FROM runs r WHERE `+sqlOrphaned+` ORDER BY r.created_at, r.id LIMIT $4 FOR UPDATE SKIP LOCKED)
-RETURNING id`, dbNow, owner, dbUntil, lim)
-		if err != nil {
-			return err
-		}
-		ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: claim orphaned runs for %s: %w", owner, err)
-	}
-	slices.Sort(ids)
-	return ids, nil
-}
-
-// ClaimWaitingNode implements engine.Store: the node goes from waiting to
-// running only if owner holds the run. Concurrent claims, from any number
-// of processes, serialize on the node's row: exactly one finds it waiting.
-func (s *Store) ClaimWaitingNode(ctx context.Context, runID, nodeID, owner string, decision []byte) error {
-	if owner == "" {
-		return fmt.Errorf("postgres: claim node %s of run %s: owner is required", nodeID, runID)
-	}
-	dec := nullText(decision)
-	err := s.w.do(ctx, nil, func(t *wtx) error {
-		// FOR SHARE: a takeover of the run waits for the claim to commit.
-		n, err := t.exec(`UPDATE node_states SET status = 'running', decision = $4
-WHERE run_id = $1 AND node_id = $2 AND status = 'waiting'
-AND EXISTS (SELECT 1 FROM runs WHERE id = $1 AND owner = $3 FOR SHARE)`, runID, nodeID, owner, dec)
-		if err != nil {
-			return err
-		}
-		if n == 1 {
-			return nil
-		}
-		var holder, status *string
-		err = t.queryRow(`SELECT r.owner, n.status FROM runs r
-LEFT JOIN node_states n ON n.run_id = r.id AND n.node_id = $2 WHERE r.id = $1`, runID, nodeID).Scan(&holder, &status)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return rejected{fmt.Errorf("run: %w", engine.ErrNotFound)}
-		}
-		if err != nil {
-			return err
-		}
-		if status == nil {
-			return rejected{fmt.Errorf("node: %w", engine.ErrNotFound)}
-		}
-		if holder == nil || *holder != owner {
-			return rejected{fmt.Errorf("run is not held by %s: %w", owner, engine.ErrConflict)}
-		}
-		return rejected{fmt.Errorf("node is %q, not waiting: %w", *status, engine.ErrConflict)}
-	})
-	if err != nil {
-		return fmt.Errorf("postgres: claim node %s of run %s: %w", nodeID, runID, err)
-	}
-	return nil
-}
-
-// ExpireLeases implements engine.Store. The owner stays recorded, so its
-// writes stay fenced off; with no lease (NULL) its runs are orphaned now.
-func (s *Store) ExpireLeases(ctx context.Context, owner string) error {
-	if owner == "" {
-		return nil // nobody's leases: never touch unowned runs
-	}
-	err := s.w.do(ctx, nil, func(t *wtx) error {
-		_, err := t.exec(`UPDATE runs SET lease_until = NULL WHERE owner = $1 AND owner <> ''`, owner)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("postgres: expire leases of %s: %w", owner, err)
-	}
-	return nil
-}
-
-// RenewLeases implements engine.Store.
-func (s *Store) RenewLeases(ctx context.Context, owner string, leaseUntil time.Time) error {
-	if owner == "" {
-		return nil // nobody's leases: never touch unowned runs
-	}
-	until := s.fromNow(leaseUntil)
-	err := s.w.do(ctx, nil, func(t *wtx) error {
-		_, err := t.exec(`UPDATE runs SET lease_until = (now() + $1::float8 * interval '1 microsecond') WHERE owner = $2 AND owner <> ''`, until, owner)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("postgres: renew leases of %s: %w", owner, err)
-	}
-	return nil
-}
-
-// HeldRuns implements engine.Store: leases compared in the database's
-// clock, as they are set.
-func (s *Store) HeldRuns(ctx context.Context, owner string) ([]string, error) {
-	if owner == "" {
-		return nil, nil
-	}
-	rows, err := s.pool.Query(ctx, `SELECT id FROM runs WHERE owner = $1 AND owner <> '' AND lease_until > now() ORDER BY id`, owner)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: runs held by %s: %w", owner, err)
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("postgres: runs held by %s: %w", owner, err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
-}
-
-// ReleaseRun implements engine.Store. Releasing a run nobody holds is a
-// no-op; ErrConflict if another owner holds it, ErrNotFound if unknown.
-func (s *Store) ReleaseRun(ctx context.Context, runID, owner string) error {
-	err := s.w.do(ctx, nil, func(t *wtx) error {
-		n, err := t.exec(`UPDATE runs SET owner = '', lease_until = NULL WHERE id = $1 AND (owner = $2 OR owner = '')`,
-			runID, owner)
-		if err != nil {
-			return err
-		}
-		if n == 1 {
-			return nil
-		}
-		var holder string
-		err = t.queryRow(`SELECT owner FROM runs WHERE id = $1`, runID).Scan(&holder)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return rejected{engine.ErrNotFound}
-		}
-		if err != nil {
-			return err
-		}
-		return rejected{fmt.Errorf("run is held by %s: %w", holder, engine.ErrConflict)}
-	})
-	if err != nil {
-		return fmt.Errorf("postgres: release run %s by %s: %w", runID, owner, err)
-	}
-	return nil
-}
-
-// RequestCancel implements engine.Store.
-func (s *Store) RequestCancel(ctx context.Context, runID string) error {
-	err := s.w.do(ctx, nil, func(t *wtx) error {
-		n, err := t.exec(`UPDATE runs SET cancel_requested = true WHERE id = $1`, runID)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return rejected{engine.ErrNotFound}
-		}
-		// Wakes the owner at once (delivered only if this commits); its
-		// polling stays the fallback.
-		_, err = t.exec(`SELECT pg_notify($1, $2)`, cancelChannel, runID)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("postgres: request cancel of run %s: %w", runID, err)
-	}
-	return nil
-}
-
-// TakeCancelRequests implements engine.Store. It asks the pool first, so
-// polling with nothing requested costs no write.
-func (s *Store) TakeCancelRequests(ctx context.Context, owner string) ([]string, error) {
-	if owner == "" {
-		return nil, nil
-	}
-	var pending bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE owner = $1 AND owner <> '' AND cancel_requested)`,
-		owner).Scan(&pending)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: take cancel requests of %s: %w", owner, err)
-	}
-	if !pending {
-		return nil, nil
-	}
-	var ids []string
-	err = s.w.do(ctx, nil, func(t *wtx) error {
-		rows, err := t.query(`UPDATE runs SET cancel_requested = false
-WHERE owner = $1 AND owner <> '' AND cancel_requested RETURNING id`, owner)
-		if err != nil {
-			return err
-		}
-		ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("postgres: take cancel requests of %s: %w", owner, err)
-	}
-	slices.Sort(ids)
-	return ids, nil
-}
-
-// --- reads: through the pool, committed data only ---
-
-const runColumns = `id, workflow_id, kind,
-coalesce((SELECT d.definition FROM run_definitions d WHERE d.run_id = runs.id), ''),
-status, input, waiting_for_input, current_node_id, pending_approvals, error, work_dir,
-created_at, updated_at, finished_at, prompt_tokens, completion_tokens, total_tokens, cost_usd`
 
 func scanRun(row pgx.Row) (*engine.Run, error) {
 	var (
@@ -657,30 +416,36 @@ func (s *Store) ListRuns(ctx context.Context, f engine.RunFilter) ([]*engine.Run
 	}
 	limit := f.Limit
 	if limit <= 0 {
-		limit = defaultListLimit
+		limit = store.DefaultListLimit
 	}
 	q := `SELECT ` + runColumns + ` FROM runs`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	q += ` ORDER BY created_at DESC, id DESC LIMIT ` + arg(limit)
-	rows, err := s.pool.Query(ctx, q, args...)
+	runs, err := s.queryRuns(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list runs: %w", err)
+	}
+	return runs, nil
+}
+
+// queryRuns reads the run headers q selects (runColumns).
+func (s *Store) queryRuns(ctx context.Context, q string, args ...any) ([]*engine.Run, error) {
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	runs := []*engine.Run{}
 	for rows.Next() {
 		r, err := scanRun(rows)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: list runs: %w", err)
+			return nil, err
 		}
 		runs = append(runs, r)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: list runs: %w", err)
-	}
-	return runs, nil
+	return runs, rows.Err()
 }
 
 // Events implements engine.Store. ErrNotFound for an unknown run.
@@ -747,6 +512,16 @@ func (s *Store) ListOrphaned(ctx context.Context, now time.Time) ([]string, erro
 
 // --- copying and argument building ---
 
+// definitionHash is the content hash a run references its definition by
+// (nil for none): sha256 of its bytes, as migration 6 computes it.
+func definitionHash(def []byte) []byte {
+	if len(def) == 0 {
+		return nil
+	}
+	h := sha256.Sum256(def)
+	return h[:]
+}
+
 // nodeArgs turns node states into statement arguments right away: the copy
 // that lets the engine reuse its NodeState structs.
 func nodeArgs(runID string, nodes []*engine.NodeState) ([][]any, error) {
@@ -769,7 +544,7 @@ func nodeArgs(runID string, nodes []*engine.NodeState) ([][]any, error) {
 		}
 		out = append(out, []any{runID, n.NodeID, string(n.Status), n.Input, n.Output, n.Handle,
 			n.Error, n.Visits, n.Attempts, fired, nullText(n.Wait),
-			store.NormTimePtr(n.StartedAt), store.NormTimePtr(n.FinishedAt), n.Rejection, nullText(n.Decision)})
+			commit.NormTimePtr(n.StartedAt), commit.NormTimePtr(n.FinishedAt), n.Rejection, nullText(n.Decision)})
 	}
 	return out, nil
 }

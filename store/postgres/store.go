@@ -1,10 +1,10 @@
-// Package postgres is Switchyard's PostgreSQL store: engine.Store for runs
-// plus saved workflows with their version history, the same API as the
-// SQLite store (package store), for deployments where several processes
-// share one database.
+// Package postgres is Switchyard's PostgreSQL store, a store.Store like the
+// SQLite one (store/sqlite), for deployments where several processes share
+// one database.
 //
-// Writes of one Store go through one writer goroutine that commits whatever
-// is queued as one transaction (group commit), with the events,
+// Writes of one Store go through the group-commit queue
+// (store/internal/commit): one writer goroutine commits whatever is queued
+// as one transaction, with the events,
 // checkpoints and run creations of a batch pipelined to the server in one
 // round trip, then the commit in another. The per-run order of events,
 // checkpoints and lease changes is the order they were handed to the store,
@@ -36,17 +36,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchyard/switchyard/store"
+	"github.com/switchyard/switchyard/store/internal/commit"
 )
 
-// Defaults.
-const (
-	DefaultQueueSize = 16384
-	defaultListLimit = 50
-)
-
-// ErrClosed is returned by operations on a closed Store. It is the SQLite
-// store's error, so callers test for one error whichever store they use.
-var ErrClosed = store.ErrClosed
+// DefaultQueueSize is the capacity of the write queue.
+const DefaultQueueSize = 16384
 
 // Store is the PostgreSQL store. It is safe for concurrent use.
 type Store struct {
@@ -126,8 +120,8 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		log:         slog.Default(),
 		queueSize:   DefaultQueueSize,
 		now:         time.Now,
-		eventTries:  defaultEventTries,
-		retryDelay:  defaultRetryDelay,
+		eventTries:  commit.DefaultEventTries,
+		retryDelay:  commit.DefaultRetryDelay,
 		listenRetry: defaultListenRetry,
 	}
 	for _, o := range opts {
@@ -162,8 +156,8 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		s.log.Warn("postgres: this host's clock differs from the database's", "offset", off)
 	}
 	s.readDurability(ctx)
-	s.w = newWriter(s, cfg.queueSize, cfg.eventTries, cfg.retryDelay)
-	go s.w.loop()
+	s.w = newWriter(s, commit.Config{Log: cfg.log, QueueSize: cfg.queueSize,
+		EventTries: cfg.eventTries, RetryDelay: cfg.retryDelay})
 	if cfg.remote {
 		lctx, cancel := context.WithCancel(context.Background())
 		s.stopListen, s.listenDone = cancel, make(chan struct{})
@@ -240,18 +234,14 @@ func (s *Store) Close() error {
 			s.stopListen()
 			<-s.listenDone
 		}
-		s.w.stop()
+		s.w.Stop()
 		s.pool.Close()
 	})
 	return nil
 }
 
-// Stats is a snapshot of the writer's counters: the SQLite store's type,
-// so that the server reads either store's counters alike.
-type Stats = store.Stats
-
 // Stats returns the writer's counters.
-func (s *Store) Stats() Stats { return s.w.stats() }
+func (s *Store) Stats() store.Stats { return s.w.Stats() }
 
 // --- time and value helpers ---
 

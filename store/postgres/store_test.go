@@ -8,18 +8,18 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchyard/switchyard/engine"
-	"github.com/switchyard/switchyard/engine/storetest"
 	"github.com/switchyard/switchyard/internal/pgtest"
 	"github.com/switchyard/switchyard/store"
+	"github.com/switchyard/switchyard/store/storetest"
 )
 
 // pg is this package's private PostgreSQL cluster; every test gets a
@@ -106,13 +106,21 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T) engine.Store {
-		s := openStore(t)
-		for _, id := range []string{storetest.WorkflowA, storetest.WorkflowB} {
-			_, err := s.CreateWorkflow(testCtx(t), Workflow{ID: id, Name: id, Kind: engine.KindGraph,
-				Definition: json.RawMessage(`{"nodes":[]}`)})
-			mustOK(t, err, "CreateWorkflow "+id)
+	dsns := map[store.Store]string{}
+	var mu sync.Mutex
+	storetest.Run(t, func(t *testing.T, o storetest.Options) store.Store {
+		var opts []Option
+		if o.Now != nil {
+			opts = append(opts, WithClock(o.Now))
 		}
+		mu.Lock()
+		defer mu.Unlock()
+		dsn, ok := dsns[o.Share]
+		if !ok {
+			dsn = pg.NewDatabase(t)
+		}
+		s := openDSN(t, dsn, opts...)
+		dsns[s] = dsn
 		return s
 	})
 }
@@ -136,9 +144,86 @@ func TestMigrateEmptyDatabase(t *testing.T) {
 		mustOK(t, rows.Scan(&n), "scan")
 		got = append(got, n)
 	}
-	want := []string{"goose_db_version", "node_states", "revoked_sessions", "run_definitions", "run_events", "runs", "workflow_versions", "workflows", "yaml_positions"}
+	want := []string{"definitions", "goose_db_version", "node_states", "revoked_sessions", "run_events", "runs", "workflow_versions", "workflows", "yaml_positions"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("tables %v, want %v", got, want)
+	}
+}
+
+// TestDefinitionsStoredOnce: runs of one definition share its row (by
+// content hash; the pipelined and the checking CreateRun alike) and read
+// their definition back byte for byte.
+func TestDefinitionsStoredOnce(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	s := openStore(t)
+	const a, b = `{"nodes":[{"id":"s","type":"start"}],"edges":[]}`, `{"nodes": []}`
+	defs := []string{a, b, a, "", a}
+	for i, def := range defs {
+		r := newRun(fmt.Sprintf("run-%d", i))
+		r.Definition = json.RawMessage(def)
+		if i == 4 {
+			r.WorkflowID = "no-such-workflow" // refused: the batch runs again op by op
+		}
+		err := s.CreateRun(ctx, r, nil, nil)
+		if i == 4 {
+			wantIs(t, err, engine.ErrNotFound, "CreateRun of an unknown workflow")
+			continue
+		}
+		mustOK(t, err, "CreateRun")
+	}
+	for i, def := range defs[:4] {
+		r, err := s.GetRun(ctx, fmt.Sprintf("run-%d", i))
+		mustOK(t, err, "GetRun")
+		if string(r.Definition) != def {
+			t.Errorf("run-%d: definition %q, want %q", i, r.Definition, def)
+		}
+	}
+	var rows int
+	mustOK(t, s.pool.QueryRow(ctx, `SELECT count(*) FROM definitions`).Scan(&rows), "count definitions")
+	if rows != 2 {
+		t.Fatalf("%d definition rows for 2 distinct definitions", rows)
+	}
+}
+
+// TestDefinitionsMigrateToOneRowEach: migration 6 moves the definitions
+// runs kept each into one row per distinct definition, with the same hash
+// the store computes.
+func TestDefinitionsMigrateToOneRowEach(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	dsn := pg.NewDatabase(t)
+	pool, err := pgxpool.New(ctx, dsn)
+	mustOK(t, err, "connect")
+	defer pool.Close()
+	p, closeDB, err := newProvider(pool)
+	mustOK(t, err, "newProvider")
+	defer closeDB()
+	_, err = p.UpTo(ctx, 5)
+	mustOK(t, err, "up to 5")
+	const a = `{"nodes":["ünïcode"]}`
+	for i, def := range []string{a, a, ""} {
+		id := fmt.Sprintf("old-%d", i)
+		_, err := pool.Exec(ctx, `INSERT INTO runs (id, kind, status, created_at, updated_at) VALUES ($1, 'graph', 'completed', now(), now())`, id)
+		mustOK(t, err, "insert a version-5 run")
+		_, err = pool.Exec(ctx, `INSERT INTO run_definitions (run_id, definition) VALUES ($1, $2)`, id, def)
+		mustOK(t, err, "insert its definition")
+	}
+	s := openDSN(t, dsn)
+	r := newRun("new")
+	r.Definition = json.RawMessage(a)
+	mustOK(t, s.CreateRun(ctx, r, nil, nil), "CreateRun of the same definition")
+	for id, want := range map[string]string{"old-0": a, "old-1": a, "old-2": "", "new": a} {
+		got, err := s.GetRun(ctx, id)
+		mustOK(t, err, "GetRun "+id)
+		if string(got.Definition) != want {
+			t.Errorf("%s: definition %q, want %q", id, got.Definition, want)
+		}
+	}
+	var rows int
+	mustOK(t, pool.QueryRow(ctx, `SELECT count(*) FROM definitions`).Scan(&rows), "count definitions")
+	if rows != 1 {
+		t.Fatalf("%d definition rows, want 1 (the migrated hash is the store's)", rows)
 	}
 }
 
@@ -196,274 +281,6 @@ func TestRefuseNewerSchema(t *testing.T) {
 	var tooNew *store.SchemaTooNewError
 	if !errors.As(err, &tooNew) || tooNew.DBVersion != SchemaVersion()+1 {
 		t.Fatalf("error %v does not carry the versions", err)
-	}
-}
-
-// --- writer ---
-
-func TestOnCommitSeesCommittedEventsInOrder(t *testing.T) {
-	t.Parallel()
-	ctx := testCtx(t)
-	s := openStore(t)
-	runs := []*engine.Run{newRun("run-h1"), newRun("run-h2")}
-	for _, r := range runs {
-		mustOK(t, s.CreateRun(ctx, r, nil, nil), "CreateRun")
-	}
-	var mu sync.Mutex
-	seen := map[string][]int64{}
-	var headers, problems []string
-	var total atomic.Int64
-	s.OnCommit(func(events []engine.Event, rs []*engine.Run) {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, e := range events {
-			seen[e.RunID] = append(seen[e.RunID], e.Seq)
-		}
-		for _, r := range rs {
-			headers = append(headers, r.ID+":"+string(r.Status))
-		}
-		// Everything reported is already readable: it was committed.
-		for _, r := range []string{"run-h1", "run-h2"} {
-			seqs := seen[r]
-			if len(seqs) == 0 {
-				continue
-			}
-			got, err := s.Events(ctx, r, seqs[len(seqs)-1]-1, 1)
-			if err != nil || len(got) != 1 {
-				problems = append(problems, fmt.Sprintf("%s seq %d not readable in hook: %v", r, seqs[len(seqs)-1], err))
-			}
-		}
-		total.Add(int64(len(events)))
-	})
-	s.OnCommit(func([]engine.Event, []*engine.Run) { panic("a broken hook") }) // must not kill the writer
-
-	const n = 2000
-	var wg sync.WaitGroup
-	for _, r := range runs {
-		wg.Go(func() {
-			for i := int64(1); i <= n; i++ {
-				s.Emit(ev(r.ID, i, "x"))
-				if i%500 == 0 {
-					c := *r
-					c.Status = engine.RunStatus(fmt.Sprintf("s%d", i))
-					if err := s.Checkpoint(ctx, &c, nil); err != nil {
-						t.Error(err)
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-	waitFor(t, "hooks to see every event", func() bool { return total.Load() == 2*n })
-	mu.Lock()
-	defer mu.Unlock()
-	for _, p := range problems {
-		t.Error(p)
-	}
-	for _, r := range runs {
-		seqs := seen[r.ID]
-		if len(seqs) != n {
-			t.Errorf("%s: hooks saw %d events, want %d", r.ID, len(seqs), n)
-		}
-		for i, sq := range seqs {
-			if sq != int64(i+1) {
-				t.Fatalf("%s: hook event %d has seq %d: out of order", r.ID, i, sq)
-			}
-		}
-	}
-	if len(headers) != 8 {
-		t.Errorf("hooks saw run headers %v, want 8", headers)
-	}
-	if st := s.Stats(); st.Batches >= 2*n {
-		t.Errorf("%d commits for %d events: events are not batched", st.Batches, 2*n)
-	}
-}
-
-// TestBadEventDoesNotPoisonBatch: events of unknown runs and duplicate
-// seqs are skipped; the rest of their batch commits, gapless.
-func TestBadEventDoesNotPoisonBatch(t *testing.T) {
-	t.Parallel()
-	ctx := testCtx(t)
-	s := openStore(t)
-	r := newRun("run-ok")
-	mustOK(t, s.CreateRun(ctx, r, nil, nil), "CreateRun")
-	s.Emit(ev(r.ID, 1, "a"))
-	s.Emit(ev("no-such-run", 1, "x"))
-	s.Emit(ev(r.ID, 1, "duplicate"))
-	s.Emit(ev(r.ID, 2, "b"))
-	mustOK(t, s.Checkpoint(ctx, r, nil), "barrier")
-	evs, err := s.Events(ctx, r.ID, 0, 0)
-	mustOK(t, err, "Events")
-	if len(evs) != 2 || evs[0].Content != "a" || evs[1].Content != "b" {
-		t.Fatalf("events %+v", evs)
-	}
-	if st := s.Stats(); st.EventsDropped != 2 || st.WriteErrors != 0 {
-		t.Fatalf("stats %+v: want 2 skipped events and no write error", st)
-	}
-}
-
-func TestCloseStopsAcceptingWrites(t *testing.T) {
-	t.Parallel()
-	ctx := testCtx(t)
-	s := openStore(t)
-	r := newRun("run-close")
-	mustOK(t, s.CreateRun(ctx, r, nil, nil), "CreateRun")
-	s.Emit(ev(r.ID, 1, "queued before close"))
-	mustOK(t, s.Close(), "Close")
-	wantIs(t, s.Checkpoint(ctx, r, nil), ErrClosed, "Checkpoint after Close")
-	_, err := s.CreateWorkflow(ctx, Workflow{Name: "w", Kind: engine.KindGraph, Definition: json.RawMessage(`{}`)})
-	wantIs(t, err, ErrClosed, "CreateWorkflow after Close")
-}
-
-// --- workflows (mirroring the SQLite store's tests) ---
-
-func TestWorkflowsCRUD(t *testing.T) {
-	t.Parallel()
-	ctx := testCtx(t)
-	var clock atomic.Int64
-	clock.Store(t0.UnixMicro())
-	now := func() time.Time { return time.UnixMicro(clock.Add(int64(time.Second / time.Microsecond))) }
-	s := openStore(t, WithClock(now))
-	clock.Store(t0.UnixMicro()) // Open read the clock to measure its offset
-
-	created, err := s.CreateWorkflow(ctx, Workflow{Name: "Review", Description: "d1", Kind: engine.KindGraph,
-		Definition: json.RawMessage(`{"nodes":[1]}`)})
-	mustOK(t, err, "CreateWorkflow")
-	if created.ID == "" || created.Version != 1 || !created.CreatedAt.Equal(t0.Add(time.Second)) ||
-		!created.UpdatedAt.Equal(created.CreatedAt) {
-		t.Fatalf("created %+v", created)
-	}
-	got, err := s.GetWorkflow(ctx, created.ID)
-	mustOK(t, err, "GetWorkflow")
-	if got.Name != "Review" || got.Description != "d1" || string(got.Definition) != `{"nodes":[1]}` ||
-		got.Version != 1 || !got.CreatedAt.Equal(created.CreatedAt) {
-		t.Fatalf("GetWorkflow %+v", got)
-	}
-
-	upd := *got
-	upd.Name, upd.Definition = "Review v2", json.RawMessage(`{"nodes":[1,2]}`)
-	v2, err := s.UpdateWorkflow(ctx, upd, 1)
-	mustOK(t, err, "UpdateWorkflow")
-	if v2.Version != 2 || !v2.CreatedAt.Equal(created.CreatedAt) || !v2.UpdatedAt.Equal(t0.Add(2*time.Second)) {
-		t.Fatalf("updated %+v", v2)
-	}
-	stale := *got
-	stale.Name = "stale edit"
-	_, err = s.UpdateWorkflow(ctx, stale, 1)
-	wantIs(t, err, engine.ErrConflict, "UpdateWorkflow with a stale version")
-	if cur, _ := s.GetWorkflow(ctx, created.ID); cur.Name != "Review v2" || cur.Version != 2 {
-		t.Fatalf("a stale update changed the workflow: %+v", cur)
-	}
-	_, err = s.UpdateWorkflow(ctx, Workflow{ID: "nope", Name: "x", Kind: engine.KindGraph, Definition: json.RawMessage(`{}`)}, 1)
-	wantIs(t, err, engine.ErrNotFound, "UpdateWorkflow of an unknown workflow")
-
-	versions, err := s.ListVersions(ctx, created.ID)
-	mustOK(t, err, "ListVersions")
-	if len(versions) != 2 || versions[0].Version != 2 || versions[1].Version != 1 || versions[1].Name != "Review" {
-		t.Fatalf("ListVersions %+v", versions)
-	}
-	v1, err := s.GetVersion(ctx, created.ID, 1)
-	mustOK(t, err, "GetVersion 1")
-	if string(v1.Definition) != `{"nodes":[1]}` || v1.Name != "Review" || v1.Kind != engine.KindGraph {
-		t.Fatalf("version 1 %+v", v1)
-	}
-	_, err = s.GetVersion(ctx, created.ID, 3)
-	wantIs(t, err, engine.ErrNotFound, "GetVersion 3")
-
-	_, err = s.CreateWorkflow(ctx, Workflow{ID: created.ID, Name: "dup", Kind: engine.KindGraph, Definition: json.RawMessage(`{}`)})
-	wantIs(t, err, engine.ErrConflict, "CreateWorkflow with a taken id")
-	other, err := s.CreateWorkflow(ctx, Workflow{ID: "fixed-id", Name: "Other", Kind: engine.KindYAML, Definition: json.RawMessage(`"a: 1"`)})
-	mustOK(t, err, "CreateWorkflow with an id")
-	list, err := s.ListWorkflows(ctx)
-	mustOK(t, err, "ListWorkflows")
-	if len(list) != 2 || list[0].ID != other.ID || list[1].ID != created.ID || list[1].Version != 2 {
-		t.Fatalf("ListWorkflows %+v", list)
-	}
-
-	// Runs outlive their workflow.
-	r := newRun("run-of-wf")
-	r.WorkflowID = created.ID
-	mustOK(t, s.CreateRun(ctx, r, nil, nil), "CreateRun")
-	bad := newRun("run-of-nothing")
-	bad.WorkflowID = "no-such-workflow"
-	wantIs(t, s.CreateRun(ctx, bad, nil, nil), engine.ErrNotFound, "CreateRun for an unknown workflow")
-
-	mustOK(t, s.DeleteWorkflow(ctx, created.ID), "DeleteWorkflow")
-	_, err = s.GetWorkflow(ctx, created.ID)
-	wantIs(t, err, engine.ErrNotFound, "GetWorkflow after delete")
-	_, err = s.ListVersions(ctx, created.ID)
-	wantIs(t, err, engine.ErrNotFound, "ListVersions after delete")
-	wantIs(t, s.DeleteWorkflow(ctx, created.ID), engine.ErrNotFound, "second DeleteWorkflow")
-	kept, err := s.GetRun(ctx, r.ID)
-	mustOK(t, err, "GetRun after its workflow was deleted")
-	if kept.WorkflowID != "" {
-		t.Errorf("run's workflow id after delete = %q, want empty", kept.WorkflowID)
-	}
-}
-
-func TestWorkflowValidation(t *testing.T) {
-	t.Parallel()
-	s := openStore(t)
-	tests := []struct {
-		name string
-		w    Workflow
-		msg  string
-	}{
-		{"no name", Workflow{Kind: engine.KindGraph, Definition: json.RawMessage(`{}`)}, "name is required"},
-		{"bad kind", Workflow{Name: "x", Kind: "bpmn", Definition: json.RawMessage(`{}`)}, `kind "bpmn"`},
-		{"no definition", Workflow{Name: "x", Kind: engine.KindGraph}, "definition is required"},
-		{"invalid JSON", Workflow{Name: "x", Kind: engine.KindGraph, Definition: json.RawMessage(`{nodes`)}, "not valid JSON"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := s.CreateWorkflow(testCtx(t), tc.w)
-			wantIs(t, err, engine.ErrInvalidWorkflow, "CreateWorkflow")
-			if !strings.Contains(err.Error(), tc.msg) {
-				t.Errorf("error %q does not say %q", err, tc.msg)
-			}
-			tc.w.ID = "any"
-			_, err = s.UpdateWorkflow(testCtx(t), tc.w, 1)
-			wantIs(t, err, engine.ErrInvalidWorkflow, "UpdateWorkflow")
-		})
-	}
-}
-
-// TestConcurrentWorkflowUpdatesOneWins: 20 saves of version 1, split over
-// two stores on one database (two processes): exactly one wins.
-func TestConcurrentWorkflowUpdatesOneWins(t *testing.T) {
-	t.Parallel()
-	ctx := testCtx(t)
-	dsn := pg.NewDatabase(t)
-	a, b := openDSN(t, dsn), openDSN(t, dsn)
-	w, err := a.CreateWorkflow(ctx, Workflow{Name: "w", Kind: engine.KindGraph, Definition: json.RawMessage(`{}`)})
-	mustOK(t, err, "CreateWorkflow")
-	const n = 20
-	var wins, conflicts atomic.Int32
-	var wg sync.WaitGroup
-	for i := range n {
-		s := []*Store{a, b}[i%2]
-		wg.Go(func() {
-			u := *w
-			u.Name = fmt.Sprintf("edit %d", i)
-			_, err := s.UpdateWorkflow(ctx, u, 1)
-			switch {
-			case err == nil:
-				wins.Add(1)
-			case errors.Is(err, engine.ErrConflict):
-				conflicts.Add(1)
-			default:
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	if wins.Load() != 1 || conflicts.Load() != n-1 {
-		t.Fatalf("%d wins, %d conflicts; want 1 and %d", wins.Load(), conflicts.Load(), n-1)
-	}
-	versions, err := b.ListVersions(ctx, w.ID)
-	mustOK(t, err, "ListVersions")
-	if len(versions) != 2 {
-		t.Fatalf("%d versions, want 2", len(versions))
 	}
 }
 

@@ -12,20 +12,15 @@ import (
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/store"
+	"github.com/switchyard/switchyard/store/internal/commit"
 )
 
-// The workflow types are the SQLite store's: callers switch stores, not types.
-type (
-	Workflow        = store.Workflow
-	WorkflowVersion = store.WorkflowVersion
-)
-
-// writeTx runs fn in a transaction of its own. Workflow writes need no
+// writeTx runs fn in a transaction of its own. store.Workflow writes need no
 // ordering with run events, so they bypass the write queue; concurrent
 // saves serialize on the workflow's row.
 func (s *Store) writeTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	if s.w.isClosed() {
-		return ErrClosed
+	if s.w.Closed() {
+		return store.ErrClosed
 	}
 	return pgx.BeginFunc(ctx, s.pool, fn)
 }
@@ -34,14 +29,14 @@ func (s *Store) writeTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // and returns what was stored. ErrConflict if the id is taken; an error
 // matching engine.ErrInvalidWorkflow for a missing name, unknown kind or
 // invalid definition.
-func (s *Store) CreateWorkflow(ctx context.Context, w Workflow) (*Workflow, error) {
+func (s *Store) CreateWorkflow(ctx context.Context, w store.Workflow) (*store.Workflow, error) {
 	if err := store.ValidateWorkflow(&w); err != nil {
 		return nil, fmt.Errorf("postgres: create workflow: %w", err)
 	}
 	if w.ID == "" {
 		w.ID = uuid.NewString()
 	}
-	now := store.NormTime(s.now())
+	now := commit.NormTime(s.now())
 	w.Version, w.CreatedAt, w.UpdatedAt = 1, now, now
 	w.Definition = append(json.RawMessage(nil), w.Definition...)
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
@@ -62,7 +57,7 @@ version, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, 1, $6, $6) ON CONFL
 	return &w, nil
 }
 
-func insertVersion(ctx context.Context, tx pgx.Tx, w *Workflow, at time.Time) error {
+func insertVersion(ctx context.Context, tx pgx.Tx, w *store.Workflow, at time.Time) error {
 	_, err := tx.Exec(ctx, `INSERT INTO workflow_versions (workflow_id, version, name, description,
 kind, definition, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		w.ID, w.Version, w.Name, w.Description, w.Kind, string(w.Definition), at)
@@ -72,11 +67,11 @@ kind, definition, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 // UpdateWorkflow saves w as the next version of workflow w.ID, provided its
 // current version is expectVersion: a stale editor gets ErrConflict
 // instead of overwriting someone else's save. ErrNotFound if unknown.
-func (s *Store) UpdateWorkflow(ctx context.Context, w Workflow, expectVersion int) (*Workflow, error) {
+func (s *Store) UpdateWorkflow(ctx context.Context, w store.Workflow, expectVersion int) (*store.Workflow, error) {
 	if err := store.ValidateWorkflow(&w); err != nil {
 		return nil, fmt.Errorf("postgres: update workflow %s: %w", w.ID, err)
 	}
-	now := store.NormTime(s.now())
+	now := commit.NormTime(s.now())
 	w.Definition = append(json.RawMessage(nil), w.Definition...)
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		var created time.Time
@@ -121,7 +116,9 @@ func (s *Store) DeleteWorkflow(ctx context.Context, id string) error {
 		if tag.RowsAffected() == 0 {
 			return engine.ErrNotFound
 		}
-		return nil
+		// Its runs stay, without a workflow id.
+		_, err = tx.Exec(ctx, `UPDATE runs SET workflow_id = NULL WHERE workflow_id = $1`, id)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: delete workflow %s: %w", id, err)
@@ -131,9 +128,9 @@ func (s *Store) DeleteWorkflow(ctx context.Context, id string) error {
 
 // GetWorkflow returns the current version of a workflow; ErrNotFound if
 // unknown.
-func (s *Store) GetWorkflow(ctx context.Context, id string) (*Workflow, error) {
+func (s *Store) GetWorkflow(ctx context.Context, id string) (*store.Workflow, error) {
 	var (
-		w                Workflow
+		w                store.Workflow
 		def              string
 		created, updated time.Time
 	)
@@ -153,16 +150,16 @@ created_at, updated_at FROM workflows WHERE id = $1`, id).Scan(&w.ID, &w.Name, &
 
 // ListWorkflows lists every workflow, most recently updated first, without
 // definitions (use GetWorkflow).
-func (s *Store) ListWorkflows(ctx context.Context) ([]*Workflow, error) {
+func (s *Store) ListWorkflows(ctx context.Context) ([]*store.Workflow, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, name, description, kind, version, created_at,
 updated_at FROM workflows ORDER BY updated_at DESC, id`)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list workflows: %w", err)
 	}
 	defer rows.Close()
-	out := []*Workflow{}
+	out := []*store.Workflow{}
 	for rows.Next() {
-		var w Workflow
+		var w store.Workflow
 		if err := rows.Scan(&w.ID, &w.Name, &w.Description, &w.Kind, &w.Version, &w.CreatedAt, &w.UpdatedAt); err != nil {
 			return nil, fmt.Errorf("postgres: list workflows: %w", err)
 		}
@@ -177,16 +174,16 @@ updated_at FROM workflows ORDER BY updated_at DESC, id`)
 
 // ListVersions lists the saved versions of a workflow, newest first,
 // without definitions (use GetVersion). ErrNotFound if unknown.
-func (s *Store) ListVersions(ctx context.Context, id string) ([]WorkflowVersion, error) {
+func (s *Store) ListVersions(ctx context.Context, id string) ([]store.WorkflowVersion, error) {
 	rows, err := s.pool.Query(ctx, `SELECT version, name, description, kind, created_at
 FROM workflow_versions WHERE workflow_id = $1 ORDER BY version DESC`, id)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list versions of workflow %s: %w", id, err)
 	}
 	defer rows.Close()
-	var out []WorkflowVersion
+	var out []store.WorkflowVersion
 	for rows.Next() {
-		v := WorkflowVersion{WorkflowID: id}
+		v := store.WorkflowVersion{WorkflowID: id}
 		if err := rows.Scan(&v.Version, &v.Name, &v.Description, &v.Kind, &v.CreatedAt); err != nil {
 			return nil, fmt.Errorf("postgres: list versions of workflow %s: %w", id, err)
 		}
@@ -204,8 +201,8 @@ FROM workflow_versions WHERE workflow_id = $1 ORDER BY version DESC`, id)
 
 // GetVersion returns version v of a workflow; ErrNotFound if either is
 // unknown.
-func (s *Store) GetVersion(ctx context.Context, id string, v int) (*WorkflowVersion, error) {
-	wv := WorkflowVersion{WorkflowID: id, Version: v}
+func (s *Store) GetVersion(ctx context.Context, id string, v int) (*store.WorkflowVersion, error) {
+	wv := store.WorkflowVersion{WorkflowID: id, Version: v}
 	var def string
 	err := s.pool.QueryRow(ctx, `SELECT name, description, kind, definition, created_at
 FROM workflow_versions WHERE workflow_id = $1 AND version = $2`, id, v).Scan(&wv.Name, &wv.Description,

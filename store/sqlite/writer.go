@@ -1,0 +1,229 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/store/internal/commit"
+)
+
+// job is an operation of the write queue: it runs in a batch's
+// transaction. It must reject (commit.Rejected) before its first write;
+// any other error aborts the whole batch.
+type job = func(t *wtx) error
+
+type op = commit.Op[job]
+
+// reject marks an op that was refused (ErrNotFound, ErrConflict) before
+// it changed anything, so the rest of the batch can still commit.
+func reject(err error) error { return commit.Rejected{Err: err} }
+
+// wtx is the transaction of one batch as seen by an op function.
+type wtx struct {
+	ctx   context.Context
+	tx    *sql.Tx
+	w     *writer
+	stmts map[*sql.Stmt]*sql.Stmt
+	// fenced remembers, per run, the owner whose event was written in this
+	// transaction: later events of that owner skip the owner check (one
+	// index lookup per event) until an op may have changed the owner.
+	fenced map[string]string
+}
+
+// ownerMayChange drops what fenced knows of runID; every op that can
+// change a run's owner calls it.
+func (t *wtx) ownerMayChange(runID string) { delete(t.fenced, runID) }
+
+// stmt returns ps bound to the batch's transaction.
+func (t *wtx) stmt(ps *sql.Stmt) *sql.Stmt {
+	if s, ok := t.stmts[ps]; ok {
+		return s
+	}
+	s := t.tx.StmtContext(t.ctx, ps)
+	t.stmts[ps] = s
+	return s
+}
+
+// exec runs query, as a prepared statement when it is one of the writer's
+// hot queries (parsing SQL on every run start and lease change showed up
+// in profiles).
+func (t *wtx) exec(query string, args ...any) (int64, error) {
+	var (
+		res sql.Result
+		err error
+	)
+	if ps, ok := t.w.cache[query]; ok {
+		res, err = t.stmt(ps).ExecContext(t.ctx, args...)
+	} else {
+		res, err = t.tx.ExecContext(t.ctx, query, args...)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// writer is the SQLite side of the write queue: its statements and how it
+// writes a batch. The queue (commit.Queue) does the rest.
+type writer struct {
+	*commit.Queue[job]
+	s *Store
+
+	// prepared on the writer connection
+	insEvent, insEventFenced, updRun, upsNode *sql.Stmt
+	cache                                     map[string]*sql.Stmt // writer goroutine only
+}
+
+const (
+	// The run id is bound twice rather than as ?1: numbered parameters cost
+	// the driver a name lookup per bind, and this runs once per event.
+	// WHERE EXISTS turns an event of an unknown run into a skipped row
+	// instead of a foreign key error that would fail the whole batch.
+	// The owner test fences a process whose lease was taken over: its late
+	// events are skipped instead of landing in another owner's log.
+	sqlInsertEvent = `INSERT INTO run_events (run_id, seq, node_id, type, content, ts, data)
+SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND (? = '' OR owner = ?))
+ON CONFLICT (run_id, seq) DO NOTHING`
+
+	// sqlInsertEventFenced is for an event whose run and owner were
+	// checked earlier in the same transaction.
+	sqlInsertEventFenced = `INSERT INTO run_events (run_id, seq, node_id, type, content, ts, data)
+VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, seq) DO NOTHING`
+
+	sqlUpdateRun = `UPDATE runs SET status = ?, input = ?, waiting_for_input = ?, current_node_id = ?,
+pending_approvals = ?, error = ?, work_dir = ?, updated_at = ?, finished_at = ?,
+prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, cost_usd = ?,
+owner = CASE WHEN ? THEN '' ELSE owner END, lease_until = CASE WHEN ? THEN 0 ELSE lease_until END
+WHERE id = ? AND (? = '' OR owner = ?) AND status NOT IN ('completed', 'failed', 'cancelled')`
+
+	sqlUpsertNode = `INSERT INTO node_states (run_id, node_id, status, input, output, handle, error,
+visits, attempts, fired, wait, started_at, finished_at, rejection, decision)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (run_id, node_id) DO UPDATE SET status = excluded.status, input = excluded.input,
+output = excluded.output, handle = excluded.handle, error = excluded.error, visits = excluded.visits,
+attempts = excluded.attempts, fired = excluded.fired, wait = excluded.wait,
+started_at = excluded.started_at, finished_at = excluded.finished_at,
+rejection = excluded.rejection, decision = excluded.decision`
+)
+
+func newWriter(ctx context.Context, s *Store, cfg commit.Config) (*writer, error) {
+	w := &writer{s: s}
+	var err error
+	prep := func(q string) *sql.Stmt {
+		if err != nil {
+			return nil
+		}
+		var st *sql.Stmt
+		st, err = s.wdb.PrepareContext(ctx, q)
+		return st
+	}
+	w.insEvent = prep(sqlInsertEvent)
+	w.insEventFenced = prep(sqlInsertEventFenced)
+	w.updRun = prep(sqlUpdateRun)
+	w.upsNode = prep(sqlUpsertNode)
+	// Prepared before any transaction: the writer pool has one connection.
+	w.cache = map[string]*sql.Stmt{}
+	for _, q := range hotStatements {
+		w.cache[q] = prep(q)
+	}
+	if err != nil {
+		w.closeStmts()
+		return nil, fmt.Errorf("prepare statements: %w", err)
+	}
+	cfg.Name, cfg.FailErr = "store", storageErr
+	cfg.Skipped = "unknown run or duplicate seq"
+	w.Queue = commit.New(cfg, w.writeBatch)
+	return w, nil
+}
+
+func (w *writer) closeStmts() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{w.insEvent, w.insEventFenced, w.updRun, w.upsNode} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	for _, st := range w.cache {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// do runs fn in the writer's next batch and waits for the commit. run, if
+// not nil, is passed to the commit hooks.
+func (w *writer) do(ctx context.Context, run *engine.Run, fn job) error {
+	return w.Do(ctx, run, nil, fn)
+}
+
+// doEvents is do for an op that also writes evs (in order): the commit
+// hooks get them as if they had been emitted.
+func (w *writer) doEvents(ctx context.Context, run *engine.Run, evs []engine.Event, fn job) error {
+	return w.Do(ctx, run, evs, fn)
+}
+
+// writeBatch commits batch as one transaction, or returns why nothing of
+// it was committed.
+func (w *writer) writeBatch(batch []op) error {
+	ctx := context.Background()
+	tx, err := w.s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	t := &wtx{ctx: ctx, tx: tx, w: w, stmts: make(map[*sql.Stmt]*sql.Stmt, 4), fenced: map[string]string{}}
+	ins, insFenced := t.stmt(w.insEvent), t.stmt(w.insEventFenced)
+	var fatal error
+loop:
+	for i := range batch {
+		o := &batch[i]
+		switch o.Kind {
+		case commit.Event:
+			e := &o.Ev
+			var (
+				res sql.Result
+				err error
+			)
+			known := e.Owner != "" && t.fenced[e.RunID] == e.Owner
+			if known {
+				res, err = insFenced.ExecContext(ctx, e.RunID, e.Seq, e.NodeID, e.Type, e.Content,
+					toMicros(e.Timestamp), nullText(e.Data))
+			} else {
+				res, err = ins.ExecContext(ctx, e.RunID, e.Seq, e.NodeID, e.Type, e.Content,
+					toMicros(e.Timestamp), nullText(e.Data), e.RunID, e.Owner, e.Owner)
+			}
+			if err != nil {
+				fatal = fmt.Errorf("append event %s#%d: %w", e.RunID, e.Seq, err)
+				break loop
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				fatal = err
+				break loop
+			}
+			o.Written = n == 1
+			if o.Written && !known && e.Owner != "" {
+				t.fenced[e.RunID] = e.Owner
+			}
+		case commit.Sync:
+			if o.Skip() {
+				continue
+			}
+			if err := o.Settle(o.Job(t)); err != nil {
+				fatal = err
+				break loop
+			}
+		}
+	}
+	if fatal != nil {
+		_ = tx.Rollback() // may fail if SQLite already rolled back; nothing to do then
+		return fatal
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
