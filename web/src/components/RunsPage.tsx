@@ -177,6 +177,17 @@ export function RunsPage() {
                 <tr key={r.runId} data-testid={`runs-row-${r.runId}`}>
                   <td>
                     <span className={`sy-status sy-status--${st}`}>{st}</span>
+                    {r.forkOf && (
+                      <a
+                        className="runs__fork"
+                        href={runPath(r.forkOf.runId)}
+                        onClick={open(runPath(r.forkOf.runId))}
+                        title={`Forked from run ${r.forkOf.runId} at node ${r.forkOf.nodeId}`}
+                        data-testid={`runs-fork-${r.runId}`}
+                      >
+                        ↻ fork of {shortId(r.forkOf.runId)}
+                      </a>
+                    )}
                   </td>
                   <td>
                     {r.workflowId ? (
