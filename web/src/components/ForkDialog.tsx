@@ -194,7 +194,7 @@ export function ForkOfNote() {
   if (!parent) return null;
   const forkOf = { runId: parent, nodeId: at };
   return (
-    <span className="sy-muted small fork-of" data-testid="run-fork-of">
+    <span className="sy-muted small fork-of" title={`forked from run ${parent} at ${name}`} data-testid="run-fork-of">
       forked from{' '}
       <a
         href={runPath(forkOf.runId)}

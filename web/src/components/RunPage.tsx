@@ -322,7 +322,7 @@ function RunHeader() {
     }
   };
   return (
-    <div className="toolbar" data-testid="run-header">
+    <div className="toolbar toolbar--run" data-testid="run-header">
       {run?.workflowId && (
         <a
           className="btn"
@@ -355,7 +355,7 @@ function RunHeader() {
           {run.usage.costUsd != null && ` · ${fmtCost(run.usage.costUsd)}`}
         </span>
       )}
-      <span className="sy-muted small">
+      <span className="sy-muted small run-header__times" title={run ? `started ${fmtTime(run.createdAt)}${run.finishedAt ? ` · finished ${fmtTime(run.finishedAt)}` : ''}` : undefined}>
         {run && `started ${fmtTime(run.createdAt)}`}
         {run?.finishedAt && ` · finished ${fmtTime(run.finishedAt)}`}
       </span>

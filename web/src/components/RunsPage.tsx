@@ -213,15 +213,18 @@ export function RunsPage() {
                     {tokens === null ? <span className="sy-muted">—</span> : tokens.toLocaleString('en-US')}
                     {r.usage?.costUsd != null && <span className="sy-muted"> · {fmtCost(r.usage.costUsd)}</span>}
                   </td>
-                  <td className="runs__actions">
-                    <a className="btn btn--small" href={runPath(r.runId)} onClick={open(runPath(r.runId))} data-testid={`runs-open-${r.runId}`}>
-                      Open
-                    </a>
-                    {r.workflowId && (
-                      <button className="btn btn--small" disabled={busy === r.runId} onClick={() => void rerun(r)} data-testid={`runs-rerun-${r.runId}`}>
-                        Re-run
-                      </button>
-                    )}
+                  <td>
+                    {/* Flex inside the cell: a flex td loses the row's height and its rule. */}
+                    <div className="runs__actions">
+                      <a className="btn btn--small" href={runPath(r.runId)} onClick={open(runPath(r.runId))} data-testid={`runs-open-${r.runId}`}>
+                        Open
+                      </a>
+                      {r.workflowId && (
+                        <button className="btn btn--small" disabled={busy === r.runId} onClick={() => void rerun(r)} data-testid={`runs-rerun-${r.runId}`}>
+                          Re-run
+                        </button>
+                      )}
+                    </div>
                   </td>
                 </tr>
               );

@@ -116,7 +116,15 @@ export const NodeShell = memo(function NodeShell(p: Props) {
           data-reused={reused}
           title={reused === 'pinned' ? `Did not run: took the output you edited (run ${parent} had another)` : `Did not run: took its output from run ${parent}`}
         >
-          <span aria-hidden="true">↺</span> {reused === 'pinned' ? 'edited output' : 'reused'} from run <code>{shortId(parent)}</code>
+          {reused === 'pinned' ? (
+            <>
+              <span aria-hidden="true">✎</span> edited output, not run
+            </>
+          ) : (
+            <>
+              <span aria-hidden="true">↺</span> reused from run <code>{shortId(parent)}</code>
+            </>
+          )}
         </div>
       )}
       {meta && (
