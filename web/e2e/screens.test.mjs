@@ -160,6 +160,9 @@ test('screens: the workflow list and a drawn graph in the editor', { timeout: TE
     await allNodesInView(page, `the drawn graph (${tag})`);
     await page.locator(`${tid('node-writer')} .sy-node__head`).click();
     await page.locator(tid('inspector-agentName')).waitFor();
+    // The prompt fields are code editors loaded on demand: wait for their text.
+    await textMatches(page.locator(tid('inspector-systemPrompt')), /You write short stories/, 'the system prompt field');
+    await textMatches(page.locator(tid('inspector-userPrompt')), /Write \{\{PREVIOUS_OUTPUT\}\}/, 'the user prompt field');
     await checkLayout(page, `editor ${tag}`);
     await screenshot(page, `screens-editor-graph-${tag}`);
   });
