@@ -73,3 +73,12 @@ func (s *Server) forkOfRun(ctx context.Context, runID string) *forkOf {
 	}
 	return nil
 }
+
+// markForks sets ForkOf on the forks in a list of runs, so the runs list
+// can link each to its parent: one read of each run's first event (by
+// primary key), a cost a page of runs (50 by default) barely notices.
+func (s *Server) markForks(ctx context.Context, runs []runSummary) {
+	for i := range runs {
+		runs[i].ForkOf = s.forkOfRun(ctx, runs[i].RunID)
+	}
+}

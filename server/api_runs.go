@@ -34,6 +34,9 @@ type runSummary struct {
 	FinishedAt       *time.Time               `json:"finishedAt,omitempty"`
 	// Usage is the run's token totals (engine.Run.Usage), always present.
 	Usage engine.Usage `json:"usage"`
+	// ForkOf names the run this one was forked from (POST .../fork): in
+	// GET /api/runs/{id} and in lists of runs (markForks).
+	ForkOf *forkOf `json:"forkOf,omitempty"`
 }
 
 // runDetail is one run with everything the UI needs to show it: outputs,
@@ -49,8 +52,6 @@ type runDetail struct {
 	// Branch the git branch of a worktree the run got for isolation.
 	WorkDir string `json:"workDir,omitempty"`
 	Branch  string `json:"branch,omitempty"`
-	// ForkOf names the run this one was forked from (POST .../fork).
-	ForkOf *forkOf `json:"forkOf,omitempty"`
 }
 
 // nodeJSON is one node's state in a run (the executor's private wait
@@ -168,6 +169,7 @@ func (s *Server) listRuns(c echo.Context) error {
 		sum.WorkflowID = s.sourceWorkflowID(r)
 		out = append(out, sum)
 	}
+	s.markForks(c.Request().Context(), out)
 	return c.JSON(http.StatusOK, out)
 }
 

@@ -155,7 +155,8 @@ func schemas() obj {
 		"waitingForInput": obj{"type": "boolean"}, "currentNodeId": str(),
 		"pendingApprovals": arrayOf(ref("PendingApproval")), "error": str(),
 		"createdAt": dateTime(), "updatedAt": dateTime(), "finishedAt": dateTime(),
-		"usage": ref("Usage"),
+		"usage":  ref("Usage"),
+		"forkOf": obj{"type": "object", "required": []string{"runId", "nodeId"}, "properties": obj{"runId": str(), "nodeId": str()}, "description": "The run this one was forked from (POST /api/runs/{id}/fork) and the node it ran from."},
 	}
 	summaryReq := []string{"runId", "kind", "status", "input", "waitingForInput", "pendingApprovals", "createdAt", "updatedAt", "usage"}
 	tokens := func(d string) obj { return obj{"type": "integer", "minimum": 0, "description": d} }
@@ -183,7 +184,6 @@ func schemas() obj {
 	detailProps["source"] = str()
 	detailProps["nodes"] = arrayOf(ref("NodeState"))
 	detailProps["workDir"] = obj{"type": "string", "description": "The folder the run works in: its working directory, workspace or git worktree."}
-	detailProps["forkOf"] = object([]string{"runId", "nodeId"}, obj{"runId": str(), "nodeId": str()})
 	detailProps["branch"] = obj{"type": "string", "description": "The branch of the git worktree the run got (worktree: {enabled: true}): switchyard/<run id>."}
 	workflowProps := obj{
 		"id": str(), "name": str(), "description": str(), "kind": obj{"enum": []string{"graph", "yaml"}},

@@ -69,7 +69,7 @@ func TestRunWorkflowAndWait(t *testing.T) {
 
 // TestForkRunOverHTTP: POST /api/runs/{id}/fork starts a run from a node
 // that reuses upstream results (with a pinned output), linked to its
-// parent (forkOf); forking a paused run is 409, an unknown node 400.
+// parent (forkOf, in the run and in the runs list); forking a paused run is 409, an unknown node 400.
 func TestForkRunOverHTTP(t *testing.T) {
 	v := newEnv(t)
 	var parent runJSON
@@ -97,6 +97,24 @@ func TestForkRunOverHTTP(t *testing.T) {
 	if got.Status != "completed" || got.Outputs["a2"] != "echo: pinned text" || got.ForkOf == nil ||
 		got.ForkOf.RunID != parent.RunID || got.ForkOf.NodeID != "a2" {
 		t.Errorf("fork: %+v", got)
+	}
+	// The runs list links the fork to its parent, and only the fork.
+	var list []struct {
+		RunID  string `json:"runId"`
+		ForkOf *struct {
+			RunID  string `json:"runId"`
+			NodeID string `json:"nodeId"`
+		} `json:"forkOf"`
+	}
+	v.must(http.StatusOK, "GET", "/api/runs", nil, &list)
+	marked := map[string]string{}
+	for _, r := range list {
+		if r.ForkOf != nil {
+			marked[r.RunID] = r.ForkOf.RunID + "@" + r.ForkOf.NodeID
+		}
+	}
+	if len(marked) != 1 || marked[fork.RunID] != parent.RunID+"@a2" {
+		t.Errorf("runs list forks: %v (want %s → %s@a2)", marked, fork.RunID, parent.RunID)
 	}
 	var paused runJSON
 	v.must(http.StatusCreated, "POST", "/api/runs", map[string]any{"graph": approvalGraph()}, &paused)

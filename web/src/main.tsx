@@ -1,6 +1,7 @@
 import '@xyflow/react/dist/style.css';
 import './styles.css';
 import './editor.css';
+import './fork.css';
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { api } from './api/client';

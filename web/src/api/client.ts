@@ -2,6 +2,7 @@ import type { Graph } from '../graph/types';
 import type {
   AppConfig,
   Approval,
+  ForkRequest,
   Problem,
   Run,
   RunEvent,
@@ -161,6 +162,8 @@ export const api = {
       after = last.seq;
     }
   },
+  /** "Run from here": a new run from nodeId reusing this run's upstream results (201 with the new run). */
+  forkRun: (id: string, body: ForkRequest) => request<Run>('POST', `/api/runs/${enc(id)}/fork`, body),
   approvals: () => request<Approval[]>('GET', '/api/approvals'),
   decide: (id: string, nodeId: string, decision: 'approve' | 'reject', note: string) =>
     request<Run>('POST', `/api/runs/${enc(id)}/approvals/${enc(nodeId)}`, { decision, note }),

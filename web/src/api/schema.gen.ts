@@ -875,6 +875,7 @@ export interface components {
             error?: string;
             /** Format: date-time */
             finishedAt?: string;
+            /** @description The run this one was forked from (POST /api/runs/{id}/fork) and the node it ran from. */
             forkOf?: {
                 nodeId: string;
                 runId: string;
@@ -907,6 +908,11 @@ export interface components {
             error?: string;
             /** Format: date-time */
             finishedAt?: string;
+            /** @description The run this one was forked from (POST /api/runs/{id}/fork) and the node it ran from. */
+            forkOf?: {
+                nodeId: string;
+                runId: string;
+            };
             input: string;
             kind: string;
             pendingApprovals: components["schemas"]["PendingApproval"][];
@@ -1015,6 +1021,11 @@ export interface components {
             error?: string;
             /** Format: date-time */
             finishedAt?: string;
+            /** @description The run this one was forked from (POST /api/runs/{id}/fork) and the node it ran from. */
+            forkOf?: {
+                nodeId: string;
+                runId: string;
+            };
             input: string;
             kind: string;
             /** @description Each completed node's output, by node id. */

@@ -92,7 +92,16 @@ export type Run = {
   workDir?: string;
   /** The branch of the run's own git worktree (switchyard/<run id>). */
   branch?: string;
+  /** Each node's stored state (GET /api/runs/{id}). */
+  nodes?: NodeState[];
+  /** The run this one was forked from ("Run from here") and the node it ran from. */
+  forkOf?: ForkOf;
 };
+
+export type NodeState = Schemas['NodeState'];
+export type ForkOf = NonNullable<Schemas['Run']['forkOf']>;
+/** POST /api/runs/{id}/fork: the node to run from and edited upstream outputs (pinned data). */
+export type ForkRequest = Schemas['ForkRun'];
 
 export type Usage = Schemas['Usage'];
 
@@ -115,7 +124,8 @@ export type EventType =
   | 'llm_turn'
   | 'tool_call'
   | 'tool_result'
-  | 'output';
+  | 'output'
+  | 'run_forked';
 
 export type RunEvent = {
   seq: number;

@@ -16,7 +16,7 @@ import {
   type NodeChange,
   type NodeMouseHandler,
 } from '@xyflow/react';
-import { createContext, useCallback, useContext, useEffect, useMemo, useRef, type DragEvent } from 'react';
+import { createContext, useCallback, useContext, useEffect, useMemo, useRef, useState, type DragEvent } from 'react';
 import { isGroupNodeId, isIncluded, withGroups } from '../graph/groups';
 import { connectionProblem } from '../graph/connect';
 import { fitViewport } from '../graph/fit';
@@ -25,6 +25,7 @@ import { CanvasModeContext } from '../nodes/mode';
 import { EdgeMarkers } from '../nodes/edges';
 import { RoutesProvider } from '../nodes/routes';
 import { CanvasSearch } from './CanvasSearch';
+import { NodeMenu } from './ForkDialog';
 import { useZoomKeys } from './Shortcuts';
 import { edgeTypes, nodeTypes } from '../nodes/types';
 import { useApp } from '../store/app';
@@ -349,6 +350,17 @@ export function RunCanvas() {
   useRevealToolApprovals();
   const onNodeClick: NodeMouseHandler<FlowNode> = useCallback((_, n) => select(isGroupNodeId(n.id) ? null : n.id), [select]);
   const onPaneClick = useCallback(() => select(null), [select]);
+  const [menu, setMenu] = useState<{ id: string; x: number; y: number } | null>(null);
+  const closeMenu = useCallback(() => setMenu(null), []);
+  const onNodeContextMenu: NodeMouseHandler<FlowNode> = useCallback(
+    (e, n) => {
+      if (isGroupNodeId(n.id)) return;
+      e.preventDefault();
+      select(n.id);
+      setMenu({ id: n.id, x: e.clientX, y: e.clientY });
+    },
+    [select],
+  );
   return (
     <CanvasModeContext.Provider value="run">
       <div className={`sy-canvas${far}`} data-testid="run-canvas" onPointerDownCapture={markMoved}>
@@ -363,6 +375,7 @@ export function RunCanvas() {
           edgeTypes={edgeTypes}
           onNodesChange={onNodesChange}
           onNodeClick={onNodeClick}
+          onNodeContextMenu={onNodeContextMenu}
           onPaneClick={onPaneClick}
           nodesDraggable={false}
           nodesConnectable={false}
@@ -382,6 +395,7 @@ export function RunCanvas() {
         </RoutesProvider>
         </MovedContext.Provider>
         <CanvasSearch nodes={stored} onPick={select} />
+        {menu && <NodeMenu nodeId={menu.id} x={menu.x} y={menu.y} onClose={closeMenu} />}
       </div>
     </CanvasModeContext.Provider>
   );

@@ -67,6 +67,11 @@ export function RunHistory({ workflowId }: { workflowId: string | null }) {
                 >
                   <span className={`sy-status sy-status--${status}`}>{status}</span>
                   <span className="run-item__id">{shortId(r.runId)}</span>
+                  {r.forkOf && (
+                    <span className="sy-muted small" title={`Forked from run ${r.forkOf.runId} at ${r.forkOf.nodeId}`} data-testid={`run-item-fork-${r.runId}`}>
+                      ↻ fork
+                    </span>
+                  )}
                   <span className="run-item__time">{fmtTime(r.createdAt)}</span>
                 </a>
               </li>

@@ -15,6 +15,7 @@ import { usePanels } from '../store/panels';
 import { LogPanel } from './LogPanel';
 import { ToolApprovalDetails, TranscriptView } from './ToolViews';
 import { approvalName } from '../graph/checks';
+import { ForkDialog, ForkOfNote, RunFromHereButton } from './ForkDialog';
 
 const STREAM_TEXT: Record<string, string> = {
   idle: '',
@@ -144,6 +145,8 @@ function NodeDetails() {
   const log = useRun(viewLog);
   const transcript = id ? log.transcripts[id] : undefined;
   const setFilter = useRun((s) => s.setFilter);
+  const parent = useRun((s) => s.log.fork?.parentRunId ?? s.run?.forkOf?.runId ?? '');
+  const edited = useRun((s) => (id ? !!s.log.fork?.reused[id]?.edited : false));
   if (!id || !st) return <div className="panel-empty">Click a node to see its prompt, output and errors.</div>;
   const d = (node?.data ?? {}) as { agentName?: string; label?: string };
   const calls = topLevelCalls(log, id);
@@ -160,6 +163,22 @@ function NodeDetails() {
           Filter log
         </button>
       </div>
+      {node && <RunFromHereButton nodeId={id} />}
+      {st.reused && parent && (
+        <p className="detail-block node-details__reused" data-testid="node-details-reused">
+          <b>{edited ? 'Edited output:' : 'Reused:'}</b> this node did not run; {edited ? 'it took the output edited when the run was forked from' : 'it took its output from'}{' '}
+          <a
+            href={runPath(parent)}
+            onClick={(e) => {
+              e.preventDefault();
+              navigate(runPath(parent));
+            }}
+          >
+            run {shortId(parent)}
+          </a>
+          .
+        </p>
+      )}
       {(st.visits > 0 || st.tokens > 0) && (
         <dl className="facts" data-testid="node-details-facts">
           {st.visits > 0 && (
@@ -303,7 +322,7 @@ function RunHeader() {
     }
   };
   return (
-    <div className="toolbar" data-testid="run-header">
+    <div className="toolbar toolbar--run" data-testid="run-header">
       {run?.workflowId && (
         <a
           className="btn"
@@ -320,6 +339,7 @@ function RunHeader() {
       <h1 className="toolbar__title" data-testid="run-title">
         {title} <code className="sy-muted small" title={runId ?? ''}>{runId ? shortId(runId) : ''}</code>
       </h1>
+      <ForkOfNote />
       {known && (
         <span className={`sy-status sy-status--${status}`} data-testid="run-status" aria-label={`Run status ${status}`}>
           {status}
@@ -335,7 +355,7 @@ function RunHeader() {
           {run.usage.costUsd != null && ` · ${fmtCost(run.usage.costUsd)}`}
         </span>
       )}
-      <span className="sy-muted small">
+      <span className="sy-muted small run-header__times" title={run ? `started ${fmtTime(run.createdAt)}${run.finishedAt ? ` · finished ${fmtTime(run.finishedAt)}` : ''}` : undefined}>
         {run && `started ${fmtTime(run.createdAt)}`}
         {run?.finishedAt && ` · finished ${fmtTime(run.finishedAt)}`}
       </span>
@@ -480,6 +500,7 @@ export function RunPage({ id }: { id: string }) {
           )}
         </div>
         <LogPanel />
+        <ForkDialog />
       </div>
     </ReactFlowProvider>
   );

@@ -177,6 +177,17 @@ export function RunsPage() {
                 <tr key={r.runId} data-testid={`runs-row-${r.runId}`}>
                   <td>
                     <span className={`sy-status sy-status--${st}`}>{st}</span>
+                    {r.forkOf && (
+                      <a
+                        className="runs__fork"
+                        href={runPath(r.forkOf.runId)}
+                        onClick={open(runPath(r.forkOf.runId))}
+                        title={`Forked from run ${r.forkOf.runId} at node ${r.forkOf.nodeId}`}
+                        data-testid={`runs-fork-${r.runId}`}
+                      >
+                        ↻ fork of {shortId(r.forkOf.runId)}
+                      </a>
+                    )}
                   </td>
                   <td>
                     {r.workflowId ? (
@@ -202,15 +213,18 @@ export function RunsPage() {
                     {tokens === null ? <span className="sy-muted">—</span> : tokens.toLocaleString('en-US')}
                     {r.usage?.costUsd != null && <span className="sy-muted"> · {fmtCost(r.usage.costUsd)}</span>}
                   </td>
-                  <td className="runs__actions">
-                    <a className="btn btn--small" href={runPath(r.runId)} onClick={open(runPath(r.runId))} data-testid={`runs-open-${r.runId}`}>
-                      Open
-                    </a>
-                    {r.workflowId && (
-                      <button className="btn btn--small" disabled={busy === r.runId} onClick={() => void rerun(r)} data-testid={`runs-rerun-${r.runId}`}>
-                        Re-run
-                      </button>
-                    )}
+                  <td>
+                    {/* Flex inside the cell: a flex td loses the row's height and its rule. */}
+                    <div className="runs__actions">
+                      <a className="btn btn--small" href={runPath(r.runId)} onClick={open(runPath(r.runId))} data-testid={`runs-open-${r.runId}`}>
+                        Open
+                      </a>
+                      {r.workflowId && (
+                        <button className="btn btn--small" disabled={busy === r.runId} onClick={() => void rerun(r)} data-testid={`runs-rerun-${r.runId}`}>
+                          Re-run
+                        </button>
+                      )}
+                    </div>
                   </td>
                 </tr>
               );

@@ -1,7 +1,8 @@
 import { Handle, Position } from '@xyflow/react';
 import { memo, type ReactNode } from 'react';
 import type { HandleSpec } from '../graph/handles';
-import { useNodeMeta, useNodeProblems, useNodeSkipReason, useNodeStatus, useNodeWaitTool, waitToolText } from './mode';
+import { useForkParent, useNodeMeta, useNodeProblems, useNodeReused, useNodeSkipReason, useNodeStatus, useNodeWaitTool, waitToolText } from './mode';
+import { shortId } from '../components/format';
 import { useSearchMark } from '../store/canvasSearch';
 
 export const TYPE_LABEL: Record<string, string> = {
@@ -47,6 +48,8 @@ export const NodeShell = memo(function NodeShell(p: Props) {
   const waitTool = useNodeWaitTool(p.id);
   const mark = useSearchMark(p.id);
   const skipReason = useNodeSkipReason(p.id);
+  const reused = useNodeReused(p.id);
+  const parent = useForkParent();
   const waitText = status === 'waiting' && waitTool ? waitToolText(waitTool) : '';
   const errs = problems.filter((x) => x.severity === 'error').length;
   const warns = problems.length - errs;
@@ -58,6 +61,7 @@ export const NodeShell = memo(function NodeShell(p: Props) {
     p.selected ? 'is-selected' : '',
     errs ? 'has-error' : warns ? 'has-warning' : '',
     status ? `run-${status}` : '',
+    reused ? 'is-reused' : '',
     p.extraClass ?? '',
     mark === 'current' ? 'is-match is-current-match' : mark === 'match' ? 'is-match' : '',
   ]
@@ -71,7 +75,7 @@ export const NodeShell = memo(function NodeShell(p: Props) {
       data-node-type={p.type}
       data-run-status={status ?? undefined}
       data-search={mark || undefined}
-      aria-label={`${TYPE_LABEL[p.type] ?? p.type} node ${p.title}${status ? `, ${status}` : ''}${skipReason ? ` (${skipReason})` : ''}${waitText ? ` for approval of ${waitText}` : ''}${errs ? `, ${errs} error(s)` : ''}`}
+      aria-label={`${TYPE_LABEL[p.type] ?? p.type} node ${p.title}${status ? `, ${status}` : ''}${skipReason ? ` (${skipReason})` : ''}${reused ? `, ${reused === 'pinned' ? 'edited output' : 'reused'} from run ${parent}` : ''}${waitText ? ` for approval of ${waitText}` : ''}${errs ? `, ${errs} error(s)` : ''}`}
     >
       {p.input && <Handle type="target" position={Position.Left} id="input" className="sy-handle sy-handle--in" />}
       <div className="sy-node__head">
@@ -103,6 +107,24 @@ export const NodeShell = memo(function NodeShell(p: Props) {
       {status === 'skipped' && skipReason && (
         <div className="sy-node__skip" data-testid={`node-skip-${p.id}`} title={skipReason}>
           skipped: {skipReason}
+        </div>
+      )}
+      {reused && (
+        <div
+          className={`sy-node__reused sy-node__reused--${reused}`}
+          data-testid={`node-reused-${p.id}`}
+          data-reused={reused}
+          title={reused === 'pinned' ? `Did not run: took the output you edited (run ${parent} had another)` : `Did not run: took its output from run ${parent}`}
+        >
+          {reused === 'pinned' ? (
+            <>
+              <span aria-hidden="true">✎</span> edited output, not run
+            </>
+          ) : (
+            <>
+              <span aria-hidden="true">↺</span> reused from run <code>{shortId(parent)}</code>
+            </>
+          )}
         </div>
       )}
       {meta && (

@@ -71,3 +71,23 @@ export function useNodeSkipReason(id: string): string {
   const mode = useCanvasMode();
   return useRun((s) => (mode === 'run' ? (viewLog(s).nodes[id]?.skipReason ?? '') : ''));
 }
+
+/**
+ * Whether this node of a forked run took its parent run's result instead of
+ * running: 'pinned' when the person edited that output, 'reused' when it is
+ * the parent's as stored, '' otherwise (run mode only).
+ */
+export function useNodeReused(id: string): '' | 'reused' | 'pinned' {
+  const mode = useCanvasMode();
+  return useRun((s) => {
+    if (mode !== 'run') return '';
+    const log = viewLog(s);
+    if (!log.nodes[id]?.reused) return '';
+    return log.fork?.reused[id]?.edited ? 'pinned' : 'reused';
+  });
+}
+
+/** The run a forked run's reused results came from ('' when it is no fork). */
+export function useForkParent(): string {
+  return useRun((s) => viewLog(s).fork?.parentRunId ?? s.run?.forkOf?.runId ?? '');
+}

@@ -1,5 +1,6 @@
 import type { RunEvent, SubagentCallInfo } from '../api/types';
 import { isTerminal } from '../api/types';
+import { parseForkData, type ForkInfo } from './fork';
 import { emptyTranscript, fmtBytes, parentCallOf, TranscriptDraft, type Transcript } from './transcript';
 
 export type NodeRunStatus = 'idle' | 'running' | 'completed' | 'failed' | 'skipped' | 'waiting' | 'stopped';
@@ -37,6 +38,8 @@ export type NodeRunState = {
   skipReason: string | null;
   /** The note of the last rejection of this (approval) node, until it is approved: shown when it waits again. */
   lastRejection: string | null;
+  /** A forked run's node that took its parent run's result instead of running (step_start data.reused; its latest visit). */
+  reused: boolean;
 };
 
 export type WaitTool = { callId: string; tool: string; prompt: string };
@@ -86,12 +89,14 @@ export type RunLog = {
   callDepth: Readonly<Record<string, number>>;
   /** nodeId → its agent loop's turns and tool calls. */
   transcripts: Readonly<Record<string, Transcript>>;
+  /** A forked run's parent, fork point and reused nodes (its run_forked event). */
+  fork: ForkInfo | null;
 };
 
 export const SYSTEM_NODE = 'system';
 
 export function emptyRunLog(): RunLog {
-  return { lastSeq: 0, runStatus: null, nodes: {}, lines: [], calls: {}, callOrder: [], openStream: {}, callDepth: {}, transcripts: {} };
+  return { lastSeq: 0, runStatus: null, nodes: {}, lines: [], calls: {}, callOrder: [], openStream: {}, callDepth: {}, transcripts: {}, fork: null };
 }
 
 export function emptyNodeState(): NodeRunState {
@@ -115,6 +120,7 @@ export function emptyNodeState(): NodeRunState {
     waitTool: null,
     skipReason: null,
     lastRejection: null,
+    reused: false,
   };
 }
 
@@ -193,6 +199,7 @@ export function applyEvents(prev: RunLog, batch: readonly RunEvent[]): RunLog {
 
   let lastSeq = prev.lastSeq;
   let runStatus = prev.runStatus;
+  let fork = prev.fork;
   const nodes: Record<string, NodeRunState> = { ...prev.nodes };
   const lines: LogLine[] = prev.lines.slice();
   const calls: Record<string, SubagentCall> = { ...prev.calls };
@@ -302,7 +309,12 @@ export function applyEvents(prev: RunLog, batch: readonly RunEvent[]): RunLog {
           s.endedAt = null;
           s.visits = Math.max(s.visits + 1, dataNumber(e.data, 'visit') ?? 0);
           s.waitTool = null;
+          s.reused = e.data?.['reused'] === true;
         }
+        push(e);
+        break;
+      case 'run_forked':
+        fork = parseForkData(e.data) ?? fork;
         push(e);
         break;
       case 'start_prompt':
@@ -527,7 +539,7 @@ export function applyEvents(prev: RunLog, batch: readonly RunEvent[]): RunLog {
     if (transcripts === prev.transcripts) transcripts = { ...prev.transcripts };
     (transcripts as Record<string, Transcript>)[id] = t;
   }
-  return { lastSeq, runStatus, nodes, lines, calls, callOrder, openStream, callDepth, transcripts };
+  return { lastSeq, runStatus, nodes, lines, calls, callOrder, openStream, callDepth, transcripts, fork };
 }
 
 function turnMeta(e: RunEvent): string {
