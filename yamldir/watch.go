@@ -96,29 +96,39 @@ func (w *Watcher) Poll(ctx context.Context) ([]Change, error) {
 
 // Watch looks at the folder every interval (DefaultWatchInterval when
 // <= 0) until ctx ends, calling fn with each look's changes (never with
-// none). The first look only records the folder. A look that fails (the
-// folder unreadable) is logged and tried again next time.
+// none). The first look only records the folder.
 func (y *Folder) Watch(ctx context.Context, interval time.Duration, fn func([]Change)) {
+	w := y.NewWatcher()
+	if _, err := w.Poll(ctx); err != nil {
+		y.log.Warn("yaml workflows: watching the folder failed; trying again", "dir", y.dir, "err", err)
+	}
+	w.Run(ctx, interval, fn)
+}
+
+// Run polls every interval (DefaultWatchInterval when <= 0) until ctx
+// ends, calling fn with each look's changes (never with none); the first
+// look is one interval from now. A look that fails (the folder
+// unreadable) is logged and tried again next time.
+func (w *Watcher) Run(ctx context.Context, interval time.Duration, fn func([]Change)) {
 	if interval <= 0 {
 		interval = DefaultWatchInterval
 	}
-	w := y.NewWatcher()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 		changes, err := w.Poll(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			y.log.Warn("yaml workflows: watching the folder failed; trying again", "dir", y.dir, "err", err)
+			w.y.log.Warn("yaml workflows: watching the folder failed; trying again", "dir", w.y.dir, "err", err)
 		case len(changes) > 0:
 			fn(changes)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
 		}
 	}
 }
