@@ -149,6 +149,9 @@ export type AppConfig = {
   builtinTools?: string[];
 };
 
+/** GET /api/ws: a YAML workflow file was created, changed or deleted (on disk or through the API). */
+export type WorkflowChangedMessage = Schemas['WorkflowChangedMessage'];
+
 export type RunStatusMessage = {
   runId: string;
   status: RunStatus;
