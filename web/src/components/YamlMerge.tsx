@@ -31,9 +31,12 @@ export function useDiskWatch(): void {
     const t = live ? null : setInterval(check, DISK_POLL_MS);
     if (live) check();
     window.addEventListener('focus', check);
+    // How this page learns of disk changes (tests read it: web/TESTING.md).
+    document.documentElement.dataset.diskWatch = live ? 'push' : 'poll';
     return () => {
       if (t) clearInterval(t);
       window.removeEventListener('focus', check);
+      delete document.documentElement.dataset.diskWatch;
     };
   }, [id, yaml, live]);
 }
