@@ -135,7 +135,8 @@ func fuzzSeedBytes(b []byte) ([]byte, bool) {
 // candidateEdits is every edit the test tries on a file: each scalar
 // field of each node (and of the top level) changed and removed, a new
 // field and a new nested field, each dependency removed, a dependency
-// added from each node to its neighbour, each node renamed, a node added.
+// added from each node to its neighbour, each node renamed and deleted, a
+// node added.
 func candidateEdits(d *Doc) []Edit {
 	var edits []Edit
 	changed := func(v *yaml.Node) any {
@@ -203,6 +204,7 @@ func candidateEdits(d *Doc) []Edit {
 			Set(id, "idle_timeout", 1234),
 			Set(id, "retry.max_attempts", 3),
 			Edit{Op: OpRenameNode, Node: id, NewID: id + "_renamed"},
+			Edit{Op: OpDeleteNode, Node: id},
 		)
 		for _, other := range ids {
 			if other != id {
@@ -222,6 +224,10 @@ func candidateEdits(d *Doc) []Edit {
 // the edit followed by its inverse gives the file back byte for byte.
 // The few cases where the text cannot be written back exactly from an
 // edit (see notExact) give it back by meaning, and are counted.
+// deleteNode has no inverse made of edits (ErrNoInverse: the deleted
+// node's other fields, comments and place are not in any edit); the web
+// editor undoes every write, a deletion too, by writing the text from
+// before it, byte for byte by construction.
 func TestInverseProperty(t *testing.T) {
 	var total, exact, semantic, noInverse int
 	reasons := map[string]int{}
@@ -252,6 +258,9 @@ func TestInverseProperty(t *testing.T) {
 			total++
 			inv, err := Inverse(f.src, e)
 			if errors.Is(err, ErrNoInverse) {
+				if e.Op != OpDeleteNode {
+					t.Errorf("%s: %+v has no inverse", f.name, e)
+				}
 				noInverse++
 				continue
 			}
@@ -289,8 +298,8 @@ func TestInverseProperty(t *testing.T) {
 		t.Errorf("only %d edits tried: the corpus is missing?", total)
 	}
 	// By meaning only is the exception, not the rule.
-	if semantic*10 > total {
-		t.Errorf("%d of %d edits undone only by meaning", semantic, total)
+	if semantic*10 > total-noInverse {
+		t.Errorf("%d of %d edits undone only by meaning", semantic, total-noInverse)
 	}
 }
 
