@@ -401,3 +401,50 @@ func diffLines(a, b string) string {
 	}
 	return s.String()
 }
+
+// FuzzInverse: for any text and edit that applies, the inverse applies to
+// the result and gives the text back by meaning (byte for byte is
+// TestInverseProperty's, over real files); never a panic.
+func FuzzInverse(f *testing.F) {
+	f.Add([]byte(base), uint8(0), "a", "bash", "echo x")
+	f.Add([]byte(base), uint8(1), "b", "model", "")
+	f.Add([]byte(base), uint8(2), "c", "", "a")
+	f.Add([]byte(base), uint8(3), "a", "", "b")
+	f.Add([]byte(base), uint8(4), "a", "", "z")
+	f.Add([]byte(base), uint8(5), "", "", "n")
+	f.Add([]byte("name: w\ndescription: d\nnodes:\n  - id: a\n    bash: x\n  - id: b\n    depends_on: []\n    bash: y\n"), uint8(3), "b", "", "a")
+	f.Fuzz(func(t *testing.T, data []byte, op uint8, node, field, arg string) {
+		var e Edit
+		switch op % 6 {
+		case 0:
+			e = Set(node, field, arg)
+		case 1:
+			e = Edit{Op: OpUnset, Node: node, Field: field}
+		case 2:
+			e = Edit{Op: OpRemoveDependency, Node: node, Dependency: arg}
+		case 3:
+			e = Edit{Op: OpAddDependency, Node: node, Dependency: arg}
+		case 4:
+			e = Edit{Op: OpRenameNode, Node: node, NewID: arg}
+		case 5:
+			e = Edit{Op: OpAddNode, Node: arg, Kind: "bash"}
+		}
+		out, err := Apply(data, []Edit{e})
+		if err != nil {
+			return
+		}
+		inv, err := Inverse(data, e)
+		if err != nil {
+			return // e.g. a value with no JSON form (an alias)
+		}
+		back, err := Apply(out, inv)
+		if err != nil {
+			// The inverse may meet the same layout limits as any edit
+			// (anchors, odd indentation): refused, never wrong.
+			return
+		}
+		if !sameMeaning(t, back, data) {
+			t.Fatalf("%+v then %+v changed the meaning:\n%s\n---\n%s", e, inv, data, back)
+		}
+	})
+}
