@@ -74,6 +74,12 @@ func (w *Watcher) Poll(ctx context.Context) ([]Change, error) {
 		if err != nil {
 			continue
 		}
+		if len(src) == 0 && now.Sub(f.fi.ModTime()) <= racyWindow {
+			// Most likely caught between a writer's truncate and its
+			// write (os.WriteFile, `>` in a shell): look again next
+			// time; an empty file that stays empty is reported then.
+			continue
+		}
 		cur := watched{size: f.fi.Size(), modTime: f.fi.ModTime(), hash: Hash(src), id: f.id(), path: w.y.display(f.rel)}
 		w.files[f.abs] = cur
 		if w.primed && (!known || old.hash != cur.hash) {

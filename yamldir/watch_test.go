@@ -2,6 +2,7 @@ package yamldir
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -79,6 +80,22 @@ func TestWatcherPoll(t *testing.T) {
 	now = now.Add(time.Hour)
 	want("quiet", poll())
 
+	// Empty just now: a writer between its truncate and its write. Not
+	// reported until it is either written or stays empty.
+	write("e.yaml", "")
+	now = time.Now()
+	want("just emptied", poll())
+	write("e.yaml", flow)
+	want("then written", poll(), Change{ID: WorkflowID("e.yaml"), Path: path("e.yaml"), Hash: Hash([]byte(flow))})
+	write("e.yaml", "")
+	want("emptied again", poll())
+	now = now.Add(time.Hour)
+	want("and it stays empty", poll(), Change{ID: WorkflowID("e.yaml"), Path: path("e.yaml"), Hash: Hash(nil)})
+	if err := os.Remove(filepath.Join(dir, "e.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	want("e.yaml removed", poll(), Change{ID: WorkflowID("e.yaml"), Path: path("e.yaml"), Deleted: true})
+
 	if err := os.Rename(filepath.Join(dir, "sub", "b.yml"), filepath.Join(dir, "sub", "c.yml")); err != nil {
 		t.Fatal(err)
 	}
@@ -119,25 +136,21 @@ func TestWatchCallsAndStops(t *testing.T) {
 			mu.Unlock()
 		})
 	}()
-	// The first look records an empty folder; the marker file tells when
-	// looks are being made (its creation is reported).
+	// The first look may come before or after a write: write a new text
+	// each time (renamed over, never half written) until one is reported.
 	go func() {
 		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
+		for k := 0; time.Now().Before(deadline); k++ {
 			mu.Lock()
 			n := len(got)
-			var last Change
-			if n > 0 {
-				last = got[n-1]
-			}
 			mu.Unlock()
-			// (A look may catch the file half written: empty. The
-			// complete text follows at the next look.)
-			if last.Hash == Hash([]byte(flow)) {
+			if n > 0 {
 				once.Do(func() { close(primed) })
 				return
 			}
-			_ = os.WriteFile(filepath.Join(dir, "w.yaml"), []byte(flow), 0o644)
+			tmp := filepath.Join(dir, ".w.yaml")
+			_ = os.WriteFile(tmp, fmt.Appendf(nil, "%s# %d\n", flow, k), 0o644)
+			_ = os.Rename(tmp, filepath.Join(dir, "w.yaml"))
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
