@@ -4,7 +4,7 @@
 // (a write refused with 409, or "Merge…" from the banner): every change of
 // yours and of the disk against the text you started from, highlighted,
 // with a choice per change.
-import { useEffect, useMemo, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import { ApiError, errorMessage } from '../api/client';
 import { changeLines, merge2, merge3, mergedText, openConflicts, type MergeBlock, type MergeChoice } from '../editor/merge';
 import { useApp } from '../store/app';
@@ -23,13 +23,16 @@ export function useDiskWatch(): void {
   const id = useYamlFile((s) => s.workflowId);
   const yaml = useEditor((s) => s.kind === 'yaml');
   const live = useYamlFile((s) => s.pushLive);
+  const wasLive = useRef(live);
   useEffect(() => {
     if (!id || !yaml) return;
     const check = () => {
       if (document.visibilityState === 'visible') void useYamlFile.getState().checkDisk();
     };
     const t = live ? null : setInterval(check, DISK_POLL_MS);
-    if (live) check();
+    // Reconnected: what changed while the socket was down was not pushed.
+    if (live && !wasLive.current) check();
+    wasLive.current = live;
     window.addEventListener('focus', check);
     // How this page learns of disk changes (tests read it: web/TESTING.md).
     document.documentElement.dataset.diskWatch = live ? 'push' : 'poll';
