@@ -300,7 +300,7 @@ func schemas() obj {
 			"dependsOn":  arrayOf(str()),
 			"dependency": obj{"type": "string", "description": "addDependency/removeDependency: the id of the node `node` waits for (an edge dependency -> node)."},
 			"newId":      obj{"type": "string", "description": "renameNode: the new id (depends_on entries follow; $id.output references in texts do not)."},
-			"after":      obj{"type": "string", "description": "set of a field the mapping does not have yet: the key it goes right after (default: the end; top-level fields before nodes:)."},
+			"after":      obj{"type": "string", "description": "set of a field the mapping does not have yet: the key it goes right after (default: the end; top-level fields before nodes:); ignored when the field exists."},
 		}), "One change of a YAML workflow file, applied in place: only the changed lines of the file change (comments, order, quoting and blank lines stay)."),
 		"YAMLSave": closed(object([]string{"baseHash"}, obj{
 			"source":   obj{"type": "string", "description": "The whole new text, saved as given."},

@@ -61,8 +61,8 @@ type Edit struct {
 	NewID string `json:"newId,omitempty"`
 	// After is, for a set that adds a field, the key of the mapping it is
 	// added to that it goes right after ("": at the end, or for the top
-	// level before `nodes:`). It lets an undo put a removed field back
-	// where it was (Inverse).
+	// level before `nodes:`); a set of a field that exists ignores it. It
+	// lets an undo put a removed field back where it was (Inverse).
 	After string `json:"after,omitempty"`
 }
 

@@ -1099,7 +1099,7 @@ export interface components {
         };
         /** @description One change of a YAML workflow file, applied in place: only the changed lines of the file change (comments, order, quoting and blank lines stay). */
         YAMLEdit: {
-            /** @description set of a field the mapping does not have yet: the key it goes right after (default: the end; top-level fields before nodes:). */
+            /** @description set of a field the mapping does not have yet: the key it goes right after (default: the end; top-level fields before nodes:); ignored when the field exists. */
             after?: string;
             /** @description addDependency/removeDependency: the id of the node `node` waits for (an edge dependency -> node). */
             dependency?: string;
