@@ -301,3 +301,13 @@ func (h *hub) subscriberCounts() (runs, statuses int) {
 	}
 	return runs, len(h.statuses)
 }
+
+// broadcastStatus queues raw (one message of GET /api/ws) for every
+// status subscriber; it never blocks.
+func (h *hub) broadcastStatus(raw []byte) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for s := range h.statuses {
+		s.q.push(int64(len(raw)), raw)
+	}
+}

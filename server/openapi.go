@@ -266,6 +266,13 @@ func schemas() obj {
 		"StatusMessage": object([]string{"runId", "status", "waitingForInput"}, obj{
 			"runId": str(), "status": ref("RunStatus"), "workflowId": str(), "waitingForInput": obj{"type": "boolean"},
 		}),
+		"WorkflowChangedMessage": closed(object([]string{"type", "id", "path"}, obj{
+			"type":    obj{"enum": []string{MsgWorkflowChanged}},
+			"id":      obj{"type": "string", "description": "The YAML workflow's id."},
+			"path":    obj{"type": "string", "description": "Its file in the workflows folder."},
+			"hash":    obj{"type": "string", "description": "The hex SHA-256 of its text now (sourceHash of GET /api/workflows/{id}); absent when deleted."},
+			"deleted": obj{"type": "boolean", "description": "The file is gone."},
+		}), "A message of GET /api/ws: a YAML workflow file was created, changed or deleted, on disk or by a write through the API (sent once per change; an editor whose text has this hash wrote it itself)."),
 		"RunWorkflow": object(nil, obj{
 			"input": obj{"type": "string", "description": "The run's input ($ARGUMENTS)."},
 			"wait": obj{"description": "How long to wait for the run to end or pause: a number of seconds, or a duration such as \"90s\" (at most 10 minutes). Absent or 0: answer at once.",
@@ -293,6 +300,7 @@ func schemas() obj {
 			"dependsOn":  arrayOf(str()),
 			"dependency": obj{"type": "string", "description": "addDependency/removeDependency: the id of the node `node` waits for (an edge dependency -> node)."},
 			"newId":      obj{"type": "string", "description": "renameNode: the new id (depends_on entries follow; $id.output references in texts do not)."},
+			"after":      obj{"type": "string", "description": "set of a field the mapping does not have yet: the key it goes right after (default: the end; top-level fields before nodes:); ignored when the field exists."},
 		}), "One change of a YAML workflow file, applied in place: only the changed lines of the file change (comments, order, quoting and blank lines stay)."),
 		"YAMLSave": closed(object([]string{"baseHash"}, obj{
 			"source":   obj{"type": "string", "description": "The whole new text, saved as given."},
@@ -528,7 +536,7 @@ func paths() obj {
 				"X-Total-Count": obj{"description": "How many approvals wait in all.", "schema": obj{"type": "integer"}},
 				"X-Next-Cursor": obj{"description": "Sent with a full page: pass it as after to read on.", "schema": str()},
 			})}, "400")}.build()},
-		"/api/ws": obj{"get": operation{"statusWS", "Websocket: a StatusMessage per run status change, for run lists.", nil, nil,
+		"/api/ws": obj{"get": operation{"statusWS", "Websocket: a StatusMessage per run status change, for run lists, and a WorkflowChangedMessage (type workflow_changed) when a YAML workflow file changes on disk or through the API (the folder is looked at every second).", nil, nil,
 			withErrors(obj{"101": wsResp("Switching to the websocket protocol")}, "400", "503")}.build()},
 
 		"/api/run": obj{"post": operation{"compatRun", "Compatibility: run a graph until it pauses or ends, then answer with its state.", nil,

@@ -104,6 +104,11 @@ type Config struct {
 	// PongWait is how long a websocket client may take to answer a ping
 	// (or send anything) before it is dropped (default 2 × PingInterval).
 	PongWait time.Duration
+	// YAMLWatchInterval is how often the YAML workflow folder is looked at
+	// for files changed on disk, announced on GET /api/ws as
+	// workflow_changed (default yamldir.DefaultWatchInterval, 1s; < 0: not
+	// watched).
+	YAMLWatchInterval time.Duration
 	// WSWriteTimeout bounds one websocket write, and one message of the
 	// compatibility event streams (default 10s).
 	WSWriteTimeout time.Duration
@@ -143,6 +148,9 @@ type Server struct {
 	drain    context.CancelFunc
 
 	wsWG sync.WaitGroup // websocket handlers (hijacked: http.Server does not wait for them)
+	bgWG sync.WaitGroup // background loops (the YAML folder watcher); they end with drainCtx
+
+	announced announcedFiles // the last workflow_changed of each YAML file
 
 	resumingMu sync.Mutex
 	resuming   map[string]bool // compat resumes in progress, by run id
@@ -247,6 +255,7 @@ func New(cfg Config) (*Server, error) {
 	s.hub.workflowOf = s.sourceWorkflowID
 	s.hub.loadActive(context.Background(), s.st, s.log)
 	s.st.OnCommit(s.hub.onCommit)
+	s.startYAMLWatch()
 	s.metrics.attach(s)
 	s.echo = s.routes()
 	return s, nil
@@ -305,7 +314,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		err = srv.Shutdown(ctx)
 	}
 	done := make(chan struct{})
-	go func() { s.wsWG.Wait(); close(done) }()
+	go func() { s.wsWG.Wait(); s.bgWG.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():

@@ -165,11 +165,12 @@ func (s *Server) saveYAML(c echo.Context) error {
 		return err
 	}
 	added, removed := lineChanges(string(old), string(saved))
-	if string(old) != string(saved) {
-		s.log.Info("yaml workflow saved", "route", "PUT /api/workflows/:id", "id", id, "file", y.pathOf(ctx, id),
-			"mode", map[bool]string{true: "source", false: "edits"}[req.Source != nil], "diff", fmt.Sprintf("+%d -%d lines", added, removed))
+	if string(old) == string(saved) {
+		return s.answerYAML(c, y, id, http.StatusOK)
 	}
-	return s.answerYAML(c, y, id, http.StatusOK)
+	s.log.Info("yaml workflow saved", "route", "PUT /api/workflows/:id", "id", id, "file", y.pathOf(ctx, id),
+		"mode", map[bool]string{true: "source", false: "edits"}[req.Source != nil], "diff", fmt.Sprintf("+%d -%d lines", added, removed))
+	return s.answerYAMLWrite(c, y, id, http.StatusOK)
 }
 
 // applyEdits applies edits to src in order, stopping when ctx ends (the
@@ -325,7 +326,7 @@ func (s *Server) createYAML(c echo.Context) error {
 	}
 	s.log.Info("yaml workflow created", "route", "POST /api/workflows/yaml", "id", id, "file", req.Path,
 		"diff", fmt.Sprintf("+%d -0 lines", strings.Count(req.Source, "\n")+boolInt(req.Source != "" && !strings.HasSuffix(req.Source, "\n"))))
-	return s.answerYAML(c, y, id, http.StatusCreated)
+	return s.answerYAMLWrite(c, y, id, http.StatusCreated)
 }
 
 // yamlProblem is a problem of YAML text with its column (the first

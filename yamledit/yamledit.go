@@ -59,6 +59,11 @@ type Edit struct {
 	Dependency string `json:"dependency,omitempty"`
 	// NewID is renameNode's new id.
 	NewID string `json:"newId,omitempty"`
+	// After is, for a set that adds a field, the key of the mapping it is
+	// added to that it goes right after ("": at the end, or for the top
+	// level before `nodes:`); a set of a field that exists ignores it. It
+	// lets an undo put a removed field back where it was (Inverse).
+	After string `json:"after,omitempty"`
 }
 
 // Set is an edit setting field of node to value (any JSON-encodable value).
@@ -218,7 +223,7 @@ func (d *Doc) apply(e Edit, fail func(int, string, ...any) error) error {
 		if err != nil {
 			return fail(line, "%v", err)
 		}
-		return d.setPath(chain, m, path, v, fail)
+		return d.setPath(chain, m, path, v, e.After, fail)
 	case OpAddNode:
 		return d.addNode(e, fail)
 	case OpDeleteNode:
@@ -414,7 +419,19 @@ func keepQuotes(v, old *yaml.Node) {
 
 // setPath sets (v != nil) or removes (v == nil) the field at path under
 // mapping m.
-func (d *Doc) setPath(chain []*yaml.Node, m *yaml.Node, path []string, v *yaml.Node, fail func(int, string, ...any) error) error {
+func (d *Doc) setPath(chain []*yaml.Node, m *yaml.Node, path []string, v *yaml.Node, afterKey string, fail func(int, string, ...any) error) error {
+	// placeAfter is the index insertPair puts a new key of mapping m
+	// after: afterKey's, or def.
+	placeAfter := func(m *yaml.Node, def int) (int, error) {
+		if afterKey == "" {
+			return def, nil
+		}
+		i, _ := lookup(m, afterKey)
+		if i < 0 {
+			return 0, fail(m.Line, "after: the mapping has no field %q", afterKey)
+		}
+		return i, nil
+	}
 	for len(path) > 1 {
 		i, sub := lookup(m, path[0])
 		if sub == nil {
@@ -425,7 +442,11 @@ func (d *Doc) setPath(chain []*yaml.Node, m *yaml.Node, path []string, v *yaml.N
 			for k := len(path) - 1; k >= 1; k-- {
 				v = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{strNode(path[k]), v}}
 			}
-			return d.insertPair(chain, m, path[0], v, -1, fail)
+			after, err := placeAfter(m, -1)
+			if err != nil {
+				return err
+			}
+			return d.insertPair(chain, m, path[0], v, after, fail)
 		}
 		if err := checkEditable(m.Content[i], sub); err != nil {
 			return fail(sub.Line, "%v", err)
@@ -450,6 +471,10 @@ func (d *Doc) setPath(chain []*yaml.Node, m *yaml.Node, path []string, v *yaml.N
 			if ni, _ := lookup(m, "nodes"); ni > 0 {
 				after = ni - 2
 			}
+		}
+		after, err := placeAfter(m, after)
+		if err != nil {
+			return err
 		}
 		return d.insertPair(chain, m, key, v, after, fail)
 	case v == nil:
@@ -562,15 +587,17 @@ func (d *Doc) replaceValue(chain []*yaml.Node, m *yaml.Node, i int, v *yaml.Node
 	if err != nil {
 		return fail(old.Line, "%v", err)
 	}
-	// A scalar that stays on the key's line keeps what is before it.
-	if old.Line == k.Line && !isBlockCollection(old) {
+	// A scalar that stays on the key's line keeps what is before it; so
+	// does a flow collection on its own line below the key, written again
+	// in flow style (`depends_on:` then `  [a, b]`): a one-line change.
+	if old.Line == k.Line && !isBlockCollection(old) ||
+		old.Line > k.Line && old.Kind != yaml.ScalarNode && !isBlockCollection(old) && v.Kind != yaml.ScalarNode && !strings.Contains(s, "\n") {
 		if o := d.t.nodeOff(old); o > start && o <= end && s[0] == ' ' {
 			start, s = o, s[1:]
 		}
 	}
 	// Keep a comment after `key:` when the old value started below it.
-	if old.Line > k.Line && !strings.HasPrefix(s, "\n") {
-		lineEnd := d.t.lineEnd(k.Line)
+	if lineEnd := d.t.lineEnd(k.Line); old.Line > k.Line && !strings.HasPrefix(s, "\n") && start <= lineEnd {
 		if rest := d.t.src[start:lineEnd]; len(bytes.TrimSpace(rest)) > 0 {
 			return fail(k.Line, "the value of %q has a comment before it; edit the text instead", k.Value)
 		}

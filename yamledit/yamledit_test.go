@@ -96,6 +96,15 @@ func TestEdits(t *testing.T) {
 		{"flow deps with a comment", "name: x\ndescription: y\nnodes:\n  - id: a\n    bash: echo\n  - id: b\n    depends_on: [\"a\"]  # after a\n    bash: echo\n  - id: c\n    bash: echo\n",
 			[]Edit{{Op: OpAddDependency, Node: "b", Dependency: "c"}},
 			`["a"]  # after a=>["a", c]  # after a`},
+		{"flow deps on their own line stay there", "name: x\ndescription: y\nnodes:\n  - id: a\n    bash: echo\n  - id: b\n    depends_on:\n      [a]\n    bash: echo\n  - id: c\n    bash: echo\n",
+			[]Edit{{Op: OpAddDependency, Node: "b", Dependency: "c"}},
+			"    depends_on:\n      [a]\n=>    depends_on:\n      [a, c]\n"},
+		{"after places a new field", base, []Edit{{Op: OpSet, Node: "b", Field: "timeout", Value: []byte("5"), After: "depends_on"}},
+			"      - a\n=>      - a\n    timeout: 5\n"},
+		{"after places a new top-level field", base, []Edit{{Op: OpSet, Field: "model", Value: []byte(`"m"`), After: "name"}},
+			"name: demo   # the name\n=>name: demo   # the name\nmodel: m\n"},
+		{"after places a new nested mapping", base, []Edit{{Op: OpSet, Node: "b", Field: "retry.max_attempts", Value: []byte("2"), After: "id"}},
+			"  - id: b\n=>  - id: b\n    retry:\n      max_attempts: 2\n"},
 		{"no-op set", base, []Edit{Set("a", "bash", "echo a"), Set("c", "loop.until", "DONE")}, ""},
 	}
 	for _, tc := range cases {
@@ -134,6 +143,7 @@ func TestEditErrors(t *testing.T) {
 		{"id via set", base, Set("a", "id", "q"), "use renameNode"},
 		{"through a scalar", base, Set("a", "bash.x", 1), `(line 7): field "bash.x": bash is not a mapping`},
 		{"unknown op", base, Edit{Op: "explode"}, `unknown op "explode"`},
+		{"after a missing field", base, Edit{Op: OpSet, Node: "b", Field: "timeout", Value: []byte("5"), After: "nope"}, `(line 11): field "timeout": after: the mapping has no field "nope"`},
 		{"no op", base, Edit{}, "op is required"},
 		{"bad kind", base, Edit{Op: OpAddNode, Node: "n", Kind: "robot"}, `kind "robot" is not one of command, prompt`},
 		{"duplicate id", base, Edit{Op: OpAddNode, Node: "a", Kind: "bash"}, `a node with id "a" already exists`},

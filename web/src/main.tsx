@@ -11,6 +11,7 @@ import { App } from './App';
 import { applyTheme, useApp } from './store/app';
 import { useInbox } from './store/inbox';
 import { useEditor } from './store/editor';
+import { useYamlFile } from './store/yamlFile';
 import { hasUnsavedChanges } from './store/editing';
 import { setNavigationGuard, startRouter } from './store/router';
 import { startValidation, startYamlValidation } from './store/validation';
@@ -38,11 +39,20 @@ async function boot(): Promise<void> {
   let stopStatus: (() => void) | null = null;
   useApp.subscribe((s) => {
     if (s.server === 'ok' && !stopStatus) {
-      stopStatus = openStatusStream((m) => {
-        useApp.getState().noteRunStatus(m);
-        // Any status change may add or answer an approval.
-        useInbox.getState().refreshSoon();
-      });
+      stopStatus = openStatusStream(
+        (m) => {
+          useApp.getState().noteRunStatus(m);
+          // Any status change may add or answer an approval.
+          useInbox.getState().refreshSoon();
+        },
+        undefined,
+        {
+          // YAML files changed on disk are pushed: the open file's editor
+          // offers to reload (it polls the disk only while this is down).
+          onWorkflowChanged: (m) => useYamlFile.getState().noteWorkflowChanged(m),
+          onConnection: (open) => useYamlFile.getState().setPushLive(open),
+        },
+      );
       void useInbox.getState().refresh();
       // A second node of an already paused run starts waiting without a
       // status change; an occasional refresh catches it.

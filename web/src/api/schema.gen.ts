@@ -572,7 +572,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Websocket: a StatusMessage per run status change, for run lists. */
+        /** Websocket: a StatusMessage per run status change, for run lists, and a WorkflowChangedMessage (type workflow_changed) when a YAML workflow file changes on disk or through the API (the folder is looked at every second). */
         get: operations["statusWS"];
         put?: never;
         post?: never;
@@ -1012,6 +1012,19 @@ export interface components {
             updatedAt: string;
             version: number;
         };
+        /** @description A message of GET /api/ws: a YAML workflow file was created, changed or deleted, on disk or by a write through the API (sent once per change; an editor whose text has this hash wrote it itself). */
+        WorkflowChangedMessage: {
+            /** @description The file is gone. */
+            deleted?: boolean;
+            /** @description The hex SHA-256 of its text now (sourceHash of GET /api/workflows/{id}); absent when deleted. */
+            hash?: string;
+            /** @description The YAML workflow's id. */
+            id: string;
+            /** @description Its file in the workflows folder. */
+            path: string;
+            /** @enum {unknown} */
+            type: "workflow_changed";
+        };
         WorkflowRunResult: {
             /** Format: date-time */
             createdAt: string;
@@ -1097,6 +1110,8 @@ export interface components {
         };
         /** @description One change of a YAML workflow file, applied in place: only the changed lines of the file change (comments, order, quoting and blank lines stay). */
         YAMLEdit: {
+            /** @description set of a field the mapping does not have yet: the key it goes right after (default: the end; top-level fields before nodes:); ignored when the field exists. */
+            after?: string;
             /** @description addDependency/removeDependency: the id of the node `node` waits for (an edge dependency -> node). */
             dependency?: string;
             dependsOn?: string[];

@@ -1,10 +1,19 @@
-import type { RunStatusMessage } from './types';
+import type { RunStatusMessage, WorkflowChangedMessage } from './types';
 import { wsUrl, type SocketFactory, type SocketLike } from './runStream';
 
-/** Follows GET /api/ws (status of every run) with reconnect; returns a stopper. */
+/** What else GET /api/ws tells, besides run statuses. */
+export type StatusStreamHandlers = {
+  /** A YAML workflow file changed (type workflow_changed). */
+  onWorkflowChanged?: (m: WorkflowChangedMessage) => void;
+  /** The socket opened (true) or closed (false; it reconnects by itself). */
+  onConnection?: (open: boolean) => void;
+};
+
+/** Follows GET /api/ws (status of every run, YAML file changes) with reconnect; returns a stopper. */
 export function openStatusStream(
   onMessage: (m: RunStatusMessage) => void,
   socketFactory: SocketFactory = (url) => new WebSocket(url) as unknown as SocketLike,
+  handlers: StatusStreamHandlers = {},
 ): () => void {
   let stopped = false;
   let sock: SocketLike | null = null;
@@ -22,18 +31,25 @@ export function openStatusStream(
     sock = s;
     s.onopen = () => {
       attempts = 0;
+      handlers.onConnection?.(true);
     };
     s.onmessage = (ev) => {
+      let m: unknown;
       try {
-        const m = JSON.parse(String(ev.data)) as RunStatusMessage;
-        if (m && typeof m.runId === 'string') onMessage(m);
+        m = JSON.parse(String(ev.data));
       } catch {
-        /* ignore junk */
+        return; // ignore junk
       }
+      if (!m || typeof m !== 'object') return;
+      const o = m as { type?: unknown; runId?: unknown; id?: unknown };
+      if (o.type === 'workflow_changed') {
+        if (typeof o.id === 'string') handlers.onWorkflowChanged?.(m as WorkflowChangedMessage);
+      } else if (typeof o.runId === 'string') onMessage(m as RunStatusMessage);
     };
     s.onerror = () => {};
     s.onclose = () => {
       sock = null;
+      handlers.onConnection?.(false);
       schedule();
     };
   };
@@ -49,6 +65,7 @@ export function openStatusStream(
     if (sock) {
       sock.onclose = null;
       sock.close(1000);
+      handlers.onConnection?.(false);
     }
   };
 }

@@ -159,6 +159,9 @@ export type AppConfig = {
   builtinTools?: string[];
 };
 
+/** GET /api/ws: a YAML workflow file was created, changed or deleted (on disk or through the API). */
+export type WorkflowChangedMessage = Schemas['WorkflowChangedMessage'];
+
 export type RunStatusMessage = {
   runId: string;
   status: RunStatus;

@@ -1,34 +1,47 @@
-// The YAML file changed on disk: a banner when the editor notices (it
-// checks the file every few seconds while it is open), and the merge view
+// The YAML file changed on disk: a banner when the editor learns of it (the
+// server pushes workflow_changed over GET /api/ws; while that socket is
+// down the editor checks the file every few seconds), and the merge view
 // (a write refused with 409, or "Merge…" from the banner): every change of
 // yours and of the disk against the text you started from, highlighted,
 // with a choice per change.
-import { useEffect, useMemo, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import { ApiError, errorMessage } from '../api/client';
 import { changeLines, merge2, merge3, mergedText, openConflicts, type MergeBlock, type MergeChoice } from '../editor/merge';
 import { useApp } from '../store/app';
 import { useEditor } from '../store/editor';
 import { isYamlDirty, useYamlFile } from '../store/yamlFile';
 
-/** How often an open YAML file is compared with the disk (while the tab is visible). */
+/** How often an open YAML file is compared with the disk while changes are not pushed (GET /api/ws down) and the tab is visible. */
 export const DISK_POLL_MS = 3000;
 
-/** Compares the open YAML file with the disk now and then, and when the window gets focus. */
+/**
+ * Compares the open YAML file with the disk when the window gets focus,
+ * when GET /api/ws (re)connects (changes made while it was down were not
+ * pushed), and every DISK_POLL_MS while it is down.
+ */
 export function useDiskWatch(): void {
   const id = useYamlFile((s) => s.workflowId);
   const yaml = useEditor((s) => s.kind === 'yaml');
+  const live = useYamlFile((s) => s.pushLive);
+  const wasLive = useRef(live);
   useEffect(() => {
     if (!id || !yaml) return;
     const check = () => {
       if (document.visibilityState === 'visible') void useYamlFile.getState().checkDisk();
     };
-    const t = setInterval(check, DISK_POLL_MS);
+    const t = live ? null : setInterval(check, DISK_POLL_MS);
+    // Reconnected: what changed while the socket was down was not pushed.
+    if (live && !wasLive.current) check();
+    wasLive.current = live;
     window.addEventListener('focus', check);
+    // How this page learns of disk changes (tests read it: web/TESTING.md).
+    document.documentElement.dataset.diskWatch = live ? 'push' : 'poll';
     return () => {
-      clearInterval(t);
+      if (t) clearInterval(t);
       window.removeEventListener('focus', check);
+      delete document.documentElement.dataset.diskWatch;
     };
-  }, [id, yaml]);
+  }, [id, yaml, live]);
 }
 
 /** The file changed on disk: reload it, or merge it with the text here. */
@@ -39,6 +52,20 @@ export function DiskChangeBanner() {
   const conflict = useYamlFile((s) => s.conflict);
   const toast = useApp((s) => s.toast);
   if (!change || conflict) return null;
+  if (change.deleted) {
+    return (
+      <div className="banner banner--warning" role="alert" data-testid="yaml-disk-change">
+        <div className="banner__msg">
+          <strong>{path} was deleted on disk.</strong> The text here is all that is left of it: copy it to keep it.
+        </div>
+        <div className="banner__actions">
+          <button className="btn btn--small" onClick={() => useYamlFile.setState({ diskChange: null })} data-testid="yaml-disk-dismiss">
+            Dismiss
+          </button>
+        </div>
+      </div>
+    );
+  }
   const reload = async () => {
     if (dirty && !confirm('Drop your unsaved text and load the file as it is on disk?')) return;
     try {

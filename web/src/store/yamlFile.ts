@@ -13,7 +13,7 @@
 import type { Connection } from '@xyflow/react';
 import { create } from 'zustand';
 import { api, ApiError } from '../api/client';
-import type { Workflow, YamlConflictBody, YamlEdit, YamlNodeKind, YamlSave } from '../api/types';
+import type { Workflow, WorkflowChangedMessage, YamlConflictBody, YamlEdit, YamlNodeKind, YamlSave } from '../api/types';
 import { deletionEdits, newYamlNodeId, yamlEdits } from '../editor/yaml';
 import { describeDeletion, describeEdits } from '../editor/yamlHistory';
 import { isIncluded } from '../graph/groups';
@@ -47,8 +47,8 @@ export type YamlWrite = {
   at: number;
 };
 
-/** The file changed on disk since it was loaded or last written here. */
-export type DiskChange = { source: string; hash: string };
+/** The file changed on disk since it was loaded or last written here (deleted: it is gone; source and hash are then ""). */
+export type DiskChange = { source: string; hash: string; deleted?: boolean };
 
 export type YamlFileState = {
   /** The open YAML workflow; null while a drawn workflow is open. */
@@ -77,6 +77,8 @@ export type YamlFileState = {
   checked: { source: string; errors: number } | null;
   /** Seen by checkDisk: the file on disk is not the text this editor knows. */
   diskChange: DiskChange | null;
+  /** GET /api/ws is open: disk changes are pushed (workflow_changed), so the editor need not poll. */
+  pushLive: boolean;
 
   /** Takes a YAML workflow the server answered a load with. */
   take: (w: Workflow) => void;
@@ -101,6 +103,15 @@ export type YamlFileState = {
   redo: () => Promise<boolean>;
   /** Compares the file on disk with the text this editor knows (diskChange). */
   checkDisk: () => Promise<void>;
+  /**
+   * A workflow_changed message of GET /api/ws. For the open file with a hash
+   * other than the one this editor wrote or loaded, it fetches the file
+   * (checkDisk: the banner offers to reload or merge); its own writes carry
+   * its own hash and change nothing.
+   */
+  noteWorkflowChanged: (m: WorkflowChangedMessage) => void;
+  /** GET /api/ws opened or closed. */
+  setPushLive: (live: boolean) => void;
   /** Loads the file as it is on disk (typed text is dropped; undo starts afresh). */
   reload: () => Promise<void>;
   /** Opens the merge view for a disk change (yours: the text here). */
@@ -146,6 +157,13 @@ export function createYamlFileStore(editor: EditorStore = useEditor) {
     let chain: Promise<unknown> = Promise.resolve();
     /** Bumped by take/clear: queued writes of another file (or load) do nothing. */
     let epoch = 0;
+    /**
+     * A workflow_changed with another hash came while a write was on its
+     * way: it may be that write's own announcement (its answer not here
+     * yet), or someone else's change. Once the writes are answered the
+     * disk is checked.
+     */
+    let pushWhileWriting = false;
 
     const writable = () => get().workflowId !== null && get().editable;
     const positions = (): Positions =>
@@ -256,6 +274,10 @@ export function createYamlFileStore(editor: EditorStore = useEditor) {
           if (my === epoch) {
             const pending = Math.max(0, get().pending - 1);
             set({ pending, saving: pending > 0 });
+            if (pending === 0 && pushWhileWriting) {
+              pushWhileWriting = false;
+              void get().checkDisk();
+            }
           }
         }
       };
@@ -333,9 +355,11 @@ export function createYamlFileStore(editor: EditorStore = useEditor) {
 
     return {
       ...initialData(),
+      pushLive: false,
 
       take: (w) => {
         epoch++;
+        pushWhileWriting = false;
         stopAutosave();
         const text = w.source ?? '';
         set({
@@ -354,6 +378,7 @@ export function createYamlFileStore(editor: EditorStore = useEditor) {
 
       clear: () => {
         epoch++;
+        pushWhileWriting = false;
         stopAutosave();
         if (positionsTimer) clearTimeout(positionsTimer);
         positionsTimer = null;
@@ -496,6 +521,29 @@ export function createYamlFileStore(editor: EditorStore = useEditor) {
           return;
         }
         if (now.diskChange?.hash !== w.sourceHash) set({ diskChange: { source: w.source ?? '', hash: w.sourceHash } });
+      },
+
+      noteWorkflowChanged: (m) => {
+        const s = get();
+        if (!s.workflowId || m.id !== s.workflowId) return;
+        if (m.deleted) {
+          set({ diskChange: { source: '', hash: '', deleted: true } });
+          return;
+        }
+        if (m.hash && m.hash === s.sourceHash) {
+          // This editor's own write, or the disk back to the text it has.
+          if (s.diskChange) set({ diskChange: null });
+          return;
+        }
+        if (s.pending > 0) {
+          pushWhileWriting = true;
+          return;
+        }
+        void get().checkDisk();
+      },
+
+      setPushLive: (live) => {
+        if (get().pushLive !== live) set({ pushLive: live });
       },
 
       reload: async () => {

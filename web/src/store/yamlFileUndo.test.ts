@@ -196,3 +196,79 @@ describe('YAML file store: the file changed on disk', () => {
     expect(ed().nodes.map((n) => n.id)).toEqual(['a', 'b']);
   });
 });
+
+describe('YAML file store: disk changes pushed over GET /api/ws (workflow_changed)', () => {
+  const push = (m: Partial<{ id: string; hash: string; deleted: boolean }>) =>
+    y().noteWorkflowChanged({ type: 'workflow_changed', id: ID, path: 't.yaml', ...m });
+  const getCalls = () => vi.mocked(api.getWorkflow).mock.calls.length;
+
+  it('a push with another hash fetches the file and shows the banner; its own hash, or another file, changes nothing', async () => {
+    const loads = getCalls();
+    push({ hash: hashOf(SRC) });
+    push({ id: 'yaml.other.yaml', hash: 'h1' });
+    expect(getCalls()).toBe(loads);
+    expect(y().diskChange).toBeNull();
+
+    disk = SRC.replace('echo a', 'echo disk');
+    push({ hash: hashOf(disk) });
+    await vi.waitFor(() => expect(y().diskChange).toEqual({ source: disk, hash: hashOf(disk) }));
+
+    // The disk back to the text here: the banner goes.
+    disk = SRC;
+    push({ hash: hashOf(SRC) });
+    expect(y().diskChange).toBeNull();
+  });
+
+  it('the announcement of its own write, arriving before the write is answered, shows no banner', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const real = vi.mocked(api.saveYaml).getMockImplementation()!;
+    vi.mocked(api.saveYaml).mockImplementation(async (id, body) => {
+      const w = await real(id, body); // written: the server announces it now
+      push({ hash: w.sourceHash ?? '' });
+      await gate;
+      return w;
+    });
+    const write = y().applyEdits([{ op: 'addNode', node: 'c', kind: 'bash' }]);
+    await vi.waitFor(() => expect(disk).toContain('id: c'));
+    release();
+    expect(await write).toBe(true);
+    await vi.waitFor(() => expect(y().pending).toBe(0));
+    await Promise.resolve();
+    expect(y().sourceHash).toBe(hashOf(disk));
+    expect(y().diskChange).toBeNull();
+  });
+
+  it('someone else’s change announced while a write is on its way shows the banner once the write is answered', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const real = vi.mocked(api.saveYaml).getMockImplementation()!;
+    let other = '';
+    vi.mocked(api.saveYaml).mockImplementation(async (id, body) => {
+      const w = await real(id, body);
+      other = disk.replace('echo b', 'echo elsewhere'); // then another program writes
+      disk = other;
+      push({ hash: hashOf(other) });
+      await gate;
+      return w;
+    });
+    const write = y().applyEdits([{ op: 'addNode', node: 'c', kind: 'bash' }]);
+    await vi.waitFor(() => expect(other).not.toBe(''));
+    expect(y().diskChange).toBeNull(); // not while the write is out
+    release();
+    await write;
+    await vi.waitFor(() => expect(y().diskChange).toEqual({ source: other, hash: hashOf(other) }));
+  });
+
+  it('a deleted file shows the banner for a deletion', () => {
+    push({ deleted: true });
+    expect(y().diskChange).toEqual({ source: '', hash: '', deleted: true });
+  });
+
+  it('pushLive follows the socket', () => {
+    y().setPushLive(true);
+    expect(y().pushLive).toBe(true);
+    y().setPushLive(false);
+    expect(y().pushLive).toBe(false);
+  });
+});

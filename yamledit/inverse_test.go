@@ -1,0 +1,450 @@
+package yamledit
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/switchyard/switchyard/yamlflow"
+)
+
+// TestInverseDependsOnEmpty is the reported bug: a dependency added to a
+// node with an explicit `depends_on: []` and then removed lost the
+// `depends_on: []` line. removeDependency cannot know: `depends_on: [x]`
+// is what addDependency writes both on `depends_on: []` and on a node
+// without depends_on, so the undo is computed from the text before
+// (Inverse): set `depends_on: []` back in one case, remove the entry
+// (and the field) in the other. Both give the file back byte for byte.
+func TestInverseDependsOnEmpty(t *testing.T) {
+	const explicit = "name: w\ndescription: d\nnodes:\n  - id: a\n    bash: echo a\n  - id: b\n    depends_on: []\n    bash: echo b\n"
+	const absent = "name: w\ndescription: d\nnodes:\n  - id: a\n    bash: echo a\n  - id: b\n    bash: echo b\n"
+	const null = "name: w\ndescription: d\nnodes:\n  - id: a\n    bash: echo a\n  - id: b\n    bash: echo b\n    depends_on: []  # none yet\n"
+	add := Edit{Op: OpAddDependency, Node: "b", Dependency: "a"}
+	for _, tc := range []struct {
+		name, src, added string
+		undo             []Edit
+	}{
+		{"explicit empty list", explicit, "    depends_on: [a]\n", []Edit{Set("b", "depends_on", []string{})}},
+		{"no depends_on", absent, "  - id: b\n    depends_on: [a]\n", []Edit{{Op: OpRemoveDependency, Node: "b", Dependency: "a"}}},
+		{"empty list with a comment", null, "    depends_on: [a]  # none yet\n", []Edit{Set("b", "depends_on", []string{})}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := Apply([]byte(tc.src), []Edit{add})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(out), tc.added) {
+				t.Fatalf("add gave:\n%s", out)
+			}
+			inv, err := Inverse([]byte(tc.src), add)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(jsonOf(t, inv), jsonOf(t, tc.undo)) {
+				t.Errorf("inverse = %s, want %s", jsonOf(t, inv), jsonOf(t, tc.undo))
+			}
+			back, err := Apply(out, inv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(back) != tc.src {
+				t.Fatalf("add then its inverse gave:\n%s\nwant:\n%s", back, tc.src)
+			}
+		})
+	}
+	// The plain removeDependency of `depends_on: [a]` removes the field:
+	// the same meaning as `depends_on: []`, one line fewer.
+	out, _ := Apply([]byte(explicit), []Edit{add, {Op: OpRemoveDependency, Node: "b", Dependency: "a"}})
+	if string(out) != absent {
+		t.Fatalf("add then removeDependency gave:\n%s", out)
+	}
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	return fmt.Sprintf("%+v", v)
+}
+
+// inverseFile is one file of the inverse property test.
+type inverseFile struct {
+	name string
+	src  []byte
+}
+
+// inverseFiles: the package's samples, the fuzz seeds of testdata and
+// every workflow of Archon's (both snapshots of the shared fixtures).
+func inverseFiles(t *testing.T) []inverseFile {
+	files := []inverseFile{{"base", []byte(base)}}
+	seeds, _ := filepath.Glob(filepath.Join("testdata", "fuzz", "*", "*"))
+	for _, p := range seeds {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if src, ok := fuzzSeedBytes(b); ok {
+			files = append(files, inverseFile{p, src})
+		}
+	}
+	shared := sharedDir(t)
+	for _, snap := range []string{"archon", "archon-current"} {
+		root := filepath.Join(shared, "fixtures", snap, "workflows")
+		var paths []string
+		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && yamlflow.IsYAMLFile(p) {
+				paths = append(paths, p)
+			}
+			return nil
+		})
+		sort.Strings(paths)
+		for _, p := range paths {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel, _ := filepath.Rel(root, p)
+			files = append(files, inverseFile{snap + "/" + rel, b})
+		}
+	}
+	return files
+}
+
+// fuzzSeedBytes is the first []byte argument of a Go fuzz corpus file.
+func fuzzSeedBytes(b []byte) ([]byte, bool) {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<22)
+	for sc.Scan() {
+		l := sc.Text()
+		if rest, ok := strings.CutPrefix(l, "[]byte("); ok && strings.HasSuffix(rest, ")") {
+			s, err := strconv.Unquote(strings.TrimSuffix(rest, ")"))
+			return []byte(s), err == nil
+		}
+	}
+	return nil, false
+}
+
+// candidateEdits is every edit the test tries on a file: each scalar
+// field of each node (and of the top level) changed and removed, a new
+// field and a new nested field, each dependency removed, a dependency
+// added from each node to its neighbour, each node renamed and deleted, a
+// node added.
+func candidateEdits(d *Doc) []Edit {
+	var edits []Edit
+	changed := func(v *yaml.Node) any {
+		switch v.ShortTag() {
+		case "!!int":
+			n, _ := strconv.Atoi(v.Value)
+			return n + 1
+		case "!!bool":
+			return v.Value != "true"
+		case "!!str":
+			if strings.Contains(v.Value, "\n") {
+				return v.Value + "one more line\n"
+			}
+			return v.Value + " changed"
+		}
+		return "changed"
+	}
+	top := d.topMap()
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		k, v := top.Content[i].Value, top.Content[i+1]
+		if k == "nodes" || !fieldPartRE.MatchString(k) || v.Kind != yaml.ScalarNode {
+			continue
+		}
+		edits = append(edits, Set("", k, changed(v)), Edit{Op: OpUnset, Field: k})
+	}
+	edits = append(edits, Set("", "model", "inverse-model"))
+	seq, err := d.nodesSeq()
+	if err != nil {
+		return edits
+	}
+	var ids []string
+	for _, item := range seq.Content {
+		if item.Kind != yaml.MappingNode {
+			continue
+		}
+		if _, id := lookup(item, "id"); id != nil && id.Kind == yaml.ScalarNode && nodeIDRE.MatchString(id.Value) {
+			ids = append(ids, id.Value)
+		}
+	}
+	for n, item := range seq.Content {
+		if item.Kind != yaml.MappingNode || n >= len(ids) {
+			continue
+		}
+		_, idn := lookup(item, "id")
+		if idn == nil {
+			continue
+		}
+		id := idn.Value
+		for i := 0; i+1 < len(item.Content); i += 2 {
+			k, v := item.Content[i].Value, item.Content[i+1]
+			if k == "id" || !fieldPartRE.MatchString(k) {
+				continue
+			}
+			if v.Kind == yaml.ScalarNode {
+				edits = append(edits, Set(id, k, changed(v)))
+			}
+			edits = append(edits, Edit{Op: OpUnset, Node: id, Field: k})
+			if k == "depends_on" && v.Kind == yaml.SequenceNode {
+				for _, dep := range v.Content {
+					edits = append(edits, Edit{Op: OpRemoveDependency, Node: id, Dependency: dep.Value})
+				}
+			}
+		}
+		edits = append(edits,
+			Set(id, "idle_timeout", 1234),
+			Set(id, "retry.max_attempts", 3),
+			Edit{Op: OpRenameNode, Node: id, NewID: id + "_renamed"},
+			Edit{Op: OpDeleteNode, Node: id},
+		)
+		for _, other := range ids {
+			if other != id {
+				edits = append(edits, Edit{Op: OpAddDependency, Node: id, Dependency: other})
+				break
+			}
+		}
+		if len(ids) > 1 {
+			edits = append(edits, Edit{Op: OpAddDependency, Node: id, Dependency: ids[len(ids)-1]})
+		}
+	}
+	edits = append(edits, Edit{Op: OpAddNode, Node: "inverse_new", Kind: "bash", DependsOn: ids[:min(1, len(ids))]})
+	return edits
+}
+
+// TestInverseProperty: for every file and every edit that applies to it,
+// the edit followed by its inverse gives the file back byte for byte.
+// The few cases where the text cannot be written back exactly from an
+// edit (see notExact) give it back by meaning, and are counted.
+// deleteNode has no inverse made of edits (ErrNoInverse: the deleted
+// node's other fields, comments and place are not in any edit); the web
+// editor undoes every write, a deletion too, by writing the text from
+// before it, byte for byte by construction.
+func TestInverseProperty(t *testing.T) {
+	var total, exact, semantic, noInverse int
+	reasons := map[string]int{}
+	seen := map[string]bool{}
+	// Under the race detector every 16th edit (a different sixteenth in each
+	// file), which still covers every kind of edit; all of them without.
+	stride := 1
+	if raceEnabled {
+		stride = 16
+	}
+	for fi, f := range inverseFiles(t) {
+		if seen[string(f.src)] {
+			continue // the same file in both Archon snapshots
+		}
+		seen[string(f.src)] = true
+		d, err := Parse(f.src)
+		if err != nil {
+			continue // not an editable file: nothing to edit
+		}
+		for ei, e := range candidateEdits(d) {
+			if (ei+fi)%stride != 0 {
+				continue
+			}
+			out, err := Apply(f.src, []Edit{e})
+			if err != nil || bytes.Equal(out, f.src) {
+				continue // does not apply here, or a no-op
+			}
+			total++
+			inv, err := Inverse(f.src, e)
+			if errors.Is(err, ErrNoInverse) {
+				if e.Op != OpDeleteNode {
+					t.Errorf("%s: %+v has no inverse", f.name, e)
+				}
+				noInverse++
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s: inverse of %+v: %v", f.name, e, err)
+				continue
+			}
+			back, err := Apply(out, inv)
+			if err != nil {
+				t.Errorf("%s: %+v then its inverse %+v: %v\nafter the edit:\n%s", f.name, e, inv, err, out)
+				continue
+			}
+			if bytes.Equal(back, f.src) {
+				exact++
+				continue
+			}
+			if !sameMeaning(t, back, f.src) {
+				t.Errorf("%s: %+v then its inverse %+v changed the file's meaning:\n%s", f.name, e, inv, diffLines(string(f.src), string(back)))
+				continue
+			}
+			why := notExact(f.src, e)
+			if why == "" {
+				t.Errorf("%s: %+v then its inverse %+v is not the file byte for byte:\n%s", f.name, e, inv, diffLines(string(f.src), string(back)))
+				continue
+			}
+			semantic++
+			if reasons[why] == 0 {
+				t.Logf("%s: %s: %+v then %+v:\n%s", why, f.name, e, inv, diffLines(string(f.src), string(back)))
+			}
+			reasons[why]++
+		}
+	}
+	t.Logf("%d edits: %d undone byte for byte, %d by meaning %v, %d without an inverse (deleteNode)", total, exact, semantic, reasons, noInverse)
+	if total*stride < 2000 {
+		t.Errorf("only %d edits tried: the corpus is missing?", total)
+	}
+	// By meaning only is the exception, not the rule.
+	if semantic*10 > total-noInverse {
+		t.Errorf("%d of %d edits undone only by meaning", semantic, total-noInverse)
+	}
+}
+
+// notExact names why the inverse of e on src gives src back by meaning
+// but not byte for byte, or "" when it should be exact. Each reason is a
+// limit of writing text from an edit's JSON value:
+func notExact(src []byte, e Edit) string {
+	d, err := Parse(src)
+	if err != nil {
+		return ""
+	}
+	m, _, _, err := d.target(e.Node)
+	if err != nil {
+		return ""
+	}
+	field := e.Field
+	if e.Op == OpAddDependency || e.Op == OpRemoveDependency {
+		field = "depends_on"
+	}
+	var key, v *yaml.Node
+	first := false
+	for _, part := range strings.Split(field, ".") {
+		if v != nil {
+			m = v
+		}
+		var i int
+		i, v = lookup(m, part)
+		if v == nil {
+			return ""
+		}
+		key = m.Content[i]
+		first = i == 0
+	}
+	removal := e.Op == OpUnset || e.Op == OpSet && string(e.Value) == "null" || e.Op == OpRemoveDependency && len(v.Content) == 1
+	// The field's lines, trailing comments included, and its value's text.
+	lines := string(src[d.t.lineStart(key.Line):d.t.lineEnd(d.t.lineOf(d.t.nodeEnd(v, keyIndent(m))))])
+	text := string(src[d.t.nodeOff(v):d.t.nodeEnd(v, keyIndent(m))])
+	switch {
+	case removal && first:
+		// A removed field goes back after the key it followed (After);
+		// the first key of a mapping followed none: it comes back last.
+		return "removed first field comes back last"
+	case removal && (d.t.blank(key.Line-1) || d.t.comment(key.Line-1)):
+		// Removing a field keeps the blank or comment line before it;
+		// After puts it back right after the field it followed, above
+		// that line.
+		return "removed field after a blank or comment line comes back above it"
+	case removal && v.Kind == yaml.ScalarNode && v.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0:
+		// A JSON string carries no quoting: a new field is written plain
+		// when it can be (a changed one keeps the old one's quotes).
+		return "removed quoted string comes back plain"
+	case strings.Contains(lines, "#"):
+		// The value is written again from JSON: comments inside it or
+		// after it on the field's lines are not part of the value.
+		return "comment on the field's lines"
+	case v.Kind != yaml.ScalarNode && (e.Op == OpUnset || e.Op == OpRemoveDependency):
+		// A collection is written again in the style set writes (flow
+		// lists of scalars, block mappings), not the file's own.
+		return "collection written in set's style"
+	case v.Kind == yaml.ScalarNode && (v.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 || strings.Contains(v.Value, "\n")):
+		// A multi-line string is written as a literal block with
+		// set's indentation and chomping.
+		return "multi-line string rewritten"
+	case v.Kind == yaml.ScalarNode && v.Style == 0 && v.ShortTag() == "!!str" && text != v.Value:
+		// A plain string whose text is not its value (continued on
+		// more lines, or spelled `~`-like): written back in one form.
+		return "plain string spelled differently"
+	case v.Kind == yaml.ScalarNode && v.ShortTag() != "!!str":
+		// A number, bool or null written back in JSON's spelling.
+		return "non-string scalar respelled"
+	}
+	return ""
+}
+
+// sameMeaning: a and b decode to the same value (key order aside).
+func sameMeaning(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if err := yaml.Unmarshal(a, &x); err != nil {
+		t.Errorf("does not parse: %v", err)
+		return false
+	}
+	if err := yaml.Unmarshal(b, &y); err != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// diffLines shows the lines of a and b that differ.
+func diffLines(a, b string) string {
+	removed, added := lineDiff(a, b)
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	var s strings.Builder
+	for _, l := range removed {
+		fmt.Fprintf(&s, "-%d: %q\n", l, al[l-1])
+	}
+	for _, l := range added {
+		fmt.Fprintf(&s, "+%d: %q\n", l, bl[l-1])
+	}
+	return s.String()
+}
+
+// FuzzInverse: for any text and edit that applies, the inverse applies to
+// the result and gives the text back by meaning (byte for byte is
+// TestInverseProperty's, over real files); never a panic.
+func FuzzInverse(f *testing.F) {
+	f.Add([]byte(base), uint8(0), "a", "bash", "echo x")
+	f.Add([]byte(base), uint8(1), "b", "model", "")
+	f.Add([]byte(base), uint8(2), "c", "", "a")
+	f.Add([]byte(base), uint8(3), "a", "", "b")
+	f.Add([]byte(base), uint8(4), "a", "", "z")
+	f.Add([]byte(base), uint8(5), "", "", "n")
+	f.Add([]byte("name: w\ndescription: d\nnodes:\n  - id: a\n    bash: x\n  - id: b\n    depends_on: []\n    bash: y\n"), uint8(3), "b", "", "a")
+	f.Fuzz(func(t *testing.T, data []byte, op uint8, node, field, arg string) {
+		var e Edit
+		switch op % 6 {
+		case 0:
+			e = Set(node, field, arg)
+		case 1:
+			e = Edit{Op: OpUnset, Node: node, Field: field}
+		case 2:
+			e = Edit{Op: OpRemoveDependency, Node: node, Dependency: arg}
+		case 3:
+			e = Edit{Op: OpAddDependency, Node: node, Dependency: arg}
+		case 4:
+			e = Edit{Op: OpRenameNode, Node: node, NewID: arg}
+		case 5:
+			e = Edit{Op: OpAddNode, Node: arg, Kind: "bash"}
+		}
+		out, err := Apply(data, []Edit{e})
+		if err != nil {
+			return
+		}
+		inv, err := Inverse(data, e)
+		if err != nil {
+			return // e.g. a value with no JSON form (an alias)
+		}
+		back, err := Apply(out, inv)
+		if err != nil {
+			// The inverse may meet the same layout limits as any edit
+			// (anchors, odd indentation): refused, never wrong.
+			return
+		}
+		if !sameMeaning(t, back, data) {
+			t.Fatalf("%+v then %+v changed the meaning:\n%s\n---\n%s", e, inv, data, back)
+		}
+	})
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package yamledit
+
+const raceEnabled = false
