@@ -109,8 +109,24 @@ func (m *Metrics) attach(s *Server) {
 }
 
 func (m *Metrics) observeRequest(method, route string, status int, d time.Duration) {
-	m.httpRequests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+	m.httpRequests.WithLabelValues(method, route, statusLabel(status)).Inc()
 	m.httpDuration.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// statusLabels are the label values of the HTTP statuses, made once:
+// strconv.Itoa allocates for numbers from 100 up, on every request.
+var statusLabels = func() (t [600]string) {
+	for i := range t {
+		t[i] = strconv.Itoa(i)
+	}
+	return t
+}()
+
+func statusLabel(status int) string {
+	if status >= 0 && status < len(statusLabels) {
+		return statusLabels[status]
+	}
+	return strconv.Itoa(status)
 }
 
 // eventData holds the fields of event data the metrics read.

@@ -279,12 +279,22 @@ func clientHost(r *http.Request) string {
 func frameHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Response().Header()
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Content-Security-Policy", "frame-ancestors 'none'")
-		h.Set("X-Content-Type-Options", "nosniff")
+		// Shared, never-modified value slices under canonical keys: Set
+		// would allocate one slice per header per request. (Header.Add
+		// on one of them appends to a full slice, which copies it.)
+		h["X-Frame-Options"] = hdrDeny
+		h["Content-Security-Policy"] = hdrFrameAncestors
+		h["X-Content-Type-Options"] = hdrNosniff
 		// The UI may be opened with ?token= (the address serve prints):
 		// no request may carry that address to anyone in a Referer.
-		h.Set("Referrer-Policy", "no-referrer")
+		h["Referrer-Policy"] = hdrNoReferrer
 		return next(c)
 	}
 }
+
+var (
+	hdrDeny           = []string{"DENY"}[:1:1]
+	hdrFrameAncestors = []string{"frame-ancestors 'none'"}[:1:1]
+	hdrNosniff        = []string{"nosniff"}[:1:1]
+	hdrNoReferrer     = []string{"no-referrer"}[:1:1]
+)
