@@ -371,8 +371,12 @@ func (l *Client) viaChat(ctx context.Context, req Request, onDelta func(string),
 		}
 		return nil, err
 	}
-	defer raw.Body.Close()
-	return decodeChatStream(ssestream.NewDecoder(raw), onDelta, touch)
+	if raw == nil || raw.Body == nil {
+		return nil, errTruncated
+	}
+	dec := newSSEDecoder(raw.Body)
+	defer dec.Close()
+	return decodeChatStream(dec, onDelta, touch)
 }
 
 // chatChunk is what a streamed chat completion chunk carries that we use.
