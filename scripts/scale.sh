@@ -30,22 +30,30 @@ for n in "${counts[@]}"; do (( n > max )) && max=$n; done
 # Server on 0..max-1; the fake and the driver share what is left, the fake
 # on the upper half of it.
 free=$(( ncpu - max ))
-if (( free < 2 )); then
-	echo "scale.sh: $ncpu CPUs: need at least $((max + 2)) for $max server cores plus the fake and the driver" >&2
-	exit 2
+if (( free >= 2 )); then
+	fake_lo=$(( max + free / 2 ))
+	fake_args=(--fake-cpus "$fake_lo-$((ncpu - 1))")
+	driver_cpus="$max-$((fake_lo - 1))"
+	driver_procs=$(( fake_lo - max ))
+	where="driver on $driver_cpus, fake LLM on ${fake_args[1]}"
+else
+	# A small machine (a smoke test): the driver and the fake share every
+	# CPU with the server, so the figures are not the scaling's.
+	echo "scale.sh: only $ncpu CPUs, $((max + 2)) wanted: the fake and the driver are not kept off the server's CPUs" >&2
+	fake_args=()
+	driver_cpus="0-$((ncpu - 1))"
+	driver_procs=1
+	where="driver and fake LLM on every CPU (shared)"
 fi
-fake_lo=$(( max + free / 2 ))
-fake_cpus="$fake_lo-$((ncpu - 1))"
-driver_cpus="$max-$((fake_lo - 1))"
 graph_args=()
 [ -n "${SCALE_GRAPH:-}" ] && graph_args=(--graph "$SCALE_GRAPH")
 
-echo "# $ncpu CPUs; server on 0..N-1, driver on $driver_cpus, fake LLM on $fake_cpus; $dur per line"
+echo "# $ncpu CPUs; server on 0..N-1, $where; $dur per line"
 printf '%-7s %-6s %10s %16s %16s %10s\n' route cores runs/s "server µs/run" "fake µs/call" "peak RSS MB"
 for route in runs compat; do
 	for n in "${counts[@]}"; do
-		out=$(GOMAXPROCS=$((fake_lo - max)) taskset -c "$driver_cpus" "$bin" load runs --route "$route" \
-			--duration "$dur" --quiet --json --cores "$n" --fake-cpus "$fake_cpus" "${graph_args[@]}") || {
+		out=$(GOMAXPROCS=$driver_procs taskset -c "$driver_cpus" "$bin" load runs --route "$route" \
+			--duration "$dur" --quiet --json --cores "$n" "${fake_args[@]}" "${graph_args[@]}") || {
 			echo "scale.sh: load failed for $route at $n cores" >&2
 			exit 1
 		}
