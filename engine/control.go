@@ -26,6 +26,31 @@ func (e *Engine) Wait(ctx context.Context, runID string) (*Run, error) {
 	return e.store.GetRun(ctx, runID)
 }
 
+// WaitSnapshot waits like Wait and returns the run's header and node
+// states as Snapshot does. A run that ended in this process with its
+// terminal checkpoint committed is answered from the runner's memory,
+// which equals what was stored (nothing changes a finished run), without
+// reading the store; any other (paused, taken over, not live here) is
+// read as Snapshot reads it.
+func (e *Engine) WaitSnapshot(ctx context.Context, runID string) (*Run, []*NodeState, error) {
+	e.mu.Lock()
+	r := e.live[runID]
+	e.mu.Unlock()
+	if r != nil {
+		select {
+		case <-r.exited:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+		// finished and lost are written by the loop before it closes
+		// exited, so reading them here is ordered after.
+		if r.finished && !r.lost {
+			return r.snapshot()
+		}
+	}
+	return e.Snapshot(ctx, runID)
+}
+
 // Snapshot returns a run's header and node states: live ones from memory,
 // others from the store.
 func (e *Engine) Snapshot(ctx context.Context, runID string) (*Run, []*NodeState, error) {

@@ -35,6 +35,8 @@ func (r *runner) emit(nodeID, typ, content string, data any) {
 	case nil:
 	case json.RawMessage:
 		raw = d
+	case jsonAppender:
+		raw = d.appendJSON(make([]byte, 0, 96))
 	default:
 		b, err := json.Marshal(d)
 		if err == nil {

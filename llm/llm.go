@@ -371,32 +371,43 @@ func (l *Client) viaChat(ctx context.Context, req Request, onDelta func(string),
 		}
 		return nil, err
 	}
-	defer raw.Body.Close()
-	return decodeChatStream(ssestream.NewDecoder(raw), onDelta, touch)
+	if raw == nil || raw.Body == nil {
+		return nil, errTruncated
+	}
+	dec := newSSEDecoder(raw.Body)
+	defer dec.Close()
+	return decodeChatStream(dec, onDelta, touch)
 }
 
-// chatChunk is what a streamed chat completion chunk carries that we use.
+// chatChunk is what a streamed chat completion chunk carries that we use
+// (parseChatChunk reads it).
 type chatChunk struct {
-	Choices []struct {
-		Delta struct {
-			Content   string `json:"content"`
-			ToolCalls []struct {
-				Index    int    `json:"index"`
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *struct {
-		PromptTokens     int64 `json:"prompt_tokens"`
-		CompletionTokens int64 `json:"completion_tokens"`
-		TotalTokens      int64 `json:"total_tokens"`
-	} `json:"usage"`
-	Error json.RawMessage `json:"error"`
+	Choices []chatChoice    `json:"choices"`
+	Usage   *chatUsage      `json:"usage"`
+	Error   json.RawMessage `json:"error"`
+}
+
+type chatChoice struct {
+	Delta struct {
+		Content   string              `json:"content"`
+		ToolCalls []chatToolCallDelta `json:"tool_calls"`
+	} `json:"delta"`
+	FinishReason string `json:"finish_reason"`
+}
+
+type chatToolCallDelta struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type chatUsage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
 }
 
 // decodeChatStream reads a chat completion's server-sent events: text
@@ -419,7 +430,7 @@ func decodeChatStream(dec ssestream.Decoder, onDelta func(string), touch func())
 			break
 		}
 		var chunk chatChunk
-		if err := json.Unmarshal(ev.Data, &chunk); err != nil {
+		if err := parseChatChunk(ev.Data, &chunk); err != nil {
 			return nil, fmt.Errorf("decode stream chunk: %w", err)
 		}
 		if len(chunk.Error) > 0 && string(chunk.Error) != "null" {

@@ -142,16 +142,18 @@ func (s *Server) requireAuth(next echo.HandlerFunc) echo.HandlerFunc {
 		// Bearer guesses count against the sign-in limiter of the client's
 		// address, as POST /login attempts do. While it is spent, no bearer
 		// token is even compared: a guesser must not learn which is right.
+		// While no client has failed (the limiter is idle) nobody is
+		// blocked: the common request neither works out its client's key
+		// nor takes the limiter's lock.
 		_, bearer := bearerToken(r)
-		client := limiterKey(s.clientIP(r))
-		if bearer {
-			if blocked, wait := s.logins.blocked(client); blocked {
+		if bearer && !s.logins.idle() {
+			if blocked, wait := s.logins.blocked(limiterKey(s.clientIP(r))); blocked {
 				return s.tooManyAttempts(c, wait)
 			}
 		}
 		if !s.authenticated(r) {
 			if bearer {
-				s.logins.allow(client)
+				s.logins.allow(limiterKey(s.clientIP(r)))
 			}
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="switchyard"`)
 			// Answer at once, without reading a body the client may be

@@ -106,3 +106,30 @@ func TestWeakTokensRefused(t *testing.T) {
 		t.Errorf("New with a one-character token: %v", err)
 	}
 }
+
+// TestLimiterIdleUntilAFailure: the limiter answers "idle" (nobody can be
+// blocked, so requests skip it) until a client spends a token, and again
+// once every bucket has refilled and been pruned.
+func TestLimiterIdleUntilAFailure(t *testing.T) {
+	t.Parallel()
+	l := newLoginLimiter()
+	now := time.Now()
+	l.now = func() time.Time { return now }
+	if !l.idle() {
+		t.Fatal("a new limiter is not idle")
+	}
+	if blocked, _ := l.blocked("10.0.0.1"); blocked || !l.idle() {
+		t.Fatalf("a check made the limiter busy (blocked %v)", blocked)
+	}
+	l.allow("10.0.0.1")
+	if l.idle() {
+		t.Fatal("idle after a failed attempt")
+	}
+	now = now.Add(loginBurst * loginEvery)
+	l.mu.Lock()
+	l.prune(now)
+	l.mu.Unlock()
+	if !l.idle() {
+		t.Fatal("not idle once every bucket refilled and was pruned")
+	}
+}

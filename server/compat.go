@@ -151,6 +151,13 @@ func (s *Server) compatResultOf(ctx context.Context, runID string) (*compatResul
 	if err != nil {
 		return nil, runErr(runID, err)
 	}
+	return s.compatResultFrom(ctx, r, nodes)
+}
+
+// compatResultFrom is compatResultOf with the run's state already read;
+// it reads the whole log.
+func (s *Server) compatResultFrom(ctx context.Context, r *engine.Run, nodes []*engine.NodeState) (*compatResult, error) {
+	runID := r.ID
 	evs, err := s.st.Events(ctx, runID, 0, 0)
 	if err != nil {
 		return nil, runErr(runID, err)
@@ -227,10 +234,18 @@ func hasAgent(g *graph.Graph) bool {
 func (s *Server) waitAndAnswer(c echo.Context, runID string) error {
 	ctx, cancel := s.longCtx(c.Request().Context())
 	defer cancel()
-	if _, err := s.e.Wait(ctx, runID); err != nil && !s.draining() {
+	// A run that ends here is answered from the engine's memory (its end
+	// is durable by then); only the log is read from the store.
+	r, nodes, err := s.e.WaitSnapshot(ctx, runID)
+	if err != nil && !s.draining() {
 		return err
 	}
-	res, err := s.compatResultOf(context.WithoutCancel(c.Request().Context()), runID)
+	var res *compatResult
+	if err == nil {
+		res, err = s.compatResultFrom(context.WithoutCancel(c.Request().Context()), r, nodes)
+	} else { // shutting down: the state as it is now
+		res, err = s.compatResultOf(context.WithoutCancel(c.Request().Context()), runID)
+	}
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,14 +25,17 @@ type connLimiter struct {
 	done  chan struct{}
 	once  sync.Once
 
+	// mu guards conns, changed once per connection (accept, close); the
+	// per-request state changes (active, idle) are atomics on each
+	// connection, so keep-alive requests on all cores take no shared lock.
 	mu      sync.Mutex
-	idle    map[*limitedConn]time.Time // since when each is idle
-	waiting bool                       // an accepted connection waits for a slot
+	conns   map[*limitedConn]struct{}
+	waiting atomic.Bool // an accepted connection waits for a slot
 }
 
 func newConnLimiter(ln net.Listener, n int) *connLimiter {
 	return &connLimiter{Listener: ln, slots: make(chan struct{}, n), done: make(chan struct{}),
-		idle: map[*limitedConn]time.Time{}}
+		conns: map[*limitedConn]struct{}{}}
 }
 
 // Accept returns the next connection once a slot is free.
@@ -43,24 +47,24 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 	select {
 	case l.slots <- struct{}{}:
 	default:
-		l.mu.Lock()
-		l.waiting = true
-		victim := l.longestIdle()
-		l.mu.Unlock()
-		if victim != nil {
+		l.waiting.Store(true)
+		if victim := l.longestIdle(); victim != nil {
 			victim.Close()
 		}
 		select {
 		case l.slots <- struct{}{}:
 		case <-l.done:
+			l.waiting.Store(false)
 			c.Close()
 			return nil, net.ErrClosed
 		}
-		l.mu.Lock()
-		l.waiting = false
-		l.mu.Unlock()
+		l.waiting.Store(false)
 	}
-	return &limitedConn{Conn: c, l: l}, nil
+	lc := &limitedConn{Conn: c, l: l}
+	l.mu.Lock()
+	l.conns[lc] = struct{}{}
+	l.mu.Unlock()
+	return lc, nil
 }
 
 // Close stops Accept, also one waiting for a slot.
@@ -69,20 +73,24 @@ func (l *connLimiter) Close() error {
 	return l.Listener.Close()
 }
 
-// longestIdle takes the connection idle longest out of the idle set (nil
-// if none). l.mu is held.
+// longestIdle takes the connection idle longest out of the idle ones (nil
+// if none): it is no longer idle for anyone else looking.
 func (l *connLimiter) longestIdle() *limitedConn {
-	var victim *limitedConn
-	var since time.Time
-	for c, t := range l.idle {
-		if victim == nil || t.Before(since) {
-			victim, since = c, t
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		var victim *limitedConn
+		var since int64
+		for c := range l.conns {
+			if t := c.idleSince.Load(); t != 0 && (victim == nil || t < since) {
+				victim, since = c, t
+			}
 		}
+		if victim == nil || victim.idleSince.CompareAndSwap(since, 0) {
+			return victim
+		}
+		// It went active (or idle again) meanwhile: look again.
 	}
-	if victim != nil {
-		delete(l.idle, victim)
-	}
-	return victim
 }
 
 // connState follows the connections' states (http.Server.ConnState).
@@ -91,35 +99,33 @@ func (l *connLimiter) connState(nc net.Conn, st http.ConnState) {
 	if !ok {
 		return
 	}
-	l.mu.Lock()
 	if st != http.StateIdle {
-		delete(l.idle, c)
-		l.mu.Unlock()
+		c.idleSince.Store(0)
 		return
 	}
-	if l.waiting {
+	if l.waiting.Load() {
 		// A connection is waiting for this slot: the idle one goes.
-		l.mu.Unlock()
 		c.Close()
 		return
 	}
-	l.idle[c] = time.Now()
-	l.mu.Unlock()
+	c.idleSince.Store(time.Now().UnixNano())
 }
 
 // limitedConn frees its slot when closed (once, whoever closes it first:
 // the server or the limiter making room).
 type limitedConn struct {
 	net.Conn
-	l    *connLimiter
-	once sync.Once
+	l         *connLimiter
+	once      sync.Once
+	idleSince atomic.Int64 // UnixNano since it is idle between requests; 0 while not
 }
 
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() {
+		c.idleSince.Store(0)
 		c.l.mu.Lock()
-		delete(c.l.idle, c)
+		delete(c.l.conns, c)
 		c.l.mu.Unlock()
 		<-c.l.slots
 	})

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"hash/maphash"
 	"net/http"
 	"strconv"
 	"sync"
@@ -34,8 +35,36 @@ type Metrics struct {
 
 	attachOnce sync.Once
 
+	// What is in flight, by run id then node id, in shards by run id: the
+	// sink runs for every step event of every run, and one lock would
+	// have every core's runs queue on it.
+	shards [metricsShards]metricsShard
+}
+
+const metricsShards = 16
+
+type metricsShard struct {
 	mu   sync.Mutex
-	runs map[string]map[string]*nodeTrack // run id → node id → what is in flight
+	runs map[string]map[string]*nodeTrack
+	_    [40]byte // keep shards' locks on separate cache lines
+}
+
+var metricsSeed = maphash.MakeSeed()
+
+func (m *Metrics) shard(runID string) *metricsShard {
+	return &m.shards[maphash.String(metricsSeed, runID)%metricsShards]
+}
+
+// tracked counts the runs with something in flight.
+func (m *Metrics) tracked() int {
+	n := 0
+	for i := range m.shards {
+		sh := &m.shards[i]
+		sh.mu.Lock()
+		n += len(sh.runs)
+		sh.mu.Unlock()
+	}
+	return n
 }
 
 type nodeTrack struct {
@@ -47,7 +76,10 @@ type nodeTrack struct {
 // NewMetrics makes a Metrics with its own registry (plus Go and process
 // collectors).
 func NewMetrics() *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry(), runs: map[string]map[string]*nodeTrack{}}
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	for i := range m.shards {
+		m.shards[i].runs = map[string]map[string]*nodeTrack{}
+	}
 	m.nodeDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "switchyard_node_duration_seconds", Help: "Time a node took to execute, by node type and outcome.",
 		Buckets: []float64{.001, .005, .025, .1, .5, 1, 2.5, 5, 10, 30, 60, 300, 900},
@@ -109,8 +141,24 @@ func (m *Metrics) attach(s *Server) {
 }
 
 func (m *Metrics) observeRequest(method, route string, status int, d time.Duration) {
-	m.httpRequests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+	m.httpRequests.WithLabelValues(method, route, statusLabel(status)).Inc()
 	m.httpDuration.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// statusLabels are the label values of the HTTP statuses, made once:
+// strconv.Itoa allocates for numbers from 100 up, on every request.
+var statusLabels = func() (t [600]string) {
+	for i := range t {
+		t[i] = strconv.Itoa(i)
+	}
+	return t
+}()
+
+func statusLabel(status int) string {
+	if status >= 0 && status < len(statusLabels) {
+		return statusLabels[status]
+	}
+	return strconv.Itoa(status)
 }
 
 // eventData holds the fields of event data the metrics read.
@@ -196,9 +244,10 @@ func (m *Metrics) Emit(ev *engine.Event) {
 	case engine.EvRunStatus:
 		if s := engine.RunStatus(ev.Content); s.Terminal() {
 			m.runsFinished.WithLabelValues(string(s)).Inc()
-			m.mu.Lock()
-			delete(m.runs, ev.RunID)
-			m.mu.Unlock()
+			sh := m.shard(ev.RunID)
+			sh.mu.Lock()
+			delete(sh.runs, ev.RunID)
+			sh.mu.Unlock()
 		}
 		return
 	default:
@@ -206,12 +255,13 @@ func (m *Metrics) Emit(ev *engine.Event) {
 	}
 	d := parseEventData(ev.Data)
 	now := time.Now()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	nodes := m.runs[ev.RunID]
+	sh := m.shard(ev.RunID)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	nodes := sh.runs[ev.RunID]
 	if nodes == nil {
 		nodes = map[string]*nodeTrack{}
-		m.runs[ev.RunID] = nodes
+		sh.runs[ev.RunID] = nodes
 	}
 	n := nodes[ev.NodeID]
 	if n == nil {

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 
@@ -159,9 +161,52 @@ func TestMetricsSinkIgnoresNoise(t *testing.T) {
 	m.Emit(&engine.Event{RunID: "r", NodeID: "n", Type: engine.EvLLMResponse})
 	m.Emit(&engine.Event{RunID: "r", NodeID: "n", Type: engine.EvOutput, Content: "x"})
 	m.Emit(&engine.Event{RunID: "r", NodeID: engine.SystemNodeID, Type: engine.EvRunStatus, Content: "failed"})
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.runs) != 0 {
-		t.Fatalf("tracking state left behind: %v", m.runs)
+	if n := m.tracked(); n != 0 {
+		t.Fatalf("tracking state left behind: %d runs", n)
+	}
+}
+
+// TestMetricsSinkConcurrentRuns: runs emitting at once from many
+// goroutines (the shards' locks) are all counted and leave nothing behind.
+func TestMetricsSinkConcurrentRuns(t *testing.T) {
+	t.Parallel()
+	m := NewMetrics()
+	const runs, steps = 64, 20
+	var wg sync.WaitGroup
+	for r := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("run-%d", r)
+			for s := range steps {
+				node := fmt.Sprintf("n%d", s)
+				m.Emit(&engine.Event{RunID: id, NodeID: node, Type: engine.EvStepStart, Data: []byte(`{"type":"if","visit":1}`)})
+				m.Emit(&engine.Event{RunID: id, NodeID: node, Type: engine.EvStepEnd, Data: []byte(`{"durationMs":1,"output":"","status":"completed","visit":1}`)})
+			}
+			m.Emit(&engine.Event{RunID: id, NodeID: engine.SystemNodeID, Type: engine.EvRunStatus, Content: "completed"})
+		}()
+	}
+	wg.Wait()
+	if n := m.tracked(); n != 0 {
+		t.Fatalf("%d runs still tracked after they ended", n)
+	}
+	fams, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events float64
+	var durations uint64
+	for _, f := range fams {
+		switch f.GetName() {
+		case "switchyard_events_total":
+			events = f.GetMetric()[0].GetCounter().GetValue()
+		case "switchyard_node_duration_seconds":
+			for _, mt := range f.GetMetric() {
+				durations += mt.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	if events != runs*(2*steps+1) || durations != runs*steps {
+		t.Errorf("events %v, node durations %d; want %d and %d", events, durations, runs*(2*steps+1), runs*steps)
 	}
 }

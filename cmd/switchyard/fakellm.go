@@ -2,9 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"os"
 	"time"
 
 	"github.com/switchyard/switchyard/internal/fakeopenai"
@@ -54,6 +59,12 @@ right next turn. Other conversations get the answers above. Example:
 The format (conditions, goto, max_times, delay, placeholders) is described
 in internal/fakeopenai/SCRIPT.md.
 
+GET /_stats answers {"requests": N, "cpuUs": U}: the requests served so far
+and the CPU time (user+system, µs; Linux) the fake has used. switchyard
+load reads it before and after a scenario to print the fake's CPU per call
+beside the server's CPU per run: on a noisy machine their ratio varies far
+less than either figure.
+
 flags:
 `
 
@@ -71,6 +82,7 @@ func cmdFakeLLM(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	latency := fs.Duration("latency", 0, "delay before each reply")
 	scriptPath := fs.String("script", "", "YAML or JSON `file` of scripted agent turns (see above)")
 	chunkDelay := fs.Duration("chunk-delay", 0, "delay between streamed chunks (when not given: latency/8, at most 100ms)")
+	whole := fs.Bool("whole", false, "answer \"echo: <message>\" in one chunk and call no tools (the load tool's workload)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return exitOK
@@ -82,9 +94,13 @@ func cmdFakeLLM(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if !given {
 		*chunkDelay = fakeChunkDelay(*latency)
 	}
+	reply := fakeopenai.DemoReply
+	if *whole {
+		reply = fakeopenai.DefaultReply
+	}
 	opts := []fakeopenai.Option{fakeopenai.WithAddr(*addr), fakeopenai.WithLatency(*latency),
 		fakeopenai.WithChunkDelay(*chunkDelay), fakeopenai.WithRequestLogLimit(0),
-		fakeopenai.WithHandler(fakeopenai.DemoReply)}
+		fakeopenai.WithHandler(reply)}
 	if *scriptPath != "" {
 		sc, err := fakeopenai.LoadScript(*scriptPath)
 		if err != nil {
@@ -93,13 +109,13 @@ func cmdFakeLLM(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 		opts = append(opts, fakeopenai.WithScript(sc))
 	}
-	srv, err := fakeopenai.Start(opts...)
+	srv, url, err := startFakeWithStats(*addr, opts...)
 	if err != nil {
 		fmt.Fprintln(stderr, "switchyard fake-llm:", err)
 		return exitUsage
 	}
 	// Scripts read this line: point OPENAI_BASE_URL at the URL.
-	fmt.Fprintf(stdout, "fake-llm listening url=%s\n", srv.URL())
+	fmt.Fprintf(stdout, "fake-llm listening url=%s\n", url)
 	<-ctx.Done()
 	shut := make(chan struct{})
 	go func() { _ = srv.Close(); close(shut) }()
@@ -114,4 +130,53 @@ func cmdFakeLLM(ctx context.Context, args []string, stdout, stderr io.Writer) in
 // also streams visibly, without the stream taking much longer than the wait.
 func fakeChunkDelay(latency time.Duration) time.Duration {
 	return min(latency/8, 100*time.Millisecond)
+}
+
+// fakeWithStats is the fake API plus GET /_stats, on its own listener.
+type fakeWithStats struct {
+	fake *fakeopenai.Server
+	http *http.Server
+}
+
+// startFakeWithStats listens on addr (loopback only, as fakeopenai.Start)
+// and serves the fake with the /_stats endpoint beside it; the URL returned
+// ends in /v1, for OPENAI_BASE_URL.
+func startFakeWithStats(addr string, opts ...fakeopenai.Option) (*fakeWithStats, string, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("--addr %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, "", fmt.Errorf("%w: %q", fakeopenai.ErrInvalidAddr, addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("listen: %w", err)
+	}
+	fake := fakeopenai.New(opts...)
+	api := fake.Handler()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /_stats", func(w http.ResponseWriter, _ *http.Request) {
+		// Requests come from the fake's own counter; the stats request
+		// itself is not one of them.
+		cpu, _ := procCPU(os.Getpid())
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(fakeStats{Requests: fake.TotalRequests(), CPUUs: cpu.Microseconds()})
+	})
+	mux.Handle("/", api)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	return &fakeWithStats{fake: fake, http: hs}, "http://" + ln.Addr().String() + "/v1", nil
+}
+
+// Close stops listening, then releases the fake's hanging requests.
+func (f *fakeWithStats) Close() error {
+	err := f.http.Close()
+	return errors.Join(err, f.fake.Close())
+}
+
+// fakeStats is the answer of the fake's GET /_stats.
+type fakeStats struct {
+	Requests int64 `json:"requests"`
+	CPUUs    int64 `json:"cpuUs"`
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,7 +18,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/switchyard/switchyard/internal/fakeopenai"
 	"github.com/switchyard/switchyard/internal/loadgen"
 )
 
@@ -42,7 +42,13 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	dups := fs.Int("duplicates", 2, "approvals: clients racing for each approval")
 	servers := fs.Int("servers", 1, "runs, watchers: serve processes to start on the --db database (runs: started on each in turn; watchers: runs on the first, watchers on the second)")
 	db := fs.String("db", os.Getenv("SWITCHYARD_DB"), "PostgreSQL URL for the servers started (default $SWITCHYARD_DB; needed for --servers > 1); the database should be empty")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the load process (clients and fake LLM) to this file; profile the server with SWITCHYARD_CPUPROFILE")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the load process (the clients) to this file; profile the server with SWITCHYARD_CPUPROFILE")
+	route := fs.String("route", loadgen.RouteRuns, "runs: where runs start: \"runs\" (POST /api/runs, completions watched on /api/ws) or \"compat\" (AgentFlow's POST /api/run, graph inline, answered when the run ends)")
+	graphFile := fs.String("graph", "", "runs: a drawn graph's JSON `file` to run instead of start → agent → agent (either route)")
+	fakeURL := fs.String("fake-url", "", "use this running `switchyard fake-llm` (its url line, e.g. http://127.0.0.1:9090/v1) instead of starting one; its CPU per call is read from its GET /_stats")
+	cores := fs.Int("cores", 0, "pin the server started to N CPUs (--server-cpus, default the first N) with GOMAXPROCS=N (Linux)")
+	serverCPUs := fs.String("server-cpus", "", "CPU `list` (e.g. 0-3,8) the server started is pinned to (Linux; default with --cores N: 0-(N-1))")
+	fakeCPUs := fs.String("fake-cpus", "", "CPU `list` the fake LLM started is pinned to (Linux)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: switchyard load runs|fanout|watchers|approvals [flags]")
 		fs.PrintDefaults()
@@ -61,6 +67,31 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	default:
 		fmt.Fprintf(stderr, "switchyard load: unknown scenario %q\n", scenario)
 		fs.Usage()
+		return exitUsage
+	}
+	if *route != loadgen.RouteRuns && *route != loadgen.RouteCompat {
+		fmt.Fprintf(stderr, "switchyard load: --route %q: want %q or %q\n", *route, loadgen.RouteRuns, loadgen.RouteCompat)
+		return exitUsage
+	}
+	var workload json.RawMessage
+	if *graphFile != "" {
+		if workload, err = readLoadGraph(*graphFile); err != nil {
+			fmt.Fprintf(stderr, "switchyard load: --graph: %v\n", err)
+			return exitUsage
+		}
+	}
+	srvPin, err := serverPinning(*cores, *serverCPUs)
+	if err != nil {
+		fmt.Fprintf(stderr, "switchyard load: %v\n", err)
+		return exitUsage
+	}
+	fakePin, err := parseCPUList(*fakeCPUs)
+	if err != nil {
+		fmt.Fprintf(stderr, "switchyard load: --fake-cpus: %v\n", err)
+		return exitUsage
+	}
+	if (len(srvPin) > 0 && *server != "") || (len(fakePin) > 0 && *fakeURL != "") {
+		fmt.Fprintln(stderr, "switchyard load: --cores/--server-cpus pin the server load starts (not --server), --fake-cpus the fake it starts (not --fake-url)")
 		return exitUsage
 	}
 	if *servers < 1 || (*servers > 1 && (*db == "" || *server != "")) {
@@ -83,13 +114,18 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if scenario == "fanout" && *llmLatency == 0 && !flagSet(fs, "llm-latency") {
 		*llmLatency = 200 * time.Millisecond
 	}
-	fake, err := fakeopenai.Start(fakeopenai.WithAddr(*fakeAddr), fakeopenai.WithLatency(*llmLatency),
-		fakeopenai.WithRequestLogLimit(0))
-	if err != nil {
-		fmt.Fprintln(stderr, "switchyard load: fake LLM:", err)
-		return exitFailed
+	llmURL := *fakeURL
+	if llmURL == "" {
+		// The fake runs in its own process, so its CPU is measured apart
+		// from the clients'.
+		fake, err := startFakeChild(ctx, *fakeAddr, *llmLatency, fakePin)
+		if err != nil {
+			fmt.Fprintln(stderr, "switchyard load: fake LLM:", err)
+			return exitFailed
+		}
+		defer fake.stop()
+		llmURL = fake.url
 	}
-	defer fake.Close()
 	base := *server
 	var srv *childServer
 	var others []*loadgen.Client
@@ -110,7 +146,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if *db != "" {
 			extra = append(extra, "--db", *db)
 		}
-		srv, err = startServer(ctx, fake.URL(), stderr, extra...)
+		srv, err = startServer(ctx, llmURL, stderr, srvPin, extra...)
 		if err != nil {
 			fmt.Fprintln(stderr, "switchyard load: start server:", err)
 			return exitFailed
@@ -118,7 +154,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer srv.stop()
 		base, *token = srv.url, srv.token
 		for i := 1; i < *servers; i++ {
-			o, err := startServer(ctx, fake.URL(), stderr, extra...)
+			o, err := startServer(ctx, llmURL, stderr, srvPin, extra...)
 			if err != nil {
 				fmt.Fprintln(stderr, "switchyard load: start server:", err)
 				return exitFailed
@@ -129,7 +165,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if !*quiet {
-		fmt.Fprintf(stderr, "load %s against %s (fake LLM %s, latency %s)\n", scenario, base, fake.URL(), *llmLatency)
+		fmt.Fprintf(stderr, "load %s against %s (fake LLM %s, latency %s)\n", scenario, base, llmURL, *llmLatency)
 	}
 	var prog io.Writer = stderr
 	if *quiet {
@@ -141,6 +177,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch scenario {
 	case "runs":
 		cpu := startCPUMeter(srv)
+		fake0, fakeErr := loadgen.GetFakeStats(ctx, llmURL)
 		var rr *loadgen.RunsResult
 		n := *clients
 		if n <= 0 {
@@ -148,9 +185,23 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			// trips of a few clients, sets the pace.
 			n = 32
 		}
-		rr, err = loadgen.Runs(ctx, c, loadgen.RunsConfig{Duration: *duration, Clients: n, Rate: *rate, Via: via}, prog)
+		rr, err = loadgen.Runs(ctx, c, loadgen.RunsConfig{Route: *route, Graph: workload, Duration: *duration, Clients: n, Rate: *rate, Via: via}, prog)
 		if rr != nil && rr.Completed > 0 {
 			rr.ServerCPUPerRunUs, rr.DriverCPUPerRunUs = cpu.perRun(rr.Completed)
+		}
+		if rr != nil {
+			if fake1, err := loadgen.GetFakeStats(ctx, llmURL); err == nil && fakeErr == nil {
+				rr.FakeCalls = fake1.Requests - fake0.Requests
+				if rr.FakeCalls > 0 {
+					rr.FakeCPUPerCallUs = float64(fake1.CPUUs-fake0.CPUUs) / float64(rr.FakeCalls)
+				}
+			} else if !*quiet {
+				fmt.Fprintln(stderr, "switchyard load: the fake LLM's GET /_stats did not answer: no fake CPU per call")
+			}
+			rr.ServerCores = len(srvPin)
+			if srv != nil {
+				rr.ServerPeakRSSMB = srv.peakRSS()
+			}
 		}
 		res = rr
 	case "fanout":
@@ -265,6 +316,21 @@ func (s *childServer) memory(base string) (rssMB float64, goroutines int) {
 	return rssMB, goroutines
 }
 
+// peakRSS is the server's peak resident memory in MB (VmHWM; Linux).
+func (s *childServer) peakRSS() float64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(s.cmd.Process.Pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
 // procCPU reads a process's user+system time from /proc/PID/stat.
 func procCPU(pid int) (time.Duration, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
@@ -318,7 +384,7 @@ var (
 
 // startServer runs this binary's serve command on a free loopback port with
 // a fresh database, its LLM pointed at the fake.
-func startServer(ctx context.Context, llmURL string, stderr io.Writer, extra ...string) (*childServer, error) {
+func startServer(ctx context.Context, llmURL string, stderr io.Writer, cpus []int, extra ...string) (*childServer, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -330,12 +396,15 @@ func startServer(ctx context.Context, llmURL string, stderr io.Writer, extra ...
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dir, "--workflows", dir + "/workflows"}, extra...)
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+llmURL, "OPENAI_API_KEY=load", "SWITCHYARD_TOKEN=", "SWITCHYARD_LOG_LEVEL=warn")
+	if len(cpus) > 0 {
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(len(cpus)))
+	}
 	out, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
 	}
 	cmd.Stdout = cmd.Stderr
-	if err := cmd.Start(); err != nil {
+	if err := startPinned(cmd, cpus); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}

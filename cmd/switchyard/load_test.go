@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -79,5 +83,178 @@ func TestLoadApprovalsReportsPausedMemory(t *testing.T) {
 	}
 	if r.RSS <= 0 || r.Goroutines <= 0 {
 		t.Errorf("paused memory not measured: %+v", r)
+	}
+}
+
+// ifAgentGraph is start → if (input contains "load") → agent: one LLM call
+// per run, and an if node on the way.
+const ifAgentGraph = `{"nodes":[
+  {"id":"s","type":"start","position":{"x":0,"y":0},"data":{}},
+  {"id":"c","type":"if","position":{"x":1,"y":0},"data":{"conditions":[{"operator":"contains","value":"load"}]}},
+  {"id":"a","type":"agent","position":{"x":2,"y":0},"data":{"agentName":"A","userPrompt":"hi"}}],
+ "edges":[{"id":"e1","source":"s","target":"c","sourceHandle":"output"},
+  {"id":"e2","source":"c","target":"a","sourceHandle":"condition-0"}]}`
+
+// TestLoadRunsRoutesAndGraphFile drives both routes with a --graph file
+// and checks the summary: every run completed, one fake LLM call per run
+// (the graph's one agent), and the CPU and memory fields measured.
+func TestLoadRunsRoutesAndGraphFile(t *testing.T) {
+	t.Parallel()
+	gf := filepath.Join(t.TempDir(), "graph.json")
+	if err := os.WriteFile(gf, []byte(ifAgentGraph), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, route := range []string{"runs", "compat"} {
+		t.Run(route, func(t *testing.T) {
+			t.Parallel()
+			args := []string{"load", "runs", "--route", route, "--graph", gf, "--duration", "1s", "--clients", "2", "--json", "--quiet"}
+			if runtime.GOOS == "linux" {
+				args = append(args, "--cores", "1", "--fake-cpus", "0")
+			}
+			r := loadRunsJSON(t, args...)
+			if r.Route != route || r.Completed == 0 || r.Failed != 0 || r.StartErrors != 0 || r.Started != r.Completed {
+				t.Fatalf("result %+v", r)
+			}
+			if r.FakeCalls != int64(r.Completed) {
+				t.Errorf("fake LLM calls %d, want one per completed run (%d)", r.FakeCalls, r.Completed)
+			}
+			if runtime.GOOS != "linux" {
+				return
+			}
+			if r.ServerCores != 1 {
+				t.Errorf("serverCores %d, want 1", r.ServerCores)
+			}
+			if r.ServerCPUPerRunUs <= 0 || r.FakeCPUPerCallUs <= 0 || r.DriverCPUPerRunUs <= 0 || r.ServerPeakRSSMB <= 0 {
+				t.Errorf("CPU or memory not measured: %+v", r)
+			}
+		})
+	}
+}
+
+// loadRunsResult is the part of `load runs --json` the tests read.
+type loadRunsResult struct {
+	Route             string  `json:"route"`
+	Started           int     `json:"started"`
+	Completed         int     `json:"completed"`
+	Failed            int     `json:"failed"`
+	StartErrors       int     `json:"startErrors"`
+	FakeCalls         int64   `json:"fakeCalls"`
+	FakeCPUPerCallUs  float64 `json:"fakeCpuPerCallUs"`
+	ServerCPUPerRunUs float64 `json:"serverCpuPerRunUs"`
+	DriverCPUPerRunUs float64 `json:"driverCpuPerRunUs"`
+	ServerCores       int     `json:"serverCores"`
+	ServerPeakRSSMB   float64 `json:"serverPeakRssMb"`
+}
+
+func loadRunsJSON(t *testing.T, args ...string) loadRunsResult {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("load %v: %v\n%s", args, err, errb.String())
+	}
+	var got struct {
+		Scenario string         `json:"scenario"`
+		Result   loadRunsResult `json:"result"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Scenario != "runs" {
+		t.Fatalf("output %q: %v", out.String(), err)
+	}
+	return got.Result
+}
+
+// TestLoadUsesRunningFake points load at a fake-llm started apart (as
+// scripts/scale.sh does with taskset): its calls and CPU come from the
+// fake's GET /_stats.
+func TestLoadUsesRunningFake(t *testing.T) {
+	t.Parallel()
+	url := startFakeLLM(t, "--whole", "--chunk-delay", "0s")
+	r := loadRunsJSON(t, "load", "runs", "--fake-url", url, "--duration", "1s", "--clients", "2", "--json", "--quiet")
+	if r.Completed == 0 || r.Failed != 0 || r.FakeCalls != 2*int64(r.Completed) {
+		t.Fatalf("result %+v: want two fake calls per completed run", r)
+	}
+	if runtime.GOOS == "linux" && r.FakeCPUPerCallUs <= 0 {
+		t.Errorf("fake CPU per call not measured: %+v", r)
+	}
+}
+
+// TestLoadBadFlags: each bad flag is refused with exit 2, naming it.
+func TestLoadBadFlags(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	notJSON := filepath.Join(dir, "bad.json")
+	noNodes := filepath.Join(dir, "empty.json")
+	_ = os.WriteFile(notJSON, []byte("nodes: [1"), 0o644)
+	_ = os.WriteFile(noNodes, []byte(`{"edges":[]}`), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--route", "bogus"}, `--route "bogus"`},
+		{[]string{"--graph", filepath.Join(dir, "missing.json")}, "--graph: open"},
+		{[]string{"--graph", notJSON}, "bad.json: not a graph's JSON"},
+		{[]string{"--graph", noNodes}, `empty.json: the graph has no "nodes"`},
+		{[]string{"--cores", "-1"}, "--cores -1"},
+		{[]string{"--server-cpus", "3-1"}, "--server-cpus"},
+		{[]string{"--cores", "2", "--server-cpus", "0"}, "--cores 2 but --server-cpus"},
+		{[]string{"--fake-cpus", "x"}, "--fake-cpus"},
+		{[]string{"--cores", "1", "--server", "http://127.0.0.1:1"}, "not --server"},
+	} {
+		cmd := exec.Command(binary, append([]string{"load", "runs", "--quiet"}, tc.args...)...)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitUsage {
+			t.Errorf("%v: err %v, want exit %d\n%s", tc.args, err, exitUsage, errb.String())
+			continue
+		}
+		if !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%v: stderr %q, want %q", tc.args, errb.String(), tc.want)
+		}
+	}
+}
+
+func TestParseCPUList(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want []int
+		ok   bool
+	}{
+		{"", nil, true},
+		{"0", []int{0}, true},
+		{"0-3,8", []int{0, 1, 2, 3, 8}, true},
+		{"2,2,1-2", []int{2, 1}, true},
+		{"3-1", nil, false},
+		{"-1", nil, false},
+		{"a", nil, false},
+		{"0-2000", nil, false},
+	} {
+		got, err := parseCPUList(tc.in)
+		if (err == nil) != tc.ok || !slices.Equal(got, tc.want) {
+			t.Errorf("parseCPUList(%q) = %v, %v; want %v (ok %v)", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestStartPinned: a child started on CPU 0 runs only there (Linux).
+func TestStartPinned(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("pinning needs Linux")
+	}
+	cmd := exec.Command("grep", "Cpus_allowed_list", "/proc/self/status")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := startPinned(cmd, []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(out.String()); len(got) != 2 || got[1] != "0" {
+		t.Fatalf("child's CPUs: %q, want 0", out.String())
 	}
 }

@@ -93,6 +93,40 @@ func (c *Client) StartRun(ctx context.Context, graph json.RawMessage, input stri
 	return rv.RunID, err
 }
 
+// compatView is the part of POST /api/run's answer the load tool reads:
+// the logs and state that follow are skipped by the decoder.
+type compatView struct {
+	RunID  string `json:"runId"`
+	Status string `json:"status"`
+	Error  string `json:"error"`
+}
+
+// CompatRun posts a graph to the AgentFlow-compatible POST /api/run, which
+// answers once the run pauses or ends, and returns the run's status.
+func (c *Client) CompatRun(ctx context.Context, graph json.RawMessage, input string) (runID, status string, err error) {
+	var v compatView
+	err = c.do(ctx, http.MethodPost, "/api/run", map[string]any{"graph": graph, "input": input}, &v)
+	if err == nil && v.Status != "completed" && v.Error != "" {
+		err = fmt.Errorf("run %s %s: %s", v.RunID, v.Status, v.Error)
+	}
+	return v.RunID, v.Status, err
+}
+
+// FakeStats is what a `switchyard fake-llm` reports on GET /_stats.
+type FakeStats struct {
+	Requests int64 `json:"requests"`
+	CPUUs    int64 `json:"cpuUs"`
+}
+
+// GetFakeStats reads a fake LLM's counters; base is its URL (with or
+// without the /v1 suffix).
+func GetFakeStats(ctx context.Context, base string) (FakeStats, error) {
+	var st FakeStats
+	c := &Client{Base: strings.TrimSuffix(strings.TrimRight(base, "/"), "/v1"), HTTP: http.DefaultClient}
+	err := c.do(ctx, http.MethodGet, "/_stats", nil, &st)
+	return st, err
+}
+
 // GetRun fetches a run.
 func (c *Client) GetRun(ctx context.Context, id string) (*RunView, error) {
 	var rv RunView

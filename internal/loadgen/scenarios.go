@@ -153,8 +153,19 @@ func progress(w io.Writer, line func() string) (stop func()) {
 	return func() { close(done); wg.Wait() }
 }
 
+// Routes the runs scenario starts runs on.
+const (
+	// RouteRuns is POST /api/runs (answers at once) with completions
+	// watched on /api/ws.
+	RouteRuns = "runs"
+	// RouteCompat is AgentFlow's POST /api/run, which answers with the
+	// whole state once the run pauses or ends.
+	RouteCompat = "compat"
+)
+
 // RunsConfig configures the runs scenario.
 type RunsConfig struct {
+	Route    string // RouteRuns (default) or RouteCompat
 	Duration time.Duration
 	Clients  int
 	Rate     float64 // runs started per second in total; 0 = as fast as possible
@@ -177,11 +188,22 @@ type RunsResult struct {
 	StartLatency    Summary `json:"startLatency"`
 	EndToEnd        Summary `json:"endToEnd"`
 	FirstError      string  `json:"firstError,omitempty"`
+	Route           string  `json:"route"`
 	// CPU time per completed run, filled in by a caller that can measure
 	// it (the CLI, for the server it started, on Linux): throughput on a
 	// shared machine varies, CPU per run much less.
 	ServerCPUPerRunUs float64 `json:"serverCpuPerRunUs,omitempty"`
 	DriverCPUPerRunUs float64 `json:"driverCpuPerRunUs,omitempty"`
+	// The fake LLM's requests during the scenario and its CPU time per
+	// request (from its GET /_stats): the same work on every run, so the
+	// ratio of the server's CPU per run to it is the figure to compare on
+	// a noisy machine.
+	FakeCalls        int64   `json:"fakeCalls,omitempty"`
+	FakeCPUPerCallUs float64 `json:"fakeCpuPerCallUs,omitempty"`
+	// ServerCores is the server's GOMAXPROCS and CPU count when the load
+	// tool pinned it (--cores); ServerPeakRSSMB its peak resident memory.
+	ServerCores     int     `json:"serverCores,omitempty"`
+	ServerPeakRSSMB float64 `json:"serverPeakRssMb,omitempty"`
 }
 
 // Runs starts runs for cfg.Duration from cfg.Clients clients and measures
@@ -195,6 +217,13 @@ func Runs(ctx context.Context, c *Client, cfg RunsConfig, prog io.Writer) (*Runs
 	}
 	if cfg.Drain <= 0 {
 		cfg.Drain = 60 * time.Second
+	}
+	switch cfg.Route {
+	case "", RouteRuns:
+	case RouteCompat:
+		return runsCompat(ctx, c, cfg, prog)
+	default:
+		return nil, fmt.Errorf("unknown route %q: want %q or %q", cfg.Route, RouteRuns, RouteCompat)
 	}
 	sw, err := c.WatchStatuses(ctx)
 	if err != nil {
@@ -260,7 +289,7 @@ func Runs(ctx context.Context, c *Client, cfg RunsConfig, prog io.Writer) (*Runs
 	}
 	wg.Wait()
 	window := time.Since(begin)
-	res := &RunsResult{Started: int(nStarted.Load()), StartErrors: int(nErr.Load()), StartLatency: startLat.Summary()}
+	res := &RunsResult{Route: RouteRuns, Started: int(nStarted.Load()), StartErrors: int(nErr.Load()), StartLatency: startLat.Summary()}
 	var e2e Latencies
 	var last time.Time
 	drainBy := time.Now().Add(cfg.Drain)
@@ -288,6 +317,84 @@ func Runs(ctx context.Context, c *Client, cfg RunsConfig, prog io.Writer) (*Runs
 	res.StartedPerSec = float64(res.Started) / window.Seconds()
 	res.CompletedPerSec = float64(res.Completed) / total.Seconds()
 	res.EndToEnd = e2e.Summary()
+	if v, ok := firstErr.Load().(string); ok {
+		res.FirstError = v
+	}
+	return res, nil
+}
+
+// runsCompat is the runs scenario on POST /api/run: each request answers
+// when its run ends, so the answer is the completion; start latency and
+// end-to-end latency are the same figure.
+func runsCompat(ctx context.Context, c *Client, cfg RunsConfig, prog io.Writer) (*RunsResult, error) {
+	var (
+		lat                          Latencies
+		nStarted, nDone, nFail, nErr atomic.Int64
+		firstErr                     atomic.Value
+	)
+	var tick <-chan time.Time
+	if cfg.Rate > 0 {
+		t := time.NewTicker(time.Duration(float64(time.Second) / cfg.Rate))
+		defer t.Stop()
+		tick = t.C
+	}
+	begin := time.Now()
+	deadline := begin.Add(cfg.Duration)
+	stop := progress(prog, func() string {
+		el := time.Since(begin).Seconds()
+		return fmt.Sprintf("runs (compat): %6.1fs  finished %d (%.0f/s)  failed %d  errors %d",
+			el, nDone.Load(), float64(nDone.Load())/el, nFail.Load(), nErr.Load())
+	})
+	via := cfg.Via
+	if len(via) == 0 {
+		via = []*Client{c}
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < cfg.Clients; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := via[i%len(via)]
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				if tick != nil {
+					select {
+					case <-tick:
+					case <-ctx.Done():
+						return
+					}
+				}
+				t0 := time.Now()
+				_, status, err := c.CompatRun(ctx, cfg.Graph, "load")
+				var apiErr *APIError
+				switch {
+				case err != nil && (status == "" || errors.As(err, &apiErr)):
+					// Not started (or no answer): a start error.
+					nErr.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+					continue
+				case status == "completed":
+					nDone.Add(1)
+				default:
+					nFail.Add(1)
+					if err != nil {
+						firstErr.CompareAndSwap(nil, err.Error())
+					} else {
+						firstErr.CompareAndSwap(nil, "run ended "+status)
+					}
+				}
+				nStarted.Add(1)
+				lat.Add(time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	stop()
+	total := time.Since(begin)
+	res := &RunsResult{Route: RouteCompat, Started: int(nStarted.Load()), Completed: int(nDone.Load()),
+		Failed: int(nFail.Load()), StartErrors: int(nErr.Load()), Seconds: total.Seconds(),
+		StartLatency: lat.Summary(), EndToEnd: lat.Summary()}
+	res.StartedPerSec = float64(res.Started) / total.Seconds()
+	res.CompletedPerSec = float64(res.Completed) / total.Seconds()
 	if v, ok := firstErr.Load().(string); ok {
 		res.FirstError = v
 	}

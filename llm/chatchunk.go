@@ -1,0 +1,210 @@
+package llm
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tidwall/gjson"
+)
+
+// parseChatChunk fills c from one streamed chat chunk as json.Unmarshal
+// would, for the fields chatChunk names, without reflection: the fields
+// are picked from the raw bytes (gjson) after one validity pass. Invalid
+// JSON and a field of the wrong type are errors, as they are for
+// json.Unmarshal; other fields are not looked at, and keys match exactly
+// (encoding/json would also take "Choices"). It was the largest part
+// of the LLM client's CPU per call: every chunk also carries id, object,
+// created, model and system_fingerprint, which encoding/json walked too.
+func parseChatChunk(data []byte, c *chatChunk) error {
+	if !gjson.ValidBytes(data) {
+		return errors.New("invalid JSON")
+	}
+	root := gjson.ParseBytes(data)
+	switch {
+	case root.Type == gjson.Null:
+		return nil
+	case !root.IsObject():
+		return fmt.Errorf("a chunk must be an object, not %s", root.Raw)
+	}
+	var err error
+	root.ForEach(func(key, v gjson.Result) bool {
+		switch key.Str {
+		case "choices":
+			err = parseChoices(v, c)
+		case "usage":
+			err = parseUsage(v, c)
+		case "error":
+			c.Error = []byte(v.Raw)
+		}
+		return err == nil
+	})
+	return err
+}
+
+func parseChoices(v gjson.Result, c *chatChunk) error {
+	switch {
+	case v.Type == gjson.Null:
+		c.Choices = nil
+		return nil
+	case !v.IsArray():
+		return fieldErr("choices", "an array", v)
+	}
+	c.Choices = c.Choices[:0] // a repeated key replaces, as in json.Unmarshal
+	var err error
+	v.ForEach(func(_, ch gjson.Result) bool {
+		var one chatChoice
+		if err = parseChoice(ch, &one); err == nil {
+			c.Choices = append(c.Choices, one)
+		}
+		return err == nil
+	})
+	return err
+}
+
+func parseChoice(ch gjson.Result, out *chatChoice) error {
+	if ch.Type == gjson.Null {
+		return nil
+	}
+	if !ch.IsObject() {
+		return fieldErr("choices[]", "an object", ch)
+	}
+	var err error
+	ch.ForEach(func(key, v gjson.Result) bool {
+		switch key.Str {
+		case "finish_reason":
+			out.FinishReason, err = str("finish_reason", v)
+		case "delta":
+			err = parseDelta(v, out)
+		}
+		return err == nil
+	})
+	return err
+}
+
+func parseDelta(d gjson.Result, out *chatChoice) error {
+	if d.Type == gjson.Null {
+		return nil
+	}
+	if !d.IsObject() {
+		return fieldErr("delta", "an object", d)
+	}
+	var err error
+	d.ForEach(func(key, v gjson.Result) bool {
+		switch key.Str {
+		case "content":
+			out.Delta.Content, err = str("content", v)
+		case "tool_calls":
+			err = parseToolCalls(v, out)
+		}
+		return err == nil
+	})
+	return err
+}
+
+func parseToolCalls(v gjson.Result, out *chatChoice) error {
+	switch {
+	case v.Type == gjson.Null:
+		out.Delta.ToolCalls = nil
+		return nil
+	case !v.IsArray():
+		return fieldErr("tool_calls", "an array", v)
+	}
+	out.Delta.ToolCalls = out.Delta.ToolCalls[:0]
+	var err error
+	v.ForEach(func(_, tc gjson.Result) bool {
+		var one chatToolCallDelta
+		if tc.Type != gjson.Null && !tc.IsObject() {
+			err = fieldErr("tool_calls[]", "an object", tc)
+			return false
+		}
+		tc.ForEach(func(key, f gjson.Result) bool {
+			switch key.Str {
+			case "index":
+				var n int64
+				n, err = integer("index", f)
+				one.Index = int(n)
+			case "id":
+				one.ID, err = str("id", f)
+			case "function":
+				switch {
+				case f.Type == gjson.Null:
+				case !f.IsObject():
+					err = fieldErr("function", "an object", f)
+				default:
+					f.ForEach(func(k, x gjson.Result) bool {
+						switch k.Str {
+						case "name":
+							one.Function.Name, err = str("name", x)
+						case "arguments":
+							one.Function.Arguments, err = str("arguments", x)
+						}
+						return err == nil
+					})
+				}
+			}
+			return err == nil
+		})
+		if err == nil {
+			out.Delta.ToolCalls = append(out.Delta.ToolCalls, one)
+		}
+		return err == nil
+	})
+	return err
+}
+
+func parseUsage(v gjson.Result, c *chatChunk) error {
+	switch {
+	case v.Type == gjson.Null:
+		c.Usage = nil
+		return nil
+	case !v.IsObject():
+		return fieldErr("usage", "an object", v)
+	}
+	u := &chatUsage{}
+	var err error
+	v.ForEach(func(key, x gjson.Result) bool {
+		switch key.Str {
+		case "prompt_tokens":
+			u.PromptTokens, err = integer("prompt_tokens", x)
+		case "completion_tokens":
+			u.CompletionTokens, err = integer("completion_tokens", x)
+		case "total_tokens":
+			u.TotalTokens, err = integer("total_tokens", x)
+		}
+		return err == nil
+	})
+	c.Usage = u
+	return err
+}
+
+// str reads a string field; null leaves it empty, as json.Unmarshal does.
+func str(name string, v gjson.Result) (string, error) {
+	switch v.Type {
+	case gjson.String:
+		return v.Str, nil
+	case gjson.Null:
+		return "", nil
+	}
+	return "", fieldErr(name, "a string", v)
+}
+
+// integer reads an integer field; null is 0, a fraction an error.
+func integer(name string, v gjson.Result) (int64, error) {
+	switch v.Type {
+	case gjson.Null:
+		return 0, nil
+	case gjson.Number:
+		if n := v.Int(); float64(n) == v.Num {
+			return n, nil
+		}
+	}
+	return 0, fieldErr(name, "an integer", v)
+}
+
+func fieldErr(name, want string, v gjson.Result) error {
+	raw := v.Raw
+	if len(raw) > 40 {
+		raw = raw[:40] + "…"
+	}
+	return fmt.Errorf("field %s: want %s, not %s", name, want, raw)
+}
