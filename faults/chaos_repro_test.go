@@ -211,9 +211,9 @@ func TestChaosReproStaleRunnerRevived(t *testing.T) {
 		t.Fatalf("run %s on A: %s %s", id, got.Status, got.Error)
 	}
 	b.kill() // its driver is stale too: TestChaosReproStaleDriverRunsStep
-	// The status comes from A's live driver, which sets it before the
-	// checkpoint that stores it with the run's last events: the log is
-	// judged once it ends (the end follows every event of the run).
+	// Judged once the stored log holds the run's end, which follows every
+	// event of the run (GET's status once came from A's live driver ahead
+	// of the store: see Engine.Snapshot).
 	waitLog(t, a, id, "the run's end", func(ev engine.Event) bool {
 		return ev.NodeID == engine.SystemNodeID && ev.Type == engine.EvRunStatus && ev.Content == string(engine.StatusCompleted)
 	})
