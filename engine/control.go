@@ -52,13 +52,27 @@ func (e *Engine) WaitSnapshot(ctx context.Context, runID string) (*Run, []*NodeS
 }
 
 // Snapshot returns a run's header and node states: live ones from memory,
-// others from the store.
+// others from the store. A live run's end is reported once it is durable:
+// the loop decides it before the checkpoint that stores it with the run's
+// last events (a crash before that commit leaves the run to recovery,
+// which may run its last step again), and exits once that commits, so a
+// reader that sees the end finds the whole log in the store. Until then
+// (a store refusing writes: until the loop lets go of the run, at most a
+// lease period) Snapshot waits, within ctx.
 func (e *Engine) Snapshot(ctx context.Context, runID string) (*Run, []*NodeState, error) {
 	e.mu.Lock()
 	r := e.live[runID]
 	e.mu.Unlock()
 	if r != nil {
-		return r.snapshot()
+		run, nodes, err := r.snapshot()
+		if err != nil || !run.Status.Terminal() {
+			return run, nodes, err
+		}
+		select {
+		case <-r.exited:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
 	}
 	run, nodes, _, err := e.store.LoadRun(ctx, runID)
 	if err != nil {

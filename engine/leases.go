@@ -64,8 +64,18 @@ func (e *Engine) releasePending(ctx context.Context) {
 		e.mu.Lock()
 		_, live := e.live[id]
 		_, loading := e.loading[id]
+		var done chan struct{}
+		if !live && !loading {
+			// While the release is in flight the run counts as loading: a
+			// recovery of it here (deliver) waits, and takes its lease
+			// after the release, never before it (the release would end
+			// the new driver's lease: its writes would be refused, and
+			// the run driven again elsewhere).
+			done = make(chan struct{})
+			e.loading[id] = done
+		}
 		e.mu.Unlock()
-		if live || loading {
+		if done == nil {
 			// Driven here again (recovered by this process): the lease
 			// is the new driver's, not the one left behind.
 			e.unreleasedMu.Lock()
@@ -74,6 +84,10 @@ func (e *Engine) releasePending(ctx context.Context) {
 			continue
 		}
 		err := e.store.ReleaseRun(ctx, id, e.cfg.Owner)
+		e.mu.Lock()
+		delete(e.loading, id)
+		close(done)
+		e.mu.Unlock()
 		if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) {
 			e.unreleasedMu.Lock()
 			delete(e.unreleased, id)
