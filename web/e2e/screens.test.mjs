@@ -210,6 +210,8 @@ test('screens: a finished run and the inbox with a pending approval', { timeout:
 
     await openPage(page, '/approvals');
     await page.locator(tid(`inbox-item-${run.runId}-review`)).waitFor();
+    // The approval comes after an if node: it approves what the Writer wrote.
+    await textMatches(page.locator(tid(`inbox-name-${run.runId}-review`)), /approval of “Writer”/, 'the inbox names the writer, not the if');
     await checkLayout(page, `inbox ${tag}`);
     await screenshot(page, `screens-inbox-${tag}`);
   });

@@ -57,6 +57,14 @@ describe('approvals', () => {
     expect(approvalName(nodes, edges, 'review')).toBe('step review');
     expect(approvalName([], [], 'gone')).toBe('gone');
   });
+  it('an approval after if nodes approves what the node before them wrote', () => {
+    const ns = [node('w', 'agent', { agentName: 'Writer' }), node('c1', 'if'), node('c2', 'if'), node('a', 'approval'), node('loop', 'if')];
+    const es = [edge('e1', 'w', 'c1'), edge('e2', 'c1', 'c2', 'condition-0'), edge('e3', 'c2', 'a', 'condition-0'), edge('e4', 'loop', 'loop')];
+    expect(approvalName(ns, es, 'a')).toBe('approval of “Writer”');
+    // An if with nothing before it, or an if loop, names the if itself.
+    expect(approvalName(ns, [edge('x', 'c1', 'a')], 'a')).toBe('approval of if node c1');
+    expect(approvalName(ns, [edge('x', 'loop', 'a'), edge('e4', 'loop', 'loop')], 'a')).toBe('approval of if node loop');
+  });
   it('the last rejection note of a node, until an approval', () => {
     const ev = (nodeId: string, data: Record<string, unknown>) => ({ nodeId, type: 'input_received', data });
     expect(lastRejection([ev('n3', { decision: 'reject', note: 'shorter' }), ev('x', { decision: 'approve' })], 'n3')).toBe('shorter');

@@ -129,8 +129,21 @@ export function humanMessage(message: string, nodes: readonly N[], edges: readon
 export function approvalName(nodes: readonly N[], edges: readonly E[], id: string): string {
   const n = nodes.find((x) => x.id === id);
   if (n?.type === 'approval') {
-    const from = edges.find((e) => e.target === id && e.sourceHandle !== SUBAGENT_HANDLE);
-    if (from) return `approval of ${nodeName(nodes.find((x) => x.id === from.source), from.source)}`;
+    const into = (t: string) => edges.find((e) => e.target === t && e.sourceHandle !== SUBAGENT_HANDLE);
+    const from = into(id);
+    if (from) {
+      // An if node passes its input on unchanged: what is approved is the
+      // output of the node before it ("approval of “Writer”", not of the if).
+      let src = from.source;
+      const seen = new Set([id]);
+      for (let s = nodes.find((x) => x.id === src); s?.type === 'if' && !seen.has(src); s = nodes.find((x) => x.id === src)) {
+        seen.add(src);
+        const up = into(src);
+        if (!up) break;
+        src = up.source;
+      }
+      return `approval of ${nodeName(nodes.find((x) => x.id === src), src)}`;
+    }
   }
   return nodeName(n, id);
 }
