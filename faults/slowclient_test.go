@@ -244,7 +244,10 @@ func TestNonReadingClients(t *testing.T) {
 	}
 	t.Parallel()
 	h := newHarness(t)
-	p := h.start("--write-timeout", "5s")
+	// Long enough for the reading clients' 9 MiB requests and answers on a
+	// machine hogged by busy loops (at 5 s the set-up's own POST was cut
+	// there), short against the 90 s the test waits for the cut.
+	p := h.start("--write-timeout", "20s")
 
 	// A 9 MiB workflow (a long system prompt).
 	g := chainGraph("big", "a")
