@@ -272,15 +272,16 @@ func TestInverseProperty(t *testing.T) {
 				restored++
 				n[1]++
 				// The restored lines are the ones the edit changed (a
-				// shortest line diff), and a few unchanged ones between
-				// two runs that could not be restored one by one (a run
-				// inside a block scalar), not the whole file.
+				// shortest line diff), the line above each insertion (the
+				// edit checks it is still there), and a few unchanged
+				// ones between two runs that could not be restored one by
+				// one (a run inside a block scalar), not the whole file.
 				lines := 0
 				for _, r := range inv {
 					lines += len(splitLines([]byte(r.Old))) + len(splitLines([]byte(r.Text)))
 				}
 				removed, added := lineDiff(string(out), string(f.src))
-				if changed := len(removed) + len(added); lines < changed || lines > changed+4 {
+				if changed := len(removed) + len(added); lines < changed || lines > changed+2*len(inv)+4 {
 					t.Errorf("%s: the inverse of %+v restores %d lines; %d changed: %+v", f.name, e, lines, changed, inv)
 				}
 			} else {
@@ -366,4 +367,103 @@ func FuzzInverse(f *testing.F) {
 			t.Fatalf("%+v then %+v is not the text byte for byte:\n%q\n---\n%q", e, inv, data, back)
 		}
 	})
+}
+
+// TestRestoreLines: restoreLines puts exact text back where the text it
+// replaces still is, and refuses with a clear error (naming the line)
+// anything else: a line out of range, text that is not there any more,
+// partial lines, a result that is not a workflow file.
+func TestRestoreLines(t *testing.T) {
+	const src = "name: w\ndescription: d\nnodes:\n  - id: a\n    bash: echo a\n"
+	const crlf = "name: w\r\ndescription: d\r\nnodes:\r\n  - id: a\r\n    bash: echo a\r\n"
+	r := func(line int, old, text string) Edit {
+		return Edit{Op: OpRestoreLines, Line: line, Old: old, Text: text}
+	}
+	for _, tc := range []struct {
+		name, src string
+		e         Edit
+		want      string // the text, or
+		err       string // the error
+	}{
+		{"replace a line", src, r(2, "description: d\n", "# kept\ndescription: 'd'\n"), "name: w\n# kept\ndescription: 'd'\nnodes:\n  - id: a\n    bash: echo a\n", ""},
+		{"insert before a line", src, r(4, "", "  # the node\n"), "name: w\ndescription: d\nnodes:\n  # the node\n  - id: a\n    bash: echo a\n", ""},
+		{"insert at the end", src, r(6, "", "# end\n"), src + "# end\n", ""},
+		{"remove lines", src, r(2, "description: d\n", ""), "name: w\nnodes:\n  - id: a\n    bash: echo a\n", ""},
+		{"crlf kept as given", crlf, r(1, "name: w\r\n", "name: v\r\n"), strings.Replace(crlf, "name: w", "name: v", 1), ""},
+		{"last line without a break", "name: w\nnodes: []", r(2, "nodes: []", "nodes: [ ]"), "name: w\nnodes: [ ]", ""},
+		{"line 0", src, r(0, "", "x: 1\n"), "", "line 0 is not a line of the file (it has 5)"},
+		{"past the end", src, r(7, "", "x: 1\n"), "", "line 7 is not a line of the file"},
+		{"text changed since", src, r(2, "description: e\n", "description: d\n"), "", "(line 2): the text at line 2 is not the text old this edit replaces"},
+		{"old past the end", src, r(5, "    bash: echo a\nmore\n", ""), "", "the text at line 5 is not"},
+		{"partial old", src, r(2, "description", "summary"), "", "old must be whole lines"},
+		{"partial text", src, r(2, "description: d\n", "description: d"), "", "text must be whole lines"},
+		{"result not yaml", src, r(2, "description: d\n", "description: [d\n"), "", "the result is not an editable workflow file"},
+		{"result not a mapping", src, r(1, src, "- a\n"), "", "the result is not an editable workflow file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := Apply([]byte(tc.src), []Edit{tc.e})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "edit 1 (restoreLines)") {
+					t.Fatalf("err = %v, want one with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(out) != tc.want {
+				t.Fatalf("got:\n%q\nwant:\n%q", out, tc.want)
+			}
+			// Its own inverse gives the text back.
+			inv, err := Inverse([]byte(tc.src), tc.e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if back, err := Apply(out, inv); err != nil || string(back) != tc.src {
+				t.Fatalf("inverse %+v gave %q, %v", inv, back, err)
+			}
+		})
+	}
+}
+
+// TestInverseDeleteNode: deleting a node that others wait for, and its
+// inverse: the node's lines (comments, blank line) and every depends_on
+// it was removed from come back byte for byte, as restoreLines edits of
+// just those lines.
+func TestInverseDeleteNode(t *testing.T) {
+	const src = "name: w\ndescription: d\nnodes:\n  - id: a\n    bash: echo a\n\n  # b is the middle\n  - id: b\n    depends_on: [a]\n    bash: |\n      echo b\n\n      echo done\n\n  - id: c\n    depends_on:\n      - a\n      - b\n    bash: echo c\n\n  - id: d\n    depends_on: [b]   # just b\n    bash: echo d\n"
+	e := Edit{Op: OpDeleteNode, Node: "b"}
+	out, err := Apply([]byte(src), []Edit{e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := Inverse([]byte(src), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range inv {
+		if r.Op != OpRestoreLines {
+			t.Fatalf("inverse %+v: want restoreLines edits", inv)
+		}
+		if strings.Contains(r.Old+r.Text, "id: a") || strings.Contains(r.Old+r.Text, "id: c") {
+			t.Errorf("restores more than the changed lines: %+v", r)
+		}
+	}
+	if len(inv) != 3 {
+		t.Errorf("inverse = %+v, want 3 runs (the node, c's entry, d's field)", inv)
+	}
+	if !strings.HasPrefix(inv[1].Old, "      - a\n") {
+		t.Errorf("the insertion of c's entry does not check the line above it: %+v", inv[1])
+	}
+	back, err := Apply(out, inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(back) != src {
+		t.Fatalf("got back:\n%s\nwant:\n%s", back, src)
+	}
+	// Applied to another text (the file changed there), it is refused.
+	if _, err := Apply([]byte(strings.Replace(string(out), "depends_on:\n      - a", "depends_on:\n      - z", 1)), inv); err == nil {
+		t.Errorf("the inverse applied to a changed text")
+	}
 }

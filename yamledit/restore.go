@@ -56,7 +56,7 @@ func (d *Doc) restoreLines(e Edit, fail func(int, string, ...any) error) error {
 // change), it is joined with the run above it.
 func restoreEdits(from, to []byte) ([]Edit, error) {
 	a, b := splitLines(from), splitLines(to)
-	hunks := lineHunks(a, b)
+	hunks := withContext(lineHunks(a, b), len(a))
 	d, err := Parse(from)
 	if err != nil {
 		return nil, err
@@ -78,6 +78,30 @@ func restoreEdits(from, to []byte) ([]Edit, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// withContext gives each run that only inserts lines the line above it
+// (for one at the start of the file, the line below), so that its
+// restoreLines edit checks that it goes where it was made: an insertion
+// alone would go in at its line in any text. Runs that then overlap are
+// joined.
+func withContext(hunks [][4]int, lines int) [][4]int {
+	var out [][4]int
+	for _, h := range hunks {
+		switch {
+		case h[0] != h[1]:
+		case h[0] > 0:
+			h[0], h[2] = h[0]-1, h[2]-1
+		case h[1] < lines:
+			h[1], h[3] = h[1]+1, h[3]+1
+		}
+		if n := len(out); n > 0 && h[0] < out[n-1][1] {
+			out[n-1][1], out[n-1][3] = h[1], h[3]
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
 }
 
 // maxDiffCells bounds the table of the line diff: past it (an edit that
