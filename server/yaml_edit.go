@@ -187,6 +187,13 @@ func applyEdits(ctx context.Context, src []byte, edits []yamledit.Edit) ([]byte,
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if e.Op == yamledit.OpRestoreLines {
+			// An undo computed by yamledit.Inverse from a text, not part
+			// of the API's vocabulary of structured edits: a client that
+			// has the text it wants saves it as source.
+			return nil, &yamledit.Error{Index: i, Op: e.Op, Line: e.Line,
+				Msg: "restoreLines is not accepted here: send the whole text as source instead"}
+		}
 		if err := d.Apply(e); err != nil {
 			var ee *yamledit.Error
 			if errors.As(err, &ee) {

@@ -112,6 +112,17 @@ func TestYAMLSaveSourceAndEdits(t *testing.T) {
 	if r.status != http.StatusBadRequest || r.errCode(t) != CodeInvalidEdit || !strings.Contains(string(r.body), `node \"ghost\"`) {
 		t.Fatalf("bad edit: %d %s", r.status, r.body)
 	}
+	// restoreLines (yamledit.Inverse's exact undo) is not an HTTP edit,
+	// even one that would apply: the file stays as it is.
+	before, _ := os.ReadFile(file)
+	restore := yamledit.Edit{Op: yamledit.OpRestoreLines, Line: 1, Old: strings.SplitAfter(string(before), "\n")[0], Text: "# restored\n"}
+	r = v.request("PUT", "/api/workflows/"+id, map[string]any{"edits": []yamledit.Edit{yamledit.Set("", "description", "x"), restore}, "baseHash": saved.SourceHash})
+	if r.status != http.StatusBadRequest || r.errCode(t) != CodeInvalidEdit || !strings.Contains(string(r.body), "edit 2 (restoreLines)") || !strings.Contains(string(r.body), "source") {
+		t.Fatalf("restoreLines edit: %d %s", r.status, r.body)
+	}
+	if after, _ := os.ReadFile(file); string(after) != string(before) {
+		t.Fatalf("a refused restoreLines changed the file:\n%s", after)
+	}
 	for _, body := range []map[string]any{
 		{"source": "x"},
 		{"baseHash": saved.SourceHash},

@@ -11,26 +11,21 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// ErrNoInverse is an edit whose undo cannot be written as edits: a
-// deleted node's text (its fields, comments and place in the list) is not
-// something addNode can bring back. Undo such an edit by writing the text
-// from before it (the web editor's undo does that for every write).
-var ErrNoInverse = errors.New("this edit cannot be undone with edits: write the text from before it instead")
-
 // Inverse is the list of edits that undoes e on src: Apply(Apply(src, e),
-// Inverse(src, e)) is src again. It is computed from src, the text before
-// e, because an edit alone does not say what it replaced: addDependency
-// on `depends_on: []` and on a node without depends_on both give
-// `depends_on: [x]`, and only the text before tells whether the undo is
-// to set `depends_on: []` again or to remove the field.
+// Inverse(src, e)) is src again, byte for byte. It is computed from src,
+// the text before e, because an edit alone does not say what it replaced:
+// addDependency on `depends_on: []` and on a node without depends_on both
+// give `depends_on: [x]`, and only the text before tells whether the undo
+// is to set `depends_on: []` again or to remove the field.
 //
-// For the edits of a person (one field, one dependency, a rename, a new
-// node) the result is src byte for byte; where the text cannot be written
-// back exactly from a JSON value (a comment inside a replaced value, a
-// number spelled 0x10, a flow list with unusual spacing, a removed field
-// that was not the last of its mapping) it is src by meaning. deleteNode
-// has no inverse (ErrNoInverse). e must apply to src; Inverse returns the
-// error Apply would.
+// The undo is a structured edit (set the old value back, remove the
+// dependency, rename back, delete the added node) when that gives src
+// back exactly: such an edit names a node and a field, not lines, so it
+// still applies after other edits moved the lines. Otherwise (a deleted
+// node; a value, comment, quoting or blank line that no edit's JSON value
+// can write back; a removed first field) it is restoreLines edits
+// carrying the exact lines from src, one per run of changed lines. e must apply to src; Inverse returns
+// the error Apply would.
 func Inverse(src []byte, e Edit) ([]Edit, error) {
 	out, err := Apply(src, []Edit{e})
 	if err != nil {
@@ -44,7 +39,12 @@ func Inverse(src []byte, e Edit) ([]Edit, error) {
 	if err != nil {
 		return nil, err
 	}
-	return before.inverse(e)
+	if inv, err := before.inverse(e); err == nil && len(inv) > 0 {
+		if back, err := Apply(out, inv); err == nil && string(back) == string(src) {
+			return inv, nil
+		}
+	}
+	return restoreEdits(out, src)
 }
 
 func (d *Doc) inverse(e Edit) ([]Edit, error) {
@@ -53,8 +53,8 @@ func (d *Doc) inverse(e Edit) ([]Edit, error) {
 		return d.inverseSet(e)
 	case OpAddNode:
 		return []Edit{{Op: OpDeleteNode, Node: e.Node}}, nil
-	case OpDeleteNode:
-		return nil, ErrNoInverse
+	case OpDeleteNode, OpRestoreLines:
+		return nil, nil // no structured undo: Inverse restores the lines
 	case OpAddDependency:
 		m, _, _, err := d.target(e.Node)
 		if err != nil {
@@ -97,7 +97,7 @@ func (d *Doc) inverse(e Edit) ([]Edit, error) {
 	case OpRenameNode:
 		return []Edit{{Op: OpRenameNode, Node: e.NewID, NewID: e.Node}}, nil
 	}
-	return nil, fmt.Errorf("inverse of op %q: unknown op", e.Op)
+	return nil, nil
 }
 
 // dependsOnAfterID: m's depends_on is a one-line flow list right after

@@ -35,6 +35,14 @@ const (
 	OpAddDependency    = "addDependency"    // node, dependency
 	OpRemoveDependency = "removeDependency" // node, dependency
 	OpRenameNode       = "renameNode"       // node, newId; depends_on entries follow
+	// OpRestoreLines puts back exact text: from line on, the lines old
+	// are replaced by text, byte for byte. Inverse writes it where no
+	// structured edit gives the text back exactly (a deleted node, a
+	// removed field with its comments and blank line, a value spelled in
+	// a way JSON cannot carry). It applies only where old is still the
+	// text at line: an edit computed from one text, not a way to write
+	// any text (the server refuses it; a client saves the source instead).
+	OpRestoreLines = "restoreLines" // line, old, text
 )
 
 // Edit is one change to a workflow file.
@@ -64,6 +72,15 @@ type Edit struct {
 	// level before `nodes:`); a set of a field that exists ignores it. It
 	// lets an undo put a removed field back where it was (Inverse).
 	After string `json:"after,omitempty"`
+	// Line is restoreLines' first line (1-based; one past the last line
+	// inserts at the end of a file that ends with a line break).
+	Line int `json:"line,omitempty"`
+	// Old is the exact text restoreLines replaces: whole lines from Line
+	// on, line endings included ("": nothing, an insertion before Line).
+	Old string `json:"old,omitempty"`
+	// Text is the exact text restoreLines puts in their place: whole
+	// lines, line endings included.
+	Text string `json:"text,omitempty"`
 }
 
 // Set is an edit setting field of node to value (any JSON-encodable value).
@@ -186,6 +203,8 @@ func (d *Doc) Apply(e Edit) error {
 	return err
 }
 
+const opNames = "set, unset, addNode, deleteNode, addDependency, removeDependency, renameNode, restoreLines"
+
 var (
 	fieldPartRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 	nodeIDRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
@@ -251,10 +270,12 @@ func (d *Doc) apply(e Edit, fail func(int, string, ...any) error) error {
 		return d.removeDep(chain, m, e.Dependency, fail)
 	case OpRenameNode:
 		return d.rename(e.Node, e.NewID, fail)
+	case OpRestoreLines:
+		return d.restoreLines(e, fail)
 	case "":
-		return fail(0, "op is required (one of set, unset, addNode, deleteNode, addDependency, removeDependency, renameNode)")
+		return fail(0, "op is required (one of %s)", opNames)
 	}
-	return fail(0, "unknown op %q (one of set, unset, addNode, deleteNode, addDependency, removeDependency, renameNode)", e.Op)
+	return fail(0, "unknown op %q (one of %s)", e.Op, opNames)
 }
 
 // topMap is the document's top-level mapping.
