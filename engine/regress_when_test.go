@@ -361,7 +361,7 @@ func TestRegressRejectionNoteSurvivesReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for nodeStates(t, e, run.ID)["r"].Status != NodeWaiting {
 		if time.Now().After(deadline) {
 			t.Fatal("r never waited")

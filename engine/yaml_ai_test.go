@@ -511,7 +511,7 @@ func TestYAMLRecoverAfterClose(t *testing.T) {
     bash: printf '%s+%s' $first.output $slow.output; cat trace >&2
 `), "")
 	// Wait until slow runs, then stop the process under it.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		b, _ := os.ReadFile(filepath.Join(dir, "trace"))
 		if strings.Contains(string(b), "start") {

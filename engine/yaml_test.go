@@ -121,7 +121,7 @@ func processGone(pid int) bool {
 
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for !processGone(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("process %d still runs", pid)
@@ -632,7 +632,7 @@ func TestYAMLCancelKillsGrandchildren(t *testing.T) {
       wait
 `), "")
 	pidFile := filepath.Join(dir, "grandchild.pid")
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	var pid int
 	for pid == 0 {
 		if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
