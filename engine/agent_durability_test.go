@@ -83,15 +83,15 @@ func TestAgentLoopResumesFromItsLog(t *testing.T) {
 	stA := &crashStore{Store: h.openStore()}
 	var results atomic.Int32
 	var armed atomic.Bool
-	stA.dieAfterEvent = func(ev *engine.Event) bool {
+	stA.setDieAfterEvent(func(ev *engine.Event) bool {
 		if ev.Type == engine.EvToolResult && ev.NodeID == "lead" && !strings.Contains(ev.Content, "error") {
 			if results.Add(1) == 3 {
 				armed.Store(true)
 			}
 		}
 		return false
-	}
-	stA.dieAfterOp = func(op string) bool { return op == "checkpoint" && armed.Load() }
+	})
+	stA.setDieAfterOp(func(op string) bool { return op == "checkpoint" && armed.Load() })
 	a := processWithLLM(t, h, "A", stA, &stA.dead)
 	run, err := a.StartGraph(ctx, leadGraph(), engine.StartOptions{})
 	if err != nil {
@@ -256,7 +256,7 @@ func TestToolApprovalClaimedThenCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	pendingTool(t, stA, run.ID, "call_1")
-	stA.dieAfterOp = func(op string) bool { return op == "claim" }
+	stA.setDieAfterOp(func(op string) bool { return op == "claim" })
 	_, _ = a.Resume(ctx, run.ID, "lead", engine.Decision{Decision: "approve"})
 	eventually(t, "A to die", stA.dead.Load)
 	a.Close()

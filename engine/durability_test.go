@@ -181,12 +181,33 @@ type crashStore struct {
 	// dieAfterOp, if set, is asked after every successful write call ("create",
 	// "acquire", "claim", "checkpoint"); true kills the process right then.
 	dieAfterOp func(op string) bool
+	// hooksMu guards the two hooks: a test arms them while the runs'
+	// goroutines call the store.
+	hooksMu sync.Mutex
+}
+
+func (c *crashStore) setDieAfterOp(f func(op string) bool) {
+	c.hooksMu.Lock()
+	c.dieAfterOp = f
+	c.hooksMu.Unlock()
+}
+
+func (c *crashStore) setDieAfterEvent(f func(ev *engine.Event) bool) {
+	c.hooksMu.Lock()
+	c.dieAfterEvent = f
+	c.hooksMu.Unlock()
+}
+
+func (c *crashStore) hooks() (func(op string) bool, func(ev *engine.Event) bool) {
+	c.hooksMu.Lock()
+	defer c.hooksMu.Unlock()
+	return c.dieAfterOp, c.dieAfterEvent
 }
 
 func (c *crashStore) kill() { c.dead.Store(true) }
 
 func (c *crashStore) after(op string, err error) error {
-	if err == nil && c.dieAfterOp != nil && c.dieAfterOp(op) {
+	if dieAfterOp, _ := c.hooks(); err == nil && dieAfterOp != nil && dieAfterOp(op) {
 		c.kill()
 	}
 	return err
@@ -197,7 +218,7 @@ func (c *crashStore) Emit(ev *engine.Event) {
 		return
 	}
 	c.Store.Emit(ev)
-	if c.dieAfterEvent != nil && c.dieAfterEvent(ev) {
+	if _, dieAfterEvent := c.hooks(); dieAfterEvent != nil && dieAfterEvent(ev) {
 		// The runner is blocked here, so nothing it does next is queued
 		// before the process "dies".
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -801,9 +822,9 @@ func TestReportedCompletionIsNotRerun(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	h := newDurHarness(t)
 	stA := &crashStore{Store: h.openStore()}
-	stA.dieAfterEvent = func(ev *engine.Event) bool {
+	stA.setDieAfterEvent(func(ev *engine.Event) bool {
 		return ev.NodeID == "b" && ev.Type == engine.EvStepEnd
-	}
+	})
 	a := h.process("A", ttl, stA)
 	r, err := a.StartGraph(ctx, chain3(), engine.StartOptions{})
 	if err != nil {
@@ -940,7 +961,7 @@ func TestRunCreatedButNeverCheckpointedIsRecovered(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	h := newDurHarness(t)
 	stA := &crashStore{Store: h.openStore()}
-	stA.dieAfterOp = func(op string) bool { return op == "create" }
+	stA.setDieAfterOp(func(op string) bool { return op == "create" })
 	a := h.process("A", ttl, stA)
 	r, err := a.StartGraph(ctx, chain3(), engine.StartOptions{})
 	if err != nil {
@@ -990,7 +1011,7 @@ func TestApprovalClaimedThenCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitDone(t, a, r.ID)
-	stA.dieAfterOp = func(op string) bool { return op == "claim" }
+	stA.setDieAfterOp(func(op string) bool { return op == "claim" })
 	_, err = a.Resume(ctx, r.ID, "ok", engine.Decision{Decision: "approve"})
 	acknowledged := err == nil
 	t.Logf("A's Resume returned %v", err)
