@@ -127,10 +127,28 @@ func (r *runner) tryExit() bool {
 	}
 	r.gone = true
 	r.inboxMu.Unlock()
+	var releasing chan struct{}
 	if e.live[r.run.ID] == r {
 		delete(e.live, r.run.ID)
+		if _, busy := e.loading[r.run.ID]; !busy && !r.finished && !r.lost {
+			// Until the release below is done the run counts as loading: a
+			// decision delivered meanwhile (deliver) waits, then loads and
+			// takes the lease afresh. Without this it could take the lease
+			// first and have this release end it (its driver's writes then
+			// refused: "not owned by").
+			releasing = make(chan struct{})
+			e.loading[r.run.ID] = releasing
+		}
 	}
 	e.mu.Unlock()
+	if releasing != nil {
+		defer func() {
+			e.mu.Lock()
+			delete(e.loading, r.run.ID)
+			close(releasing)
+			e.mu.Unlock()
+		}()
+	}
 	if r.finished {
 		// The terminal checkpoint released the run.
 	} else if !r.lost {
