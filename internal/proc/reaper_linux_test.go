@@ -31,10 +31,7 @@ func TestHelperGroupDriver(t *testing.T) {
 	if kill, ok := strings.CutPrefix(script, "kill-reaper;"); ok {
 		// A reaper that died is started again, and told the live groups.
 		script = kill
-		_, _, _ = Run(context.Background(), Spec{Name: "true"})
-		reaper.mu.Lock()
-		pid := reaper.pid
-		reaper.mu.Unlock()
+		pid := liveReaper(t, 0)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		for running(pid) {
 			time.Sleep(time.Millisecond)
@@ -45,6 +42,35 @@ func TestHelperGroupDriver(t *testing.T) {
 			_ = os.WriteFile(file+".tmp", []byte(strconv.Itoa(pgid)), 0o600)
 			_ = os.Rename(file+".tmp", file)
 		}})
+}
+
+// liveReaper runs steps until one is registered with a reaper whose pid
+// is not notPID, and returns that reaper's pid (never 0). A step whose
+// leader exits before its start time is read (a zombie counts as gone) is
+// not registered and starts no reaper: `true` often is not, so reaper.pid
+// stayed 0, and the helper's kill(0, SIGKILL) then killed its own process
+// group: the test binary, go test and the script that ran them, silently
+// (TestReaperKillDoesNotHitTheTestGroup).
+func liveReaper(t testing.TB, notPID int) int {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, _, err := Run(context.Background(), Spec{Name: "sleep", Args: []string{"0.1"}}); err != nil {
+			t.Fatal(err)
+		}
+		reaper.mu.Lock()
+		pid, live, broken := reaper.pid, reaper.w != nil, reaper.broken
+		reaper.mu.Unlock()
+		if pid > 0 && live && pid != notPID {
+			return pid
+		}
+		if broken {
+			t.Fatal("no reaper can run here")
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no step registered with a reaper within a minute (reaper pid %d)", pid)
+		}
+	}
 }
 
 // members lists the live processes of process group pgid: "pid:comm".
@@ -116,6 +142,40 @@ func TestStepGroupDiesWithItsDriver(t *testing.T) {
 	}
 }
 
+// TestReaperKillDoesNotHitTheTestGroup: the helper that kills its reaper
+// signals the reaper, never pid 0. It did when its first step exited before
+// being registered (no reaper started): kill(0, SIGKILL) ended its own
+// process group, in one try of nine; under go test that group holds go
+// test and the script that ran it, so whole loaded suites vanished without
+// a line. Each try runs in its own session, so a failure kills only itself.
+func TestReaperKillDoesNotHitTheTestGroup(t *testing.T) {
+	t.Parallel()
+	const tries, par = 40, 4
+	sem := make(chan struct{}, par)
+	errs := make(chan error, tries)
+	for i := range tries {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			file := filepath.Join(t.TempDir(), "pgid")
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperGroupDriver$", "-test.count=1")
+			cmd.Env = append(os.Environ(), groupHelperEnv+"="+file+"\nkill-reaper;true")
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				errs <- fmt.Errorf("try %d: %v\n%s", i, err, out)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	for range tries {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // TestStepsWithAReaper: with the reaper, a step still reports what it
 // did: its output, exit code, the signal that killed it, a timeout; its
 // stdin is empty and it does not see the reaper's marker (a switchyard run
@@ -176,20 +236,17 @@ func TestStepsWithAReaper(t *testing.T) {
 func TestReaperEnvironmentHoldsNoSecrets(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-reaper-must-not-see-this")
 	reaper.mu.Lock()
+	old := reaper.pid
 	if reaper.w != nil { // a reaper started earlier: the next step starts another
 		reaper.w.Close()
 		reaper.w = nil
 	}
+	broken := reaper.broken
 	reaper.mu.Unlock()
-	if _, _, err := Run(context.Background(), Spec{Name: "true"}); err != nil {
-		t.Fatal(err)
-	}
-	reaper.mu.Lock()
-	pid := reaper.pid
-	reaper.mu.Unlock()
-	if pid == 0 {
+	if broken {
 		t.Skip("no reaper runs here")
 	}
+	pid := liveReaper(t, old)
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 	if err != nil {
 		t.Fatal(err)
