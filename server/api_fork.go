@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -75,10 +76,27 @@ func (s *Server) forkOfRun(ctx context.Context, runID string) *forkOf {
 }
 
 // markForks sets ForkOf on the forks in a list of runs, so the runs list
-// can link each to its parent: one read of each run's first event (by
-// primary key), a cost a page of runs (50 by default) barely notices.
+// can link each to its parent: one query for the page (a read of each
+// run's first event cost a 50-run page 1.3 ms more at half a million runs).
 func (s *Server) markForks(ctx context.Context, runs []runSummary) {
+	if len(runs) == 0 {
+		return
+	}
+	ids := make([]string, len(runs))
 	for i := range runs {
-		runs[i].ForkOf = s.forkOfRun(ctx, runs[i].RunID)
+		ids[i] = runs[i].RunID
+	}
+	firsts, err := s.st.FirstEvents(ctx, ids, engine.EvRunForked)
+	if err != nil {
+		// The list still answers: only its links to parents are missing.
+		slog.Warn("runs list: reading which runs are forks", "err", err)
+		return
+	}
+	for i := range runs {
+		if ev, ok := firsts[runs[i].RunID]; ok {
+			if p, n := engine.ForkOf([]engine.Event{ev}); p != "" {
+				runs[i].ForkOf = &forkOf{RunID: p, NodeID: n}
+			}
+		}
 	}
 }

@@ -30,6 +30,8 @@ type Store interface {
 	// NameRuns stores the workflow id of YAML runs stored without one
 	// (see yaml_runs.go).
 	NameRuns(ctx context.Context, name func(r *engine.Run) string, limit int) (int, error)
+	// FirstEvents: the forks among a page of runs (see markForks).
+	FirstEvents(ctx context.Context, runIDs []string, typ string) (map[string]engine.Event, error)
 
 	// Saved workflows and their versions.
 	CreateWorkflow(ctx context.Context, w store.Workflow) (*store.Workflow, error)

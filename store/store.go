@@ -45,6 +45,11 @@ type Store interface {
 	// name ("") gets none for good, so each run is looked at once. It looks
 	// at up to limit runs (<= 0: all), oldest first, and returns how many.
 	NameRuns(ctx context.Context, name func(r *engine.Run) string, limit int) (int, error)
+	// FirstEvents returns the first event (seq 1) of each of runIDs whose
+	// first event has type typ, by run id; runs without one (or unknown)
+	// are left out. One query for a page of runs: the runs list marks
+	// forks with it (a fork's first event says whose it is).
+	FirstEvents(ctx context.Context, runIDs []string, typ string) (map[string]engine.Event, error)
 	Workflows
 	Sessions
 	Positions

@@ -7,6 +7,7 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -463,4 +464,19 @@ func (s *Store) SetYAMLPositions(_ context.Context, workflowID string, pos map[s
 	}
 	s.positions[workflowID] = maps.Clone(pos)
 	return nil
+}
+
+// FirstEvents implements store.Store.
+func (s *Store) FirstEvents(ctx context.Context, runIDs []string, typ string) (map[string]engine.Event, error) {
+	out := map[string]engine.Event{}
+	for _, id := range runIDs {
+		evs, err := s.Events(ctx, id, 0, 1)
+		if err != nil && !errors.Is(err, engine.ErrNotFound) {
+			return nil, err
+		}
+		if len(evs) == 1 && evs[0].Seq == 1 && evs[0].Type == typ {
+			out[id] = evs[0]
+		}
+	}
+	return out, nil
 }

@@ -448,6 +448,36 @@ func (s *Store) queryRuns(ctx context.Context, q string, args ...any) ([]*engine
 	return runs, rows.Err()
 }
 
+// FirstEvents implements store.Store: one query, by primary key.
+func (s *Store) FirstEvents(ctx context.Context, runIDs []string, typ string) (map[string]engine.Event, error) {
+	out := map[string]engine.Event{}
+	if len(runIDs) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT run_id, seq, node_id, type, content, ts, data FROM run_events
+WHERE type = $1 AND seq = 1 AND run_id = ANY($2)`, typ, runIDs)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: first events: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ev engine.Event
+		var data *string
+		if err := rows.Scan(&ev.RunID, &ev.Seq, &ev.NodeID, &ev.Type, &ev.Content, &ev.Timestamp, &data); err != nil {
+			return nil, fmt.Errorf("postgres: first events: %w", err)
+		}
+		ev.Timestamp = ev.Timestamp.UTC()
+		if data != nil {
+			ev.Data = json.RawMessage(*data)
+		}
+		out[ev.RunID] = ev
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: first events: %w", err)
+	}
+	return out, nil
+}
+
 // Events implements engine.Store. ErrNotFound for an unknown run.
 func (s *Store) Events(ctx context.Context, runID string, after int64, limit int) ([]engine.Event, error) {
 	var lim *int

@@ -667,6 +667,51 @@ WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, after, limit)
 	return events, nil
 }
 
+// firstEventsChunk bounds the run ids of one FirstEvents query (SQLite's
+// bound parameters).
+const firstEventsChunk = 500
+
+// FirstEvents implements store.Store: by primary key, a chunk of runs per
+// query.
+func (s *Store) FirstEvents(ctx context.Context, runIDs []string, typ string) (map[string]engine.Event, error) {
+	out := map[string]engine.Event{}
+	for len(runIDs) > 0 {
+		chunk := runIDs[:min(len(runIDs), firstEventsChunk)]
+		runIDs = runIDs[len(chunk):]
+		args := make([]any, 0, len(chunk)+1)
+		args = append(args, typ)
+		for _, id := range chunk {
+			args = append(args, id)
+		}
+		q := `SELECT run_id, seq, node_id, type, content, ts, data FROM run_events
+WHERE type = ? AND seq = 1 AND run_id IN (?` + strings.Repeat(",?", len(chunk)-1) + `)`
+		rows, err := s.rdb.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, fmt.Errorf("store: first events: %w", err)
+		}
+		for rows.Next() {
+			var ev engine.Event
+			var ts int64
+			var data sql.NullString
+			if err := rows.Scan(&ev.RunID, &ev.Seq, &ev.NodeID, &ev.Type, &ev.Content, &ts, &data); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("store: first events: %w", err)
+			}
+			ev.Timestamp = fromMicros(ts)
+			if data.Valid {
+				ev.Data = json.RawMessage(data.String)
+			}
+			out[ev.RunID] = ev
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("store: first events: %w", err)
+		}
+	}
+	return out, nil
+}
+
 // ListOrphaned implements engine.Store, oldest run first.
 func (s *Store) ListOrphaned(ctx context.Context, now time.Time) ([]string, error) {
 	rows, err := s.rdb.QueryContext(ctx, sqlListOrphaned, toMicros(now))

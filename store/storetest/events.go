@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ var eventsTests = []test{
 	{"WritesAreFencedByOwner", runsOnly(testFencing)},
 	{"OnCommitSeesCommittedEventsInOrder", testOnCommitOrder},
 	{"BadEventDoesNotPoisonBatch", testBadEvent},
+	{"FirstEventsOfAPage", testFirstEvents},
 }
 
 func event(runID string, seq int64) *engine.Event {
@@ -265,5 +267,54 @@ func testBadEvent(t *testing.T, open Open) {
 	}
 	if st := s.Stats(); st.EventsDropped != 2 || st.WriteErrors != 0 {
 		t.Errorf("EventsDropped %d WriteErrors %d, want 2 and 0", st.EventsDropped, st.WriteErrors)
+	}
+}
+
+// testFirstEvents: FirstEvents returns, in one call, the first event of
+// each listed run whose first event has the asked type (a fork's
+// run_forked), and nothing for other runs, unknown ids or later events of
+// that type.
+func testFirstEvents(t *testing.T, open Open) {
+	s := openWithWorkflows(t, open)
+	ctx := ctxT(t)
+	forked := func(runID string, seq int64, parent string) *engine.Event {
+		return &engine.Event{Seq: seq, RunID: runID, NodeID: engine.SystemNodeID, Type: engine.EvRunForked,
+			Content: "forked from " + parent, Timestamp: t0.Add(time.Duration(seq) * time.Millisecond),
+			Data: json.RawMessage(fmt.Sprintf(`{"parentRunId":%q,"fromNode":"b"}`, parent))}
+	}
+	var ids []string
+	for i := range 7 {
+		r := newRun(fmt.Sprintf("run-first-%d", i), engine.StatusRunning, t0)
+		create(t, s, r)
+		ids = append(ids, r.ID)
+		switch i % 3 {
+		case 0: // a fork: run_forked first
+			s.Emit(forked(r.ID, 1, "parent-"+r.ID))
+			s.Emit(event(r.ID, 2))
+		case 1: // not a fork: another event first, run_forked later
+			s.Emit(event(r.ID, 1))
+			s.Emit(forked(r.ID, 2, "not-first"))
+		case 2: // no events at all
+		}
+		must(t, s.Checkpoint(ctx, r, nil), "Checkpoint "+r.ID)
+	}
+	got, err := s.FirstEvents(ctx, append(ids, "run-first-unknown"), engine.EvRunForked)
+	must(t, err, "FirstEvents")
+	want := map[string]bool{"run-first-0": true, "run-first-3": true, "run-first-6": true}
+	if len(got) != len(want) {
+		t.Fatalf("FirstEvents: got runs %v, want %v", slices.Sorted(maps.Keys(got)), want)
+	}
+	for id := range want {
+		ev, ok := got[id]
+		w := forked(id, 1, "parent-"+id)
+		if !ok || ev.RunID != id || ev.Seq != 1 || ev.Type != w.Type || ev.NodeID != w.NodeID ||
+			ev.Content != w.Content || !ev.Timestamp.Equal(w.Timestamp) || !bytes.Equal(ev.Data, w.Data) {
+			t.Errorf("FirstEvents[%s] = %+v (found %v), want %+v", id, ev, ok, *w)
+		}
+	}
+	none, err := s.FirstEvents(ctx, nil, engine.EvRunForked)
+	must(t, err, "FirstEvents of no runs")
+	if len(none) != 0 {
+		t.Errorf("FirstEvents of no runs: %v", none)
 	}
 }
