@@ -239,12 +239,6 @@ func Runs(ctx context.Context, c *Client, cfg RunsConfig, prog io.Writer) (*Runs
 		nErr      atomic.Int64
 		firstErr  atomic.Value
 	)
-	var tick <-chan time.Time
-	if cfg.Rate > 0 {
-		t := time.NewTicker(time.Duration(float64(time.Second) / cfg.Rate))
-		defer t.Stop()
-		tick = t.C
-	}
 	begin := time.Now()
 	deadline := begin.Add(cfg.Duration)
 	stop := progress(prog, func() string {
@@ -253,41 +247,21 @@ func Runs(ctx context.Context, c *Client, cfg RunsConfig, prog io.Writer) (*Runs
 		return fmt.Sprintf("runs: %6.1fs  started %d (%.0f/s)  finished %d (%.0f/s)  errors %d",
 			el, nStarted.Load(), float64(nStarted.Load())/el, done, float64(done)/el, nErr.Load())
 	})
-	via := cfg.Via
-	if len(via) == 0 {
-		via = []*Client{c}
-	}
-	var wg sync.WaitGroup
-	for i := 0; i < cfg.Clients; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := via[i%len(via)]
-			for time.Now().Before(deadline) && ctx.Err() == nil {
-				if tick != nil {
-					select {
-					case <-tick:
-					case <-ctx.Done():
-						return
-					}
-				}
-				t0 := time.Now()
-				id, err := c.StartRun(ctx, cfg.Graph, "load")
-				if err != nil {
-					nErr.Add(1)
-					firstErr.CompareAndSwap(nil, err.Error())
-					continue
-				}
-				startLat.Add(time.Since(t0))
-				nStarted.Add(1)
-				mu.Lock()
-				startedAt[id] = t0
-				ids = append(ids, id)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	drive(ctx, c, cfg, deadline, func(c *Client) {
+		t0 := time.Now()
+		id, err := c.StartRun(ctx, cfg.Graph, "load")
+		if err != nil {
+			nErr.Add(1)
+			firstErr.CompareAndSwap(nil, err.Error())
+			return
+		}
+		startLat.Add(time.Since(t0))
+		nStarted.Add(1)
+		mu.Lock()
+		startedAt[id] = t0
+		ids = append(ids, id)
+		mu.Unlock()
+	})
 	window := time.Since(begin)
 	res := &RunsResult{Route: RouteRuns, Started: int(nStarted.Load()), StartErrors: int(nErr.Load()), StartLatency: startLat.Summary()}
 	var e2e Latencies
@@ -332,12 +306,6 @@ func runsCompat(ctx context.Context, c *Client, cfg RunsConfig, prog io.Writer) 
 		nStarted, nDone, nFail, nErr atomic.Int64
 		firstErr                     atomic.Value
 	)
-	var tick <-chan time.Time
-	if cfg.Rate > 0 {
-		t := time.NewTicker(time.Duration(float64(time.Second) / cfg.Rate))
-		defer t.Stop()
-		tick = t.C
-	}
 	begin := time.Now()
 	deadline := begin.Add(cfg.Duration)
 	stop := progress(prog, func() string {
@@ -345,49 +313,29 @@ func runsCompat(ctx context.Context, c *Client, cfg RunsConfig, prog io.Writer) 
 		return fmt.Sprintf("runs (compat): %6.1fs  finished %d (%.0f/s)  failed %d  errors %d",
 			el, nDone.Load(), float64(nDone.Load())/el, nFail.Load(), nErr.Load())
 	})
-	via := cfg.Via
-	if len(via) == 0 {
-		via = []*Client{c}
-	}
-	var wg sync.WaitGroup
-	for i := 0; i < cfg.Clients; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := via[i%len(via)]
-			for time.Now().Before(deadline) && ctx.Err() == nil {
-				if tick != nil {
-					select {
-					case <-tick:
-					case <-ctx.Done():
-						return
-					}
-				}
-				t0 := time.Now()
-				_, status, err := c.CompatRun(ctx, cfg.Graph, "load")
-				var apiErr *APIError
-				switch {
-				case err != nil && (status == "" || errors.As(err, &apiErr)):
-					// Not started (or no answer): a start error.
-					nErr.Add(1)
-					firstErr.CompareAndSwap(nil, err.Error())
-					continue
-				case status == "completed":
-					nDone.Add(1)
-				default:
-					nFail.Add(1)
-					if err != nil {
-						firstErr.CompareAndSwap(nil, err.Error())
-					} else {
-						firstErr.CompareAndSwap(nil, "run ended "+status)
-					}
-				}
-				nStarted.Add(1)
-				lat.Add(time.Since(t0))
+	drive(ctx, c, cfg, deadline, func(c *Client) {
+		t0 := time.Now()
+		_, status, err := c.CompatRun(ctx, cfg.Graph, "load")
+		var apiErr *APIError
+		switch {
+		case err != nil && (status == "" || errors.As(err, &apiErr)):
+			// Not started (or no answer): a start error.
+			nErr.Add(1)
+			firstErr.CompareAndSwap(nil, err.Error())
+			return
+		case status == "completed":
+			nDone.Add(1)
+		default:
+			nFail.Add(1)
+			if err != nil {
+				firstErr.CompareAndSwap(nil, err.Error())
+			} else {
+				firstErr.CompareAndSwap(nil, "run ended "+status)
 			}
-		}()
-	}
-	wg.Wait()
+		}
+		nStarted.Add(1)
+		lat.Add(time.Since(t0))
+	})
 	stop()
 	total := time.Since(begin)
 	res := &RunsResult{Route: RouteCompat, Started: int(nStarted.Load()), Completed: int(nDone.Load()),
@@ -399,6 +347,40 @@ func runsCompat(ctx context.Context, c *Client, cfg RunsConfig, prog io.Writer) 
 		res.FirstError = v
 	}
 	return res, nil
+}
+
+// drive calls call from cfg.Clients goroutines, each with its client of
+// cfg.Via in turn (c when none), until deadline or ctx ends, at cfg.Rate
+// calls per second in all when set; it returns once every one stopped.
+// Both runs routes share it: only the call differs.
+func drive(ctx context.Context, c *Client, cfg RunsConfig, deadline time.Time, call func(c *Client)) {
+	var tick <-chan time.Time
+	if cfg.Rate > 0 {
+		t := time.NewTicker(time.Duration(float64(time.Second) / cfg.Rate))
+		defer t.Stop()
+		tick = t.C
+	}
+	via := cfg.Via
+	if len(via) == 0 {
+		via = []*Client{c}
+	}
+	var wg sync.WaitGroup
+	for i := range cfg.Clients {
+		wg.Go(func() {
+			c := via[i%len(via)]
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				if tick != nil {
+					select {
+					case <-tick:
+					case <-ctx.Done():
+						return
+					}
+				}
+				call(c)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func snapshot(mu *sync.Mutex, ids *[]string) []string {
