@@ -88,7 +88,8 @@ func startStdio(name string, sc ServerConfig, opts Options) (*stdioProc, error) 
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	waitCh := make(chan error, 1)
-	if err := proc.StartLocked(cmd, waitCh); err != nil {
+	start, err := proc.StartLocked(cmd, waitCh)
+	if err != nil {
 		closeAll()
 		return nil, fmt.Errorf("start %s: %w", sc.Command, err)
 	}
@@ -107,7 +108,7 @@ func startStdio(name string, sc ServerConfig, opts Options) (*stdioProc, error) 
 	go p.stderr.run()
 	// The reaper kills the server's group if Switchyard dies: the
 	// parent-death signal reaches only the leader (npx's children live on).
-	untrack := proc.TrackGroup(p.pid)
+	untrack := proc.TrackGroup(p.pid, start)
 	go func() {
 		p.waitErr = <-waitCh
 		defer untrack()
@@ -116,11 +117,8 @@ func startStdio(name string, sc ServerConfig, opts Options) (*stdioProc, error) 
 		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 		close(p.exited)
 	}()
-	if opts.OnStart != nil {
-		// No start time: the leader is already gone (and its group killed).
-		if st, err := proc.StartTime(p.pid); err == nil {
-			opts.OnStart(name, p.pid, st)
-		}
+	if opts.OnStart != nil && start != 0 {
+		opts.OnStart(name, p.pid, start)
 	}
 	return p, nil
 }

@@ -26,19 +26,39 @@ func SysProcAttr() *syscall.SysProcAttr {
 // runtime retires a thread when a goroutine exits while locked to it; a
 // thread held by this goroutine until the child is reaped cannot be
 // retired under a live child.
-func StartLocked(cmd *exec.Cmd, waitCh chan<- error) error {
-	started := make(chan error, 1)
+//
+// It returns the child's start time (see StartTime), read before the child
+// can be reaped: a child that already exited is a zombie until Wait, and
+// its pid names it alone until then. (Read after the start, a fast command
+// such as `true` was often reaped already: it went unregistered with the
+// reaper and without a process_start event, one start in nine.) 0 when it
+// cannot be read.
+func StartLocked(cmd *exec.Cmd, waitCh chan<- error) (uint64, error) {
+	readyReaper()
+	type result struct {
+		start uint64
+		err   error
+	}
+	started := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		if err := cmd.Start(); err != nil {
-			started <- err
+			started <- result{err: err}
 			return
 		}
-		started <- nil
+		st, _ := childStartTime(cmd.Process.Pid)
+		started <- result{start: st}
 		waitCh <- cmd.Wait()
 	}()
-	return <-started
+	r := <-started
+	return r.start, r.err
+}
+
+// childStartTime is StartTime of a child not yet reaped, zombie or not.
+func childStartTime(pid int) (uint64, error) {
+	_, start, err := readStat(strconv.Itoa(pid), true)
+	return start, err
 }
 
 // StartTime is when process pid started, in clock ticks since boot (field
@@ -55,7 +75,10 @@ var ErrNoProcess = errors.New("no such process")
 // statOf reads the process group and start time of /proc/<pid>/stat. A
 // zombie counts as gone (ErrNoProcess): it runs nothing, and whoever
 // reaps it is not ours to wait for.
-func statOf(pid string) (pgrp int, start uint64, err error) {
+func statOf(pid string) (pgrp int, start uint64, err error) { return readStat(pid, false) }
+
+// readStat is statOf, for a zombie too when zombies is set.
+func readStat(pid string, zombies bool) (pgrp int, start uint64, err error) {
 	b, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
@@ -73,7 +96,7 @@ func statOf(pid string) (pgrp int, start uint64, err error) {
 	if len(f) < 20 { // f[0] is field 3 (state): field 5 is f[2], 22 is f[19]
 		return 0, 0, fmt.Errorf("parse /proc/%s/stat", pid)
 	}
-	if string(f[0]) == "Z" || string(f[0]) == "X" {
+	if string(f[0]) == "X" || (string(f[0]) == "Z" && !zombies) {
 		return 0, 0, ErrNoProcess
 	}
 	pgrp, err = strconv.Atoi(string(f[2]))

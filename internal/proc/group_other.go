@@ -16,12 +16,14 @@ var ErrNoProcess = errors.New("no such process")
 // killed driver there.
 func SysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
-func StartLocked(cmd *exec.Cmd, waitCh chan<- error) error {
+// StartLocked starts cmd and reaps it into waitCh; the start time is not
+// known outside Linux (0).
+func StartLocked(cmd *exec.Cmd, waitCh chan<- error) (uint64, error) {
 	if err := cmd.Start(); err != nil {
-		return err
+		return 0, err
 	}
 	go func() { waitCh <- cmd.Wait() }()
-	return nil
+	return 0, nil
 }
 
 // StartTime is not known outside Linux.

@@ -127,7 +127,7 @@ func Run(ctx context.Context, ps Spec) (string, string, error) {
 		return "", "", err
 	}
 	waitCh := make(chan error, 1)
-	err = StartLocked(cmd, waitCh)
+	st, err := StartLocked(cmd, waitCh)
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -139,9 +139,9 @@ func Run(ctx context.Context, ps Spec) (string, string, error) {
 		return "", "", fmt.Errorf("start %s: %w", ps.Name, err)
 	}
 	pid := cmd.Process.Pid
-	// No start time: the leader is already gone (reaped), and what it left
-	// in its group is killed below.
-	if st, err := StartTime(pid); err == nil {
+	// No start time: not known here (outside Linux); what the leader left
+	// in its group is still killed below.
+	if st != 0 {
 		// The reaper kills the group if this process dies before the step
 		// ends (see reaper_linux.go).
 		registerGroup(Group{ID: pid, Start: st})
@@ -229,14 +229,13 @@ func Run(ctx context.Context, ps Spec) (string, string, error) {
 // TrackGroup has the reaper kill process group pgid (led by a process
 // this one started, alive now) if this process dies before untrack is
 // called; call untrack once the group is killed and reaped. For process
-// groups started without Run (MCP stdio servers). A group whose leader is
-// already gone is not tracked.
-func TrackGroup(pgid int) (untrack func()) {
-	st, err := StartTime(pgid)
-	if err != nil {
+// groups started without Run (MCP stdio servers), with the start time
+// StartLocked gave; a group of unknown start (0) is not tracked.
+func TrackGroup(pgid int, start uint64) (untrack func()) {
+	if start == 0 {
 		return func() {}
 	}
-	registerGroup(Group{ID: pgid, Start: st})
+	registerGroup(Group{ID: pgid, Start: start})
 	return func() { unregisterGroup(pgid) }
 }
 

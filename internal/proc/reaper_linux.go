@@ -23,7 +23,8 @@ package proc
 // group registers right after its leader is forked, before the leader can
 // have started anything (it is still exec'ing), and the leader keeps its
 // parent-death signal for that instant. A reaper that died (killed by
-// someone) is started again on the next write, and told every live group.
+// someone) is started again before the next step starts (or on the next
+// write), and told every live group.
 
 import (
 	"bufio"
@@ -109,6 +110,7 @@ type reaperClient struct {
 	mu     sync.Mutex
 	w      *os.File       // nil until started, or after the reaper died
 	pid    int            // the reaper's (tests)
+	gone   chan struct{}  // closed once the reaper has been reaped
 	live   map[int]uint64 // the registered groups, to tell a new reaper
 	broken bool           // the reaper cannot run here: steps go without one
 }
@@ -138,8 +140,16 @@ func (c *reaperClient) remove(id int) {
 // group) when there is none or the last one died. Callers hold mu.
 func (c *reaperClient) send(line string) {
 	if c.w != nil {
-		if _, err := c.w.WriteString(line); err == nil {
-			return
+		select {
+		case <-c.gone:
+			// Reaped. A write could still have succeeded: a killed
+			// reaper's main thread shows as a zombie while its other
+			// threads still hold the pipe, and what is written then is
+			// lost; the groups are told again to the next reaper.
+		default:
+			if _, err := c.w.WriteString(line); err == nil {
+				return
+			}
 		}
 		c.w.Close() // the reaper died: start another
 		c.w = nil
@@ -185,10 +195,26 @@ func (c *reaperClient) start() bool {
 		c.broken = true
 		return false
 	}
-	go func() { _ = cmd.Wait() }() // it exits when the pipe closes: reap it
-	c.w, c.pid = w, cmd.Process.Pid
+	gone := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(gone) }() // it exits when the pipe closes: reap it
+	c.w, c.pid, c.gone = w, cmd.Process.Pid, gone
 	return true
 }
+
+// ready makes sure a reaper runs before a step starts, so that registering
+// the step right after is one write: when the last reaper had died, the
+// next registration started a new one first (a fork and exec, long enough
+// under load for the step to start children and for its driver to be
+// killed before the group was registered). A blank line is the probe: the
+// reaper ignores it, and a dead reaper's pipe refuses it.
+func (c *reaperClient) ready() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.send("\n")
+}
+
+// readyReaper: see reaperClient.ready.
+func readyReaper() { reaper.ready() }
 
 func registerGroup(g Group) { reaper.add(g) }
 
