@@ -104,6 +104,10 @@ type Engine struct {
 	// leased by a process that no longer drives them.
 	unreleasedMu sync.Mutex
 	unreleased   map[string]bool
+	// claimMu orders a retry of the pending releases with a claim of
+	// orphaned runs: a release must not end a claim this process just
+	// made of the same run (same owner) before the claim drops it.
+	claimMu sync.Mutex
 
 	// onEvaluate, set only by tests (export_test.go), is called on the
 	// loop goroutine each time it is about to decide pending nodes.

@@ -54,6 +54,8 @@ func (e *Engine) addUnreleased(runID string) {
 
 // releasePending retries failed lease releases.
 func (e *Engine) releasePending(ctx context.Context) {
+	e.claimMu.Lock()
+	defer e.claimMu.Unlock()
 	e.unreleasedMu.Lock()
 	ids := make([]string, 0, len(e.unreleased))
 	for id := range e.unreleased {

@@ -95,3 +95,96 @@ func TestReleasePendingBeforeReload(t *testing.T) {
 		t.Fatalf("run %s %q, want completed", got.Status, got.Error)
 	}
 }
+
+// claimingStore is a real MemStore that claims orphaned runs as
+// PostgreSQL's store does (OrphanClaimer), runs afterClaim once the claim
+// is made, before the engine acts on it, and counts the releases of each
+// run by each owner.
+type claimingStore struct {
+	*MemStore
+	afterClaim func(ids []string)
+	released   sync.Map // runID + "/" + owner -> *atomic.Int64
+}
+
+func (s *claimingStore) ClaimOrphaned(ctx context.Context, owner string, now, until time.Time, _ int) ([]string, error) {
+	ids, err := s.ListOrphaned(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	var took []string
+	for _, id := range ids {
+		if s.AcquireRun(ctx, id, owner, "", now, until) == nil {
+			took = append(took, id)
+		}
+	}
+	if s.afterClaim != nil {
+		s.afterClaim(took)
+	}
+	return took, nil
+}
+
+func (s *claimingStore) ReleaseRun(ctx context.Context, runID, owner string) error {
+	n, _ := s.released.LoadOrStore(runID+"/"+owner, &atomic.Int64{})
+	n.(*atomic.Int64).Add(1)
+	return s.MemStore.ReleaseRun(ctx, runID, owner)
+}
+
+func (s *claimingStore) releases(runID, owner string) int64 {
+	if n, ok := s.released.Load(runID + "/" + owner); ok {
+		return n.(*atomic.Int64).Load()
+	}
+	return 0
+}
+
+// TestClaimEndsPendingRelease: a run this process claims back (Recover
+// on a store that claims) may have a lease release still pending from a
+// driver of this process that lost it earlier. That release must not end
+// the claim before the run is driven again (another process could take
+// the run in between): the claim drops it, in one step for the lease
+// loop's retry of pending releases.
+func TestClaimEndsPendingRelease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := &claimingStore{MemStore: NewMemStore()}
+	// Another process started the run and stopped with its step in flight:
+	// the run is running and unowned (orphaned).
+	a, _ := newTestEngine(t, Config{Store: st.MemStore, Owner: "process-a"})
+	run := startYAMLT(t, a, wf("  - id: slow\n    bash: sleep 300\n"), "")
+	waitFor(t, func() bool {
+		_, nodes, _ := a.Snapshot(ctx, run.ID)
+		for _, n := range nodes {
+			if n.NodeID == "slow" && n.Status == NodeRunning {
+				return true
+			}
+		}
+		return false
+	}, "the step to start")
+	a.Close()
+	b, _ := newTestEngine(t, Config{Store: st, Owner: "process-b"})
+	b.addUnreleased(run.ID) // left by an earlier driver of run.ID in b
+	retried := make(chan struct{})
+	st.afterClaim = func([]string) {
+		// The lease loop retries pending releases right then. It may not
+		// end the claim: wait for it a while (it finishes at once when
+		// nothing orders it after the claim), then go on either way.
+		go func() { defer close(retried); b.releasePending(ctx) }()
+		select {
+		case <-retried:
+		case <-time.After(2 * time.Second):
+		}
+	}
+	took, err := b.Recover(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(took) != 1 || took[0] != run.ID {
+		t.Fatalf("recovered %v, want [%s]", took, run.ID)
+	}
+	<-retried
+	if n := st.releases(run.ID, "process-b"); n != 0 {
+		t.Errorf("process-b released the run it had just claimed (%d releases): the pending release ended the claim", n)
+	}
+	if got, err := st.GetRun(ctx, run.ID); err != nil || got.Status != StatusRunning {
+		t.Fatalf("run %v %v, want running (driven by process-b)", got, err)
+	}
+}

@@ -221,8 +221,20 @@ func (e *Engine) Recover(ctx context.Context, resume bool) ([]string, error) {
 		// Claimed in one statement that skips runs another process is
 		// claiming: N processes recovering at once take disjoint sets
 		// instead of racing for the same runs.
+		// Claimed here: a release left pending by an earlier driver of
+		// this process must not end the claim before the run is driven
+		// (another process could take it in between), as it must not end
+		// the lease a reload takes (see load). The claim and dropping
+		// those releases are one step for releasePending (claimMu).
+		e.claimMu.Lock()
 		now := time.Now()
 		ids, err = oc.ClaimOrphaned(ctx, e.cfg.Owner, now, now.Add(e.cfg.LeaseTTL), 0)
+		e.unreleasedMu.Lock()
+		for _, id := range ids {
+			delete(e.unreleased, id)
+		}
+		e.unreleasedMu.Unlock()
+		e.claimMu.Unlock()
 		// A claimed run still live here has a driver that stalled past
 		// its lease: it must not write under the new claim (its owner is
 		// ours again), so it stops at once.
