@@ -206,11 +206,21 @@ func (c *Cluster) startOn(ctx context.Context, port int) error {
 // postmaster ($2) and removes the cluster ($3): a test binary killed by
 // go test's timeout or a signal runs no cleanup of its own, and a
 // leftover server in /dev/shm would hold memory until the machine reboots.
-const watchdogScript = `while kill -0 "$1" 2>/dev/null; do sleep 1; done
-kill -INT "$2" 2>/dev/null
-for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$2" 2>/dev/null || break; sleep 1; done
-kill -QUIT "$2" 2>/dev/null
-rm -rf "$3"`
+//
+// The postmaster is not its child: once it exits, its pid may name
+// another process. So each signal goes only to a process whose command
+// line still names the cluster's directory, and the directory is removed
+// once the server is gone (removed while a server still wrote to it, it
+// was left behind).
+const watchdogScript = `pm=$2 dir=$3
+ours() { tr '\0' ' ' < "/proc/$pm/cmdline" 2>/dev/null | grep -qF -- "$dir/"; }
+while kill -0 "$1" 2>/dev/null; do sleep 1; done
+for sig in INT QUIT KILL; do
+  ours || break
+  kill -$sig "$pm" 2>/dev/null
+  for _ in 1 2 3 4 5 6 7 8 9 10; do ours || break; sleep 1; done
+done
+rm -rf "$dir"`
 
 func (c *Cluster) startWatchdog() {
 	cmd := exec.Command("/bin/sh", "-c", watchdogScript, "pgtest-watchdog",
@@ -360,7 +370,7 @@ func (c *Cluster) Stop() error {
 	}
 	var err error
 	if c.pid > 0 {
-		err = stopPID(c.pid)
+		err = stopPID(c.pid, c.dir)
 	}
 	if c.watchdog != nil {
 		_ = c.watchdog.Process.Kill() // our own child, by its PID
@@ -381,7 +391,7 @@ func (c *Cluster) Restart(ctx context.Context, down func()) error {
 	if c == nil || c.dir == "" || c.pid <= 0 {
 		return errors.New("pgtest: restart: the cluster is not running")
 	}
-	if err := stopPID(c.pid); err != nil {
+	if err := stopPID(c.pid, c.dir); err != nil {
 		return err
 	}
 	c.pid = 0
@@ -412,8 +422,16 @@ func (c *Cluster) Restart(ctx context.Context, down func()) error {
 // PID is the postmaster's process id (0 while stopped).
 func (c *Cluster) PID() int { return c.pid }
 
-func stopPID(pid int) error {
+// stopPID stops the postmaster pid of the cluster in dir: a fast
+// shutdown, then immediate, then SIGKILL. The postmaster is not our child
+// (pg_ctl's, reparented), so once it exits its pid may name another
+// process: each signal goes only to a process whose command line still
+// names dir (a suite starts thousands of processes; pids wrap).
+func stopPID(pid int, dir string) error {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGQUIT, syscall.SIGKILL} {
+		if !postmasterOf(pid, dir) {
+			return nil
+		}
 		if err := syscall.Kill(pid, sig); err != nil {
 			if errors.Is(err, syscall.ESRCH) {
 				return nil
@@ -422,13 +440,23 @@ func stopPID(pid int) error {
 		}
 		deadline := time.Now().Add(20 * time.Second)
 		for time.Now().Before(deadline) {
-			if syscall.Kill(pid, 0) != nil { // gone (it is not our child: no zombie)
+			if !postmasterOf(pid, dir) {
 				return nil
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	return fmt.Errorf("pgtest: postmaster %d did not stop", pid)
+}
+
+// postmasterOf reports whether process pid runs with dir in its command
+// line (postgres -D dir/data ...).
+func postmasterOf(pid int, dir string) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	return strings.Contains(string(b), dir+string(filepath.Separator))
 }
 
 func (c *Cluster) cleanup() {

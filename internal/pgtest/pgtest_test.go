@@ -59,13 +59,13 @@ func TestStartStopOwnCluster(t *testing.T) {
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if syscall.Kill(pid, 0) == nil {
+	if postmasterOf(pid, dir) {
 		t.Errorf("postmaster %d still running after Stop", pid)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("cluster directory %s left behind (%v)", dir, err)
 	}
-	if syscall.Kill(pg.pid, 0) != nil {
+	if !postmasterOf(pg.pid, pg.dir) {
 		t.Errorf("the package's cluster (pid %d) was stopped too", pg.pid)
 	}
 }
@@ -103,9 +103,9 @@ func TestWatchdogStopsAnOrphanedCluster(t *testing.T) {
 		t.Fatalf("child did not report its cluster:\n%s", out)
 	}
 	deadline := time.Now().Add(time.Minute)
-	for syscall.Kill(pid, 0) == nil {
+	for postmasterOf(pid, dir) {
 		if time.Now().After(deadline) {
-			_ = stopPID(pid)
+			_ = stopPID(pid, dir)
 			t.Fatalf("postmaster %d of the dead child still runs", pid)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -145,7 +145,7 @@ func TestRestart(t *testing.T) {
 	if downErr == nil {
 		t.Error("connected while the server was stopped")
 	}
-	if c.PID() == old || syscall.Kill(old, 0) == nil {
+	if c.PID() == old || postmasterOf(old, c.dir) {
 		t.Errorf("postmaster %d -> %d: the old one must be gone, a new one running", old, c.PID())
 	}
 	if _, err := conn.Exec(ctx, `SELECT 1`); err == nil {
@@ -161,5 +161,28 @@ func TestRestart(t *testing.T) {
 	var x int
 	if err := again.QueryRow(ctx, `SELECT x FROM kept`).Scan(&x); err != nil || x != 42 {
 		t.Errorf("data after the restart: %d, %v", x, err)
+	}
+}
+
+// TestStopSignalsOnlyTheCluster: stopping goes only to a process whose
+// command line names the cluster's directory. The postmaster is not our
+// child: once it exits its pid may name any process (a loaded suite wraps
+// pids), which the escalation to SIGQUIT and SIGKILL then hit.
+func TestStopSignalsOnlyTheCluster(t *testing.T) {
+	t.Parallel()
+	other := exec.Command("sleep", "120")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
+	if err := stopPID(other.Process.Pid, "/dev/shm/pgtest-not-this-one"); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("a process that is not the cluster's postmaster was signalled: %v", err)
+	}
+	var ws syscall.WaitStatus
+	if pid, _ := syscall.Wait4(other.Process.Pid, &ws, syscall.WNOHANG, nil); pid != 0 {
+		t.Errorf("a process that is not the cluster's postmaster ended: %v", ws)
 	}
 }
