@@ -19,6 +19,15 @@ import { mayDiscardDraft, useGallery } from './TemplateGallery';
 
 export type ImportReport = { file: string } & ImportResult;
 
+/**
+ * Closes the toolbar's More menu after an action picked from it. A no-op
+ * when it is not open: with room, its buttons sit in the toolbar itself.
+ */
+function closeMenuOf(el: Element) {
+  const menu = el.closest('[popover]');
+  if (menu instanceof HTMLElement && typeof menu.togglePopover === 'function') menu.togglePopover(false);
+}
+
 /** The YAML editor's save model, in a sentence (tooltips; README). */
 export const SAVE_MODEL =
   'Every change goes to the file as you make it: canvas gestures and inspector fields at once, typed text when you pause and it has no errors. Undo (Ctrl+Z) takes back one write at a time.';
@@ -195,7 +204,10 @@ export function Toolbar({
   }, [save, readOnly]);
 
   return (
-    <div className="toolbar" role="toolbar" aria-label="Workflow actions">
+    // One row at any width (editor.css): with less room, less used controls
+    // show icons only (their text stays, for assistive tech), then move to the
+    // More menu; names, the path and the status slots truncate.
+    <div className="toolbar toolbar--editor" role="toolbar" aria-label="Workflow actions">
       <label className="toolbar__name">
         <span className="sr-only">Workflow name</span>
         <input
@@ -264,16 +276,39 @@ export function Toolbar({
             </button>
           </>
         )}
-        <button className="btn" onClick={() => void useEditor.getState().autoLayout()} title="Arrange nodes in layers" data-testid="auto-layout" disabled={readOnly}>
-          Auto-layout
+        {/* Inline in the toolbar, or (narrow) the popover the More button opens. */}
+        <div className="toolbar__more" id="toolbar-more" popover="auto" data-testid="toolbar-more-menu">
+          <button
+            className="btn toolbar__icon toolbar__icon--layout"
+            onClick={(e) => {
+              closeMenuOf(e.currentTarget);
+              void useEditor.getState().autoLayout();
+            }}
+            title="Arrange nodes in layers"
+            data-testid="auto-layout"
+            disabled={readOnly}
+          >
+            <span className="toolbar__label">Auto-layout</span>
+          </button>
+          <button
+            className="btn toolbar__icon toolbar__icon--fit"
+            onClick={(e) => {
+              closeMenuOf(e.currentTarget);
+              fit();
+            }}
+            title="Show the whole graph"
+            data-testid="fit-view"
+          >
+            <span className="toolbar__label">Fit</span>
+          </button>
+          <label className="check check--inline toolbar__icon toolbar__icon--snap" title="Snap nodes to a 16px grid while dragging">
+            <input type="checkbox" checked={snap} onChange={(e) => setSnap(e.target.checked)} data-testid="snap-toggle" />
+            <span className="toolbar__label">Snap</span>
+          </label>
+        </div>
+        <button className="btn toolbar__more-btn" popoverTarget="toolbar-more" aria-label="More actions" title="More: Auto-layout, Fit, Snap" data-testid="toolbar-more">
+          ⋯
         </button>
-        <button className="btn" onClick={() => fit()} title="Show the whole graph" data-testid="fit-view">
-          Fit
-        </button>
-        <label className="check check--inline" title="Snap nodes to a 16px grid while dragging">
-          <input type="checkbox" checked={snap} onChange={(e) => setSnap(e.target.checked)} data-testid="snap-toggle" />
-          Snap
-        </label>
       </div>
       <div className="toolbar__group">
         {!yamlMode && (
@@ -337,7 +372,7 @@ export function Toolbar({
         <span id="run-blocker" className="run-blocker" role="status" data-testid="run-blocker" title={blocker ?? undefined}>
           {blocker && (
             <button className="link run-blocker__btn" onClick={onShowProblems} title={`${blocker}: show the problems`}>
-              {blocker}
+              <span className="run-blocker__text">{blocker}</span>
             </button>
           )}
         </span>
