@@ -36,7 +36,15 @@ func readPid(t *testing.T, p string) int {
 		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
 		return err == nil
 	})
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	// Killed at the end in case the test did not see it die, and only if
+	// the pid still names it (same start time): by then it may name
+	// another process.
+	start, _ := proc.StartTime(pid)
+	t.Cleanup(func() {
+		if now, err := proc.StartTime(pid); err == nil && start != 0 && now == start {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
 	return pid
 }
 
