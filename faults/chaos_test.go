@@ -639,7 +639,12 @@ func (c *chaos) runChaos(clients int, restartMax time.Duration, middle func()) {
 		}
 	}
 	drained := time.Now()
-	adopted := c.adopt(ctx)
+	// Its own deadline: ctx may be spent by a client that waited it out
+	// (a stuck run), and that must show as the violation the checks
+	// report, not as a failed read of the runs.
+	actx, acancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer acancel()
+	adopted := c.adopt(actx)
 	if err := c.freeze(); err != nil {
 		t.Fatalf("read what is durable: %v", err)
 	}
