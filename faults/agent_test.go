@@ -229,7 +229,14 @@ func TestPostgresToolApprovalAcrossServers(t *testing.T) {
 	if wins != 1 {
 		t.Fatalf("%d answers won (%v), want 1", wins, codes)
 	}
-	if got := a.waitRun(t, rv.RunID, 60*time.Second); got.Status != engine.StatusCompleted {
+	// The winning answer is accepted before the driver resumes the run:
+	// it may still read paused for a moment, so wait for its end.
+	got = a.waitRun(t, rv.RunID, 60*time.Second)
+	for deadline := time.Now().Add(60 * time.Second); got.Status == engine.StatusPaused && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		got = a.getRun(t, rv.RunID)
+	}
+	if got.Status != engine.StatusCompleted {
 		t.Fatalf("%s %s", got.Status, got.Error)
 	}
 	evs := a.events(t, rv.RunID)

@@ -174,7 +174,10 @@ test('the runs list shows why runs failed, and its filters are in the address', 
       await pg.reload();
       await pg.locator(tid(`runs-row-${run.runId}`)).waitFor();
       assert.equal(await pg.locator(tid('runs-status')).inputValue(), 'failed', 'kept by a reload');
-      assert.equal(await pg.locator(tid('runs-workflow')).inputValue(), 'yaml.fails.yaml');
+      // The workflow options load after the rows: the select shows the
+      // filter once its option is there.
+      await until(async () => (await pg.locator(tid('runs-workflow')).inputValue()) === 'yaml.fails.yaml',
+        'the workflow filter kept by a reload');
       await screenshot(pg, `small-runs-failure-${theme}`);
       assertNoPageErrors(errors);
     } finally {
