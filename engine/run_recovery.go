@@ -220,12 +220,12 @@ func (e *Engine) Recover(ctx context.Context, resume bool) ([]string, error) {
 		claimed = true
 		// Claimed in one statement that skips runs another process is
 		// claiming: N processes recovering at once take disjoint sets
-		// instead of racing for the same runs.
-		// Claimed here: a release left pending by an earlier driver of
-		// this process must not end the claim before the run is driven
-		// (another process could take it in between), as it must not end
-		// the lease a reload takes (see load). The claim and dropping
-		// those releases are one step for releasePending (claimMu).
+		// instead of racing for the same runs. A release left pending by
+		// an earlier driver of this process must not end the claim before
+		// the run is driven (another process could take it in between),
+		// as it must not end the lease a reload takes (see load): the
+		// claim and dropping those releases are one step for
+		// releasePending (claimMu).
 		e.claimMu.Lock()
 		now := time.Now()
 		ids, err = oc.ClaimOrphaned(ctx, e.cfg.Owner, now, now.Add(e.cfg.LeaseTTL), 0)

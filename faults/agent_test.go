@@ -154,7 +154,7 @@ func TestServeKillWhileToolApprovalWaits(t *testing.T) {
 		t.Fatalf("inbox after the restart: %+v", inbox)
 	}
 	p2.must(t, http.MethodPost, "/api/runs/"+id+"/approvals/agent", map[string]string{"decision": "approve"}, http.StatusOK, nil)
-	if got := p2.waitRun(t, id, 60*time.Second); got.Status != engine.StatusCompleted {
+	if got := p2.waitEnd(t, id, 60*time.Second); got.Status != engine.StatusCompleted {
 		t.Fatalf("after the approval: %s %s", got.Status, got.Error)
 	}
 	if b, _ := os.ReadFile(file); string(b) != "written once\n" {
@@ -229,14 +229,8 @@ func TestPostgresToolApprovalAcrossServers(t *testing.T) {
 	if wins != 1 {
 		t.Fatalf("%d answers won (%v), want 1", wins, codes)
 	}
-	// The winning answer is accepted before the driver resumes the run:
-	// it may still read paused for a moment, so wait for its end.
-	got = a.waitRun(t, rv.RunID, 60*time.Second)
-	for deadline := time.Now().Add(60 * time.Second); got.Status == engine.StatusPaused && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
-		got = a.getRun(t, rv.RunID)
-	}
-	if got.Status != engine.StatusCompleted {
+	// The winning answer is accepted before the driver resumes the run.
+	if got = a.waitEnd(t, rv.RunID, 60*time.Second); got.Status != engine.StatusCompleted {
 		t.Fatalf("%s %s", got.Status, got.Error)
 	}
 	evs := a.events(t, rv.RunID)

@@ -488,6 +488,23 @@ func (p *proc) waitRun(t *testing.T, id string, d time.Duration) runView {
 	}
 }
 
+// waitEnd waits up to d for run id to end. Unlike waitRun it does not
+// stop at paused: an answer accepted a moment ago can still read paused.
+func (p *proc) waitEnd(t *testing.T, id string, d time.Duration) runView {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		rv := p.getRun(t, id)
+		if rv.Status.Terminal() {
+			return rv
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s still %s after %s", id, rv.Status, d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func (p *proc) healthy(t *testing.T) {
 	t.Helper()
 	code, body, err := p.do(http.MethodGet, "/api/health", nil)
