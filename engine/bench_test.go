@@ -75,7 +75,10 @@ func fanoutGraph(n int, typ string) *graph.Graph {
 	return g
 }
 
-func benchRun(b *testing.B, g *graph.Graph, nodes int, cfg Config) {
+// benchRun starts g b.N times; prepared: from one PrepareGraph, as the
+// server does for a graph it has seen (no validation or compilation per
+// run).
+func benchRun(b *testing.B, g *graph.Graph, nodes int, cfg Config, prepared ...bool) {
 	b.Helper()
 	cfg.LLM = instantLLM(b)
 	cfg.ArtifactsRoot = b.TempDir()
@@ -88,12 +91,23 @@ func benchRun(b *testing.B, g *graph.Graph, nodes int, cfg Config) {
 	}
 	defer e.Close()
 	ctx := context.Background()
+	var pg *PreparedGraph
+	if len(prepared) > 0 && prepared[0] {
+		if pg, err = e.PrepareGraph(g); err != nil {
+			b.Fatal(err)
+		}
+	}
 	b.ReportAllocs()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		run, err := e.StartGraph(ctx, g, StartOptions{Input: "x"})
+		var run *Run
+		if pg != nil {
+			run, err = e.StartPrepared(ctx, pg, StartOptions{Input: "x"})
+		} else {
+			run, err = e.StartGraph(ctx, g, StartOptions{Input: "x"})
+		}
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -121,4 +135,8 @@ func BenchmarkEngine(b *testing.B) {
 	b.Run("fanout1000/if", func(b *testing.B) { benchRun(b, fanoutGraph(n, "if"), n, Config{}) })
 	b.Run("chain1000/agent", func(b *testing.B) { benchRun(b, chainGraph(n, "agent"), n, Config{}) })
 	b.Run("fanout1000/agent", func(b *testing.B) { benchRun(b, fanoutGraph(n, "agent"), n, Config{}) })
+	// Prepared once: the server's case for a graph it has seen before.
+	b.Run("chain1000/if-prepared", func(b *testing.B) { benchRun(b, chainGraph(n, "if"), n, Config{}, true) })
+	b.Run("fanout1000/if-prepared", func(b *testing.B) { benchRun(b, fanoutGraph(n, "if"), n, Config{}, true) })
+	b.Run("chain1000/agent-prepared", func(b *testing.B) { benchRun(b, chainGraph(n, "agent"), n, Config{}, true) })
 }

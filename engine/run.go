@@ -82,6 +82,9 @@ type checkpointState struct {
 	impureDone    bool        // a non-pure node settled since the last checkpoint
 	flushT        *time.Timer // armed after a dispatch: commit in-flight state if still running
 	saveFailed    bool        // the last checkpoint failed; headerChanged is kept
+	// savedStatus is the status of this driver's last committed write of
+	// the run (its creation or a checkpoint); "" when unknown.
+	savedStatus RunStatus
 	finished      bool        // the terminal checkpoint committed, which released the run
 	lost          bool        // another process took the run over: write nothing more
 	// While the store refuses checkpoints: since when, the next retry's

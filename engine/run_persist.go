@@ -213,9 +213,13 @@ func (r *runner) checkpoint() error {
 	h := r.header()
 	nodes, written := r.takeDirty()
 	h.UpdatedAt = time.Now().UTC()
+	h.SameStatus = h.Status == r.savedStatus && !h.Status.Terminal()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := r.e.store.Checkpoint(ctx, h, nodes)
+	if err == nil {
+		r.savedStatus = h.Status
+	}
 	if err != nil {
 		// Nothing was written: keep the changes for the next try.
 		for _, i := range written {

@@ -180,6 +180,13 @@ type Run struct {
 	// stored already held by Owner until then, which saves the engine an
 	// AcquireRun round trip on every start.
 	LeaseUntil time.Time `json:"-"`
+	// SameStatus is read by Checkpoint only: the driver's last committed
+	// write of this run (its creation or a checkpoint) had this Status,
+	// which is not terminal. Only a run's driver writes its status, fenced
+	// by its lease, so the stored status is still Status, and the store
+	// may leave status, finished_at and the lease columns alone (in SQLite,
+	// rewriting them costs an update of three indexes per checkpoint).
+	SameStatus bool `json:"-"`
 	// Usage adds up the tokens of every model call the run made (subagents
 	// and calls of nodes that failed later included) and their cost when a
 	// price table is configured.

@@ -198,12 +198,12 @@ func (s *Server) createRun(c echo.Context) error {
 	var run *engine.Run
 	var err error
 	if hasGraph {
-		g, _, derr := decodeGraph(req.Graph)
-		if derr != nil {
-			return derr
+		pg, perr := s.prepareGraph(req.Graph, decodeRequestGraph, nil)
+		if perr != nil {
+			return perr
 		}
 		opt.WorkDir = s.cfg.GraphWorkDir
-		run, err = s.e.StartGraph(ctx, g, opt)
+		run, err = s.e.StartPrepared(ctx, pg, opt)
 	} else {
 		run, err = s.startWorkflow(ctx, req.WorkflowID, opt)
 	}
@@ -258,13 +258,19 @@ func (s *Server) startWorkflow(ctx context.Context, id string, opt engine.StartO
 		}
 		return nil, badRequest("workflow %s is %q: this server cannot start that kind", id, w.Kind)
 	}
-	g, _, err := graph.Decode(w.Definition)
+	pg, err := s.prepareGraph(w.Definition, func(raw []byte) (*graph.Graph, error) {
+		g, _, err := graph.Decode(raw)
+		if err != nil {
+			return nil, badRequest("workflow %s: stored graph: %v", id, err)
+		}
+		return g, nil
+	}, nil)
 	if err != nil {
-		return nil, badRequest("workflow %s: stored graph: %v", id, err)
+		return nil, err
 	}
 	opt.WorkflowID = w.ID
 	opt.WorkDir = s.cfg.GraphWorkDir
-	return s.e.StartGraph(ctx, g, opt)
+	return s.e.StartPrepared(ctx, pg, opt)
 }
 
 // workDir is where bash/script nodes and agents of YAML runs started here

@@ -197,15 +197,17 @@ func (s *Server) compatStart(c echo.Context) (*engine.Run, error) {
 	if err := decodeBody(c, &req); err != nil {
 		return nil, err
 	}
-	g, _, err := decodeGraph(req.Graph)
+	pg, err := s.prepareGraph(req.Graph, decodeRequestGraph, func(g *graph.Graph) error {
+		if probs := graph.Validate(g); graph.HasErrors(probs) {
+			return &apiError{Status: http.StatusBadRequest, Code: CodeInvalidGraph,
+				Message: "the graph has errors: " + firstError(probs), Problems: probs}
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	if probs := graph.Validate(g); graph.HasErrors(probs) {
-		return nil, &apiError{Status: http.StatusBadRequest, Code: CodeInvalidGraph,
-			Message: "the graph has errors: " + firstError(probs), Problems: probs}
-	}
-	if !s.llmOK && hasAgent(g) {
+	if !s.llmOK && pg.HasAgent() {
 		return nil, newErr(http.StatusServiceUnavailable, CodeNoLLM,
 			"the graph has agent nodes but no LLM is configured: set OPENAI_API_KEY or OPENAI_BASE_URL")
 	}
@@ -213,20 +215,11 @@ func (s *Server) compatStart(c echo.Context) (*engine.Run, error) {
 	if req.Input != nil {
 		opt.Input = *req.Input
 	}
-	run, err := s.e.StartGraph(c.Request().Context(), g, opt)
+	run, err := s.e.StartPrepared(c.Request().Context(), pg, opt)
 	if err != nil {
 		return nil, startErr(err)
 	}
 	return run, nil
-}
-
-func hasAgent(g *graph.Graph) bool {
-	for _, n := range g.Nodes {
-		if n.Type == graph.TypeAgent {
-			return true
-		}
-	}
-	return false
 }
 
 // waitAndAnswer waits until the run pauses or ends (or shutdown begins)

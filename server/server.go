@@ -137,6 +137,7 @@ type Server struct {
 	cwdOnce  sync.Once
 	cwd      string // working directory, read once for new runs' work dir
 	hub      *hub
+	graphs   *graphCache // prepared graphs by their JSON's hash
 	metrics  *Metrics
 	loopback bool
 	hosts    map[string]bool // Host names accepted while loopback-only
@@ -252,6 +253,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.hub = newHub(cfg.WSBuffer)
+	s.graphs = newGraphCache(graphCacheItems, graphCacheBytes)
 	s.hub.workflowOf = s.sourceWorkflowID
 	s.hub.loadActive(context.Background(), s.st, s.log)
 	s.st.OnCommit(s.hub.onCommit)

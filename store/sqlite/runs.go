@@ -178,11 +178,23 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 		if release {
 			t.ownerMayChange(hdr.ID)
 		}
-		res, err := t.stmt(s.w.updRun).ExecContext(t.ctx, string(hdr.Status), hdr.Input,
-			hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
-			toMicros(hdr.UpdatedAt), optMicros(hdr.FinishedAt),
-			hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, optFloat(hdr.Usage.CostUSD),
-			release, release, hdr.ID, hdr.Owner, hdr.Owner)
+		var (
+			res sql.Result
+			err error
+		)
+		if hdr.SameStatus && !release {
+			res, err = t.stmt(s.w.updRunSame).ExecContext(t.ctx, hdr.Input,
+				hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
+				toMicros(hdr.UpdatedAt),
+				hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, optFloat(hdr.Usage.CostUSD),
+				hdr.ID, hdr.Owner, hdr.Owner)
+		} else {
+			res, err = t.stmt(s.w.updRun).ExecContext(t.ctx, string(hdr.Status), hdr.Input,
+				hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
+				toMicros(hdr.UpdatedAt), optMicros(hdr.FinishedAt),
+				hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, optFloat(hdr.Usage.CostUSD),
+				release, release, hdr.ID, hdr.Owner, hdr.Owner)
+		}
 		if err != nil {
 			return err
 		}

@@ -73,7 +73,7 @@ type writer struct {
 	s *Store
 
 	// prepared on the writer connection
-	insEvent, insEventFenced, updRun, upsNode *sql.Stmt
+	insEvent, insEventFenced, updRun, updRunSame, upsNode *sql.Stmt
 	cache                                     map[string]*sql.Stmt // writer goroutine only
 }
 
@@ -97,6 +97,17 @@ VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, seq) DO NOTHING`
 pending_approvals = ?, error = ?, work_dir = ?, updated_at = ?, finished_at = ?,
 prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, cost_usd = ?,
 owner = CASE WHEN ? THEN '' ELSE owner END, lease_until = CASE WHEN ? THEN 0 ELSE lease_until END
+WHERE id = ? AND (? = '' OR owner = ?) AND status NOT IN ('completed', 'failed', 'cancelled')`
+
+	// sqlUpdateRunSameStatus is sqlUpdateRun for a checkpoint whose status
+	// is the one its driver last wrote (engine.Run.SameStatus): status,
+	// finished_at, owner and lease_until are left out, and with them the
+	// updates of runs_status_created, runs_owner and runs_finished that
+	// SQLite makes for any column named in SET, even when the value is the
+	// same (the statement took about twice as long with them).
+	sqlUpdateRunSameStatus = `UPDATE runs SET input = ?, waiting_for_input = ?, current_node_id = ?,
+pending_approvals = ?, error = ?, work_dir = ?, updated_at = ?,
+prompt_tokens = ?, completion_tokens = ?, total_tokens = ?, cost_usd = ?
 WHERE id = ? AND (? = '' OR owner = ?) AND status NOT IN ('completed', 'failed', 'cancelled')`
 
 	sqlUpsertNode = `INSERT INTO node_states (run_id, node_id, status, input, output, handle, error,
@@ -123,6 +134,7 @@ func newWriter(ctx context.Context, s *Store, cfg commit.Config) (*writer, error
 	w.insEvent = prep(sqlInsertEvent)
 	w.insEventFenced = prep(sqlInsertEventFenced)
 	w.updRun = prep(sqlUpdateRun)
+	w.updRunSame = prep(sqlUpdateRunSameStatus)
 	w.upsNode = prep(sqlUpsertNode)
 	// Prepared before any transaction: the writer pool has one connection.
 	w.cache = map[string]*sql.Stmt{}
@@ -141,7 +153,7 @@ func newWriter(ctx context.Context, s *Store, cfg commit.Config) (*writer, error
 
 func (w *writer) closeStmts() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{w.insEvent, w.insEventFenced, w.updRun, w.upsNode} {
+	for _, st := range []*sql.Stmt{w.insEvent, w.insEventFenced, w.updRun, w.updRunSame, w.upsNode} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

@@ -14,6 +14,7 @@ var leasesTests = []test{
 	{"ReleaseRun", runsOnly(testRelease)},
 	{"CreateRunHeldByOwner", runsOnly(testCreateHeld)},
 	{"TerminalCheckpointReleases", runsOnly(testTerminalReleases)},
+	{"SameStatusCheckpoint", runsOnly(testSameStatus)},
 	{"RenewLeases", runsOnly(testRenew)},
 	{"ExpireLeases", runsOnly(testExpire)},
 	{"HeldRuns", runsOnly(testHeldRuns)},
@@ -166,6 +167,49 @@ func testTerminalReleases(t *testing.T, s engine.Store) {
 		hdr.Status = st
 		must(t, s.Checkpoint(ctx, &hdr, nil), "terminal checkpoint")
 		must(t, s.AcquireRun(ctx, r.ID, "B", "", t0, t0.Add(time.Hour)), "acquire after a "+string(st)+" checkpoint")
+	}
+}
+
+// testSameStatus: a checkpoint that says its status is the one its driver
+// last wrote (Run.SameStatus, a hint a store may use to write less) still
+// writes every other header field, keeps the lease, is fenced by the owner
+// and never changes a finished run.
+func testSameStatus(t *testing.T, s engine.Store) {
+	ctx := ctxT(t)
+	r := newRun("run-same", engine.StatusRunning, t0)
+	r.Owner, r.LeaseUntil = "A", t0.Add(time.Hour)
+	create(t, s, r)
+	hdr := *r
+	hdr.SameStatus = true
+	hdr.Input = "more"
+	hdr.CurrentNodeID = "n2"
+	hdr.Usage = engine.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7, CostUSD: ptr(0.25)}
+	hdr.UpdatedAt = t0.Add(time.Minute)
+	must(t, s.Checkpoint(ctx, &hdr, []*engine.NodeState{{NodeID: "n1", Status: engine.NodeCompleted, Output: "o"}}),
+		"same-status checkpoint")
+	got, nodes, _, err := s.LoadRun(ctx, r.ID)
+	must(t, err, "LoadRun")
+	want := hdr
+	want.SameStatus, want.Owner, want.LeaseUntil = false, "", time.Time{}
+	checkRun(t, "header after a same-status checkpoint", &want, got)
+	if len(nodes) != 1 || nodes[0].Output != "o" {
+		t.Errorf("nodes after a same-status checkpoint: %+v", nodes)
+	}
+	mustIs(t, s.AcquireRun(ctx, r.ID, "B", "", t0, t0.Add(time.Hour)), engine.ErrConflict,
+		"a same-status checkpoint keeps the lease")
+	other := hdr
+	other.Owner = "B"
+	mustIs(t, s.Checkpoint(ctx, &other, nil), engine.ErrConflict, "a same-status checkpoint by another owner")
+	fin := t0.Add(2 * time.Minute)
+	hdr.SameStatus, hdr.Status, hdr.FinishedAt = false, engine.StatusCompleted, &fin
+	must(t, s.Checkpoint(ctx, &hdr, nil), "terminal checkpoint")
+	late := hdr
+	late.SameStatus, late.Status, late.FinishedAt, late.CurrentNodeID = true, engine.StatusRunning, nil, "late"
+	mustIs(t, s.Checkpoint(ctx, &late, nil), engine.ErrTerminal, "a same-status checkpoint after the end")
+	got, err = s.GetRun(ctx, r.ID)
+	must(t, err, "GetRun")
+	if got.Status != engine.StatusCompleted || got.CurrentNodeID != "n2" {
+		t.Errorf("a late same-status checkpoint changed a finished run: %s at %q", got.Status, got.CurrentNodeID)
 	}
 }
 

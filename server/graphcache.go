@@ -1,0 +1,114 @@
+package server
+
+import (
+	"container/list"
+	"crypto/sha256"
+	"encoding/json"
+	"sync"
+
+	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/graph"
+)
+
+// graphCache keeps prepared graphs (decoded, validated, compiled) by the
+// sha256 of the JSON they came from. Clients run the same graph over and
+// over (AgentFlow's client posts it inline with every run; the UI's Run
+// button starts the same saved workflow), and preparing it again cost
+// about a tenth of a short run's CPU. A graph that has errors is never
+// kept: its problems are worked out again, so every request reports them.
+type graphCache struct {
+	mu       sync.Mutex
+	ll       *list.List // front: most recently used
+	m        map[[32]byte]*list.Element
+	bytes    int // definition bytes held
+	maxItems int
+	maxBytes int
+}
+
+type graphEntry struct {
+	key  [32]byte
+	pg   *engine.PreparedGraph
+	size int
+}
+
+// Bounds: a few hundred distinct graphs and at most 32 MiB of their
+// definitions (a large graph, kept once, costs several times its
+// definition's size in compiled form).
+const (
+	graphCacheItems = 256
+	graphCacheBytes = 32 << 20
+)
+
+func newGraphCache(items, bytes int) *graphCache {
+	return &graphCache{ll: list.New(), m: map[[32]byte]*list.Element{}, maxItems: items, maxBytes: bytes}
+}
+
+func (c *graphCache) get(key [32]byte) *engine.PreparedGraph {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.m[key]
+	if !ok {
+		return nil
+	}
+	c.ll.MoveToFront(el)
+	return el.Value.(*graphEntry).pg
+}
+
+func (c *graphCache) put(key [32]byte, pg *engine.PreparedGraph) {
+	size := len(pg.Definition())
+	if size > c.maxBytes/4 {
+		return // one huge graph would push out everything else
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.m[key]; ok { // prepared twice at once: keep the first
+		c.ll.MoveToFront(el)
+		return
+	}
+	c.m[key] = c.ll.PushFront(&graphEntry{key: key, pg: pg, size: size})
+	c.bytes += size
+	for c.ll.Len() > c.maxItems || c.bytes > c.maxBytes {
+		old := c.ll.Back().Value.(*graphEntry)
+		c.ll.Remove(c.ll.Back())
+		delete(c.m, old.key)
+		c.bytes -= old.size
+	}
+}
+
+func (c *graphCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ll.Len()
+}
+
+// prepareGraph decodes, validates and compiles raw, a drawn graph's JSON,
+// or returns what an earlier request with the same bytes prepared. decode
+// turns raw into a graph and maps its errors to the caller's messages;
+// check, if not nil, vets the decoded graph before the engine does.
+func (s *Server) prepareGraph(raw []byte, decode func([]byte) (*graph.Graph, error), check func(*graph.Graph) error) (*engine.PreparedGraph, error) {
+	key := sha256.Sum256(raw)
+	if pg := s.graphs.get(key); pg != nil {
+		return pg, nil
+	}
+	g, err := decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	if check != nil {
+		if err := check(g); err != nil {
+			return nil, err
+		}
+	}
+	pg, err := s.e.PrepareGraph(g)
+	if err != nil {
+		return nil, startErr(err)
+	}
+	s.graphs.put(key, pg)
+	return pg, nil
+}
+
+// decodeRequestGraph is prepareGraph's decode for a graph in a request.
+func decodeRequestGraph(raw []byte) (*graph.Graph, error) {
+	g, _, err := decodeGraph(json.RawMessage(raw))
+	return g, err
+}
