@@ -85,8 +85,8 @@ type checkpointState struct {
 	// savedStatus is the status of this driver's last committed write of
 	// the run (its creation or a checkpoint); "" when unknown.
 	savedStatus RunStatus
-	finished      bool        // the terminal checkpoint committed, which released the run
-	lost          bool        // another process took the run over: write nothing more
+	finished    bool // the terminal checkpoint committed, which released the run
+	lost        bool // another process took the run over: write nothing more
 	// While the store refuses checkpoints: since when, the next retry's
 	// delay, and the Sync requests waiting for a checkpoint to commit.
 	storeDownSince time.Time

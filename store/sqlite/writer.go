@@ -74,7 +74,7 @@ type writer struct {
 
 	// prepared on the writer connection
 	insEvent, insEventFenced, updRun, updRunSame, upsNode *sql.Stmt
-	cache                                     map[string]*sql.Stmt // writer goroutine only
+	cache                                                 map[string]*sql.Stmt // writer goroutine only
 }
 
 const (
