@@ -93,7 +93,7 @@ func (s *Store) pruneCut(ctx context.Context, p store.Prune) (at int64, id strin
 	if p.Keep > 0 {
 		var kt int64
 		var kid string
-		err := s.rdb.QueryRowContext(ctx, sqlPruneKeep, p.Keep-1).Scan(&kt, &kid)
+		err := s.rd().QueryRowContext(ctx, sqlPruneKeep, p.Keep-1).Scan(&kt, &kid)
 		switch {
 		case errors.Is(err, sql.ErrNoRows): // Keep or fewer finished runs: none to delete for the count
 		case err != nil:
@@ -116,7 +116,7 @@ func (s *Store) PruneRuns(ctx context.Context, p store.Prune) (store.Pruned, err
 	}
 	if p.DryRun {
 		var got store.Pruned
-		err := s.rdb.QueryRowContext(ctx, sqlPruneCount, at, id).Scan(&got.Runs, &got.Events)
+		err := s.rd().QueryRowContext(ctx, sqlPruneCount, at, id).Scan(&got.Runs, &got.Events)
 		return got, wrapPrune(err)
 	}
 	size := commit.PruneBatchSize(p)
@@ -211,12 +211,12 @@ const vacuumStep = 1024
 // when the database vacuums incrementally, and returns the bytes freed.
 func (s *Store) reclaim(ctx context.Context) (int64, error) {
 	var mode int64
-	if err := s.rdb.QueryRowContext(ctx, `PRAGMA auto_vacuum`).Scan(&mode); err != nil || mode != 2 {
+	if err := s.rd().QueryRowContext(ctx, `PRAGMA auto_vacuum`).Scan(&mode); err != nil || mode != 2 {
 		return 0, err // 2: INCREMENTAL
 	}
 	size := func() (int64, error) {
 		var pages, pageSize int64
-		err := s.rdb.QueryRowContext(ctx, `SELECT * FROM pragma_page_count, pragma_page_size`).Scan(&pages, &pageSize)
+		err := s.rd().QueryRowContext(ctx, `SELECT * FROM pragma_page_count, pragma_page_size`).Scan(&pages, &pageSize)
 		return pages * pageSize, err
 	}
 	before, err := size()

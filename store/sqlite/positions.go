@@ -11,7 +11,7 @@ import (
 // YAMLPositions returns the canvas positions of the nodes of YAML
 // workflow id (yaml.<escaped path>), by node id; empty when none are kept.
 func (s *Store) YAMLPositions(ctx context.Context, workflowID string) (map[string]store.NodePosition, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT node_id, x, y FROM yaml_positions WHERE workflow_id = ?`, workflowID)
+	rows, err := s.rd().QueryContext(ctx, `SELECT node_id, x, y FROM yaml_positions WHERE workflow_id = ?`, workflowID)
 	if err != nil {
 		return nil, fmt.Errorf("store: yaml positions: %w", err)
 	}

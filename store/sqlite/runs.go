@@ -336,7 +336,7 @@ func (s *Store) HeldRuns(ctx context.Context, owner string) ([]string, error) {
 	if owner == "" {
 		return nil, nil
 	}
-	rows, err := s.rdb.QueryContext(ctx, sqlHeldRuns, owner, toMicros(s.now()))
+	rows, err := s.rd().QueryContext(ctx, sqlHeldRuns, owner, toMicros(s.now()))
 	if err != nil {
 		return nil, fmt.Errorf("store: runs held by %s: %w", owner, err)
 	}
@@ -406,7 +406,7 @@ func (s *Store) TakeCancelRequests(ctx context.Context, owner string) ([]string,
 		return nil, nil
 	}
 	var pending bool
-	err := s.rdb.QueryRowContext(ctx, sqlCancelPending, owner).Scan(&pending)
+	err := s.rd().QueryRowContext(ctx, sqlCancelPending, owner).Scan(&pending)
 	if err != nil || !pending {
 		return nil, err
 	}
@@ -493,7 +493,7 @@ func scanRun(sc scanner) (*engine.Run, error) {
 
 // GetRun implements engine.Store.
 func (s *Store) GetRun(ctx context.Context, runID string) (*engine.Run, error) {
-	r, err := getRun(ctx, s.rdb, runID)
+	r, err := getRun(ctx, s.rd(), runID)
 	if err != nil {
 		return nil, fmt.Errorf("store: get run %s: %w", runID, err)
 	}
@@ -529,11 +529,12 @@ func (s *Store) loadRun(ctx context.Context, runID string) (*engine.Run, []*engi
 		return nil, nil, 0, err
 	}
 	defer func() { _ = tx.Rollback() }() // read-only: nothing to commit
-	r, err := getRun(ctx, tx, runID)
+	rtx := reader{c: s.reads, tx: tx}
+	r, err := getRun(ctx, rtx, runID)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT node_id, status, input, output, handle, error, visits,
+	rows, err := rtx.QueryContext(ctx, `SELECT node_id, status, input, output, handle, error, visits,
 attempts, fired, wait, started_at, finished_at, rejection, decision FROM node_states WHERE run_id = ? ORDER BY rowid`, runID)
 	if err != nil {
 		return nil, nil, 0, err
@@ -572,7 +573,7 @@ attempts, fired, wait, started_at, finished_at, rejection, decision FROM node_st
 		return nil, nil, 0, err
 	}
 	var maxSeq int64
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?`,
+	if err := rtx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?`,
 		runID).Scan(&maxSeq); err != nil {
 		return nil, nil, 0, err
 	}
@@ -592,7 +593,7 @@ func (s *Store) ListRuns(ctx context.Context, f engine.RunFilter) ([]*engine.Run
 
 // queryRuns reads the run headers q selects (runColumns).
 func (s *Store) queryRuns(ctx context.Context, q string, args ...any) ([]*engine.Run, error) {
-	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	rows, err := s.rd().QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -642,7 +643,7 @@ func (s *Store) Events(ctx context.Context, runID string, after int64, limit int
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT seq, node_id, type, content, ts, data FROM run_events
+	rows, err := s.rd().QueryContext(ctx, `SELECT seq, node_id, type, content, ts, data FROM run_events
 WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
@@ -668,7 +669,7 @@ WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, after, limit)
 	if len(events) == 0 {
 		// Tell an unknown run from one with nothing new.
 		var one int
-		err := s.rdb.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, runID).Scan(&one)
+		err := s.rd().QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, runID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("store: events of run %s: %w", runID, engine.ErrNotFound)
 		}
@@ -697,7 +698,7 @@ func (s *Store) FirstEvents(ctx context.Context, runIDs []string, typ string) (m
 		}
 		q := `SELECT run_id, seq, node_id, type, content, ts, data FROM run_events
 WHERE type = ? AND seq = 1 AND run_id IN (?` + strings.Repeat(",?", len(chunk)-1) + `)`
-		rows, err := s.rdb.QueryContext(ctx, q, args...)
+		rows, err := s.rd().QueryContext(ctx, q, args...)
 		if err != nil {
 			return nil, fmt.Errorf("store: first events: %w", err)
 		}
@@ -726,7 +727,7 @@ WHERE type = ? AND seq = 1 AND run_id IN (?` + strings.Repeat(",?", len(chunk)-1
 
 // ListOrphaned implements engine.Store, oldest run first.
 func (s *Store) ListOrphaned(ctx context.Context, now time.Time) ([]string, error) {
-	rows, err := s.rdb.QueryContext(ctx, sqlListOrphaned, toMicros(now))
+	rows, err := s.rd().QueryContext(ctx, sqlListOrphaned, toMicros(now))
 	if err != nil {
 		return nil, fmt.Errorf("store: list orphaned runs: %w", err)
 	}

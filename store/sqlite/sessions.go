@@ -28,7 +28,7 @@ ON CONFLICT (id) DO NOTHING`, id, toMicros(exp))
 // RevokedSessions returns the sessions ended on the server that have not
 // expired yet, with their expiry.
 func (s *Store) RevokedSessions(ctx context.Context) (map[string]time.Time, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT id, expires_at FROM revoked_sessions WHERE expires_at > ?`, toMicros(s.now()))
+	rows, err := s.rd().QueryContext(ctx, `SELECT id, expires_at FROM revoked_sessions WHERE expires_at > ?`, toMicros(s.now()))
 	if err != nil {
 		return nil, fmt.Errorf("store: revoked sessions: %w", err)
 	}

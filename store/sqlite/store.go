@@ -49,8 +49,9 @@ type Store struct {
 	log  *slog.Logger
 	now  func() time.Time
 
-	wdb *sql.DB // the one writer connection
-	rdb *sql.DB // read-only pool
+	wdb   *sql.DB // the one writer connection
+	rdb   *sql.DB // read-only pool
+	reads *readStmts
 
 	w *writer
 
@@ -188,7 +189,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("store: open %s for reading: %w", abs, err)
 	}
 
-	s := &Store{path: abs, log: cfg.log, now: cfg.now, wdb: wdb, rdb: rdb}
+	s := &Store{path: abs, log: cfg.log, now: cfg.now, wdb: wdb, rdb: rdb, reads: newReadStmts(rdb)}
 	w, err := newWriter(ctx, s, commit.Config{Log: cfg.log, QueueSize: cfg.queueSize,
 		EventTries: cfg.eventTries, RetryDelay: cfg.retryDelay})
 	if err != nil {
@@ -245,11 +246,15 @@ func (s *Store) Close() error {
 			s.log.Warn("store: pragma optimize", "err", err)
 		}
 		errs = append(errs, s.w.closeStmts())
+		s.reads.close()
 		errs = append(errs, s.rdb.Close(), s.wdb.Close())
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
 }
+
+// rd is the read pool with its prepared statements.
+func (s *Store) rd() reader { return reader{c: s.reads} }
 
 // Stats returns the writer's counters.
 func (s *Store) Stats() store.Stats { return s.w.Stats() }

@@ -145,7 +145,7 @@ func (s *Store) GetWorkflow(ctx context.Context, id string) (*store.Workflow, er
 		def              string
 		created, updated int64
 	)
-	err := s.rdb.QueryRowContext(ctx, `SELECT id, name, description, kind, definition, version,
+	err := s.rd().QueryRowContext(ctx, `SELECT id, name, description, kind, definition, version,
 created_at, updated_at FROM workflows WHERE id = ?`, id).Scan(&w.ID, &w.Name, &w.Description,
 		&w.Kind, &def, &w.Version, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -162,7 +162,7 @@ created_at, updated_at FROM workflows WHERE id = ?`, id).Scan(&w.ID, &w.Name, &w
 // ListWorkflows lists every workflow, most recently updated first, without
 // definitions (Definition is nil; use GetWorkflow).
 func (s *Store) ListWorkflows(ctx context.Context) ([]*store.Workflow, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT id, name, description, kind, version, created_at,
+	rows, err := s.rd().QueryContext(ctx, `SELECT id, name, description, kind, version, created_at,
 updated_at FROM workflows ORDER BY updated_at DESC, id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: list workflows: %w", err)
@@ -187,7 +187,7 @@ updated_at FROM workflows ORDER BY updated_at DESC, id`)
 // ListVersions lists the saved versions of a workflow, newest first,
 // without definitions (use GetVersion). ErrNotFound if unknown.
 func (s *Store) ListVersions(ctx context.Context, id string) ([]store.WorkflowVersion, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT version, name, description, kind, created_at
+	rows, err := s.rd().QueryContext(ctx, `SELECT version, name, description, kind, created_at
 FROM workflow_versions WHERE workflow_id = ? ORDER BY version DESC`, id)
 	if err != nil {
 		return nil, fmt.Errorf("store: list versions of workflow %s: %w", id, err)
@@ -218,7 +218,7 @@ func (s *Store) GetVersion(ctx context.Context, id string, v int) (*store.Workfl
 	wv := store.WorkflowVersion{WorkflowID: id, Version: v}
 	var def string
 	var created int64
-	err := s.rdb.QueryRowContext(ctx, `SELECT name, description, kind, definition, created_at
+	err := s.rd().QueryRowContext(ctx, `SELECT name, description, kind, definition, created_at
 FROM workflow_versions WHERE workflow_id = ? AND version = ?`, id, v).Scan(&wv.Name, &wv.Description,
 		&wv.Kind, &def, &created)
 	if errors.Is(err, sql.ErrNoRows) {
