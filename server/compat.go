@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,6 +73,43 @@ func agentFlowOf(def json.RawMessage) *afGraph {
 		return nil
 	}
 	return toAgentFlow(&g)
+}
+
+// compatWorkflow is r's stored graph in AgentFlow's shape, for any client
+// that reloads the run (a YAML run's DAG as a read-only graph, as the UI
+// shows it). Every answer of a run carries it, and runs share their
+// definitions, so it is made once per definition: decoding the graph
+// again was a few percent of a compat run's CPU. Answers only encode it.
+func (s *Server) compatWorkflow(r *engine.Run) *afGraph {
+	if r.Kind != engine.KindGraph && r.Kind != engine.KindYAML {
+		return nil
+	}
+	h := sha256.New()
+	h.Write([]byte(r.Kind))
+	h.Write([]byte{0})
+	h.Write(r.Definition)
+	var key [32]byte
+	h.Sum(key[:0])
+	if e := s.afGraphs.get(key); e.g != nil {
+		return e.g
+	}
+	var g *afGraph
+	if r.Kind == engine.KindGraph {
+		g = agentFlowOf(r.Definition)
+	} else {
+		g = agentFlowOf(yamlRunGraph(r.Definition))
+	}
+	if g != nil {
+		s.afGraphs.put(key, afEntry{g: g, size: len(r.Definition)})
+	}
+	return g
+}
+
+// afEntry is an AgentFlow graph and the size of the definition it was
+// made from, which stands for its own in the cache's bound.
+type afEntry struct {
+	g    *afGraph
+	size int
 }
 
 // compatLog is one log line.
@@ -172,12 +210,7 @@ func (s *Server) compatResultFrom(ctx context.Context, r *engine.Run, nodes []*e
 		id := r.CurrentNodeID
 		res.CurrentNodeID = &id
 	}
-	switch r.Kind { // the stored graph, in AgentFlow's shape, for any client that reloads the run
-	case engine.KindGraph:
-		res.Workflow = agentFlowOf(r.Definition)
-	case engine.KindYAML:
-		res.Workflow = agentFlowOf(yamlRunGraph(r.Definition)) // its DAG as a read-only graph, as the UI shows it
-	}
+	res.Workflow = s.compatWorkflow(r)
 	for i := range evs {
 		res.Logs = append(res.Logs, toLog(&evs[i]))
 	}

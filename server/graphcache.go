@@ -16,20 +16,7 @@ import (
 // button starts the same saved workflow), and preparing it again cost
 // about a tenth of a short run's CPU. A graph that has errors is never
 // kept: its problems are worked out again, so every request reports them.
-type graphCache struct {
-	mu       sync.Mutex
-	ll       *list.List // front: most recently used
-	m        map[[32]byte]*list.Element
-	bytes    int // definition bytes held
-	maxItems int
-	maxBytes int
-}
-
-type graphEntry struct {
-	key  [32]byte
-	pg   *engine.PreparedGraph
-	size int
-}
+type graphCache = lru[*engine.PreparedGraph]
 
 // Bounds: a few hundred distinct graphs and at most 32 MiB of their
 // definitions (a large graph, kept once, costs several times its
@@ -40,42 +27,65 @@ const (
 )
 
 func newGraphCache(items, bytes int) *graphCache {
-	return &graphCache{ll: list.New(), m: map[[32]byte]*list.Element{}, maxItems: items, maxBytes: bytes}
+	return newLRU(items, bytes, func(pg *engine.PreparedGraph) int { return len(pg.Definition()) })
 }
 
-func (c *graphCache) get(key [32]byte) *engine.PreparedGraph {
+// lru keeps values by a sha256 key, the most recently used first, within
+// a count and a size bound. The zero V is "not there".
+type lru[V comparable] struct {
+	mu       sync.Mutex
+	ll       *list.List // front: most recently used
+	m        map[[32]byte]*list.Element
+	bytes    int // sizes held
+	maxItems int
+	maxBytes int
+	size     func(V) int
+}
+
+type lruEntry[V any] struct {
+	key  [32]byte
+	v    V
+	size int
+}
+
+func newLRU[V comparable](items, bytes int, size func(V) int) *lru[V] {
+	return &lru[V]{ll: list.New(), m: map[[32]byte]*list.Element{}, maxItems: items, maxBytes: bytes, size: size}
+}
+
+func (c *lru[V]) get(key [32]byte) V {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.m[key]
 	if !ok {
-		return nil
+		var zero V
+		return zero
 	}
 	c.ll.MoveToFront(el)
-	return el.Value.(*graphEntry).pg
+	return el.Value.(*lruEntry[V]).v
 }
 
-func (c *graphCache) put(key [32]byte, pg *engine.PreparedGraph) {
-	size := len(pg.Definition())
+func (c *lru[V]) put(key [32]byte, v V) {
+	size := c.size(v)
 	if size > c.maxBytes/4 {
-		return // one huge graph would push out everything else
+		return // one huge value would push out everything else
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.m[key]; ok { // prepared twice at once: keep the first
+	if el, ok := c.m[key]; ok { // made twice at once: keep the first
 		c.ll.MoveToFront(el)
 		return
 	}
-	c.m[key] = c.ll.PushFront(&graphEntry{key: key, pg: pg, size: size})
+	c.m[key] = c.ll.PushFront(&lruEntry[V]{key: key, v: v, size: size})
 	c.bytes += size
 	for c.ll.Len() > c.maxItems || c.bytes > c.maxBytes {
-		old := c.ll.Back().Value.(*graphEntry)
+		old := c.ll.Back().Value.(*lruEntry[V])
 		c.ll.Remove(c.ll.Back())
 		delete(c.m, old.key)
 		c.bytes -= old.size
 	}
 }
 
-func (c *graphCache) len() int {
+func (c *lru[V]) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.ll.Len()

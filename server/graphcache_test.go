@@ -2,6 +2,7 @@ package server
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -55,6 +56,21 @@ func TestGraphCachePreparesAGraphOnce(t *testing.T) {
 	v.wait(oid)
 	if n := v.srv.graphs.len(); n != 2 {
 		t.Fatalf("%d graphs cached after a second graph, want 2", n)
+	}
+	// AgentFlow's answers carry each run's own graph (made once per
+	// definition and kept).
+	for _, c := range []struct {
+		g         *graph.Graph
+		want, not string
+	}{{threeNodeGraph(), `"a2"`, `"solo"`}, {other, `"solo"`, `"a2"`}, {threeNodeGraph(), `"a2"`, `"solo"`}} {
+		r := v.request("POST", "/api/run", map[string]any{"graph": c.g})
+		var ans struct {
+			Workflow json.RawMessage `json:"workflow"`
+		}
+		r.decode(t, &ans)
+		if !strings.Contains(string(ans.Workflow), c.want) || strings.Contains(string(ans.Workflow), c.not) {
+			t.Fatalf("compat answer's workflow: %s, want %s and no %s", ans.Workflow, c.want, c.not)
+		}
 	}
 	for id, want := range map[string]string{ids[0]: `"a2"`, oid: `"solo"`} {
 		r, _, err := v.e.Snapshot(t.Context(), id)

@@ -137,7 +137,8 @@ type Server struct {
 	cwdOnce  sync.Once
 	cwd      string // working directory, read once for new runs' work dir
 	hub      *hub
-	graphs   *graphCache // prepared graphs by their JSON's hash
+	graphs   *graphCache   // prepared graphs by their JSON's hash
+	afGraphs *lru[afEntry] // AgentFlow's shape of run definitions, by their hash
 	metrics  *Metrics
 	loopback bool
 	hosts    map[string]bool // Host names accepted while loopback-only
@@ -254,6 +255,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.hub = newHub(cfg.WSBuffer)
 	s.graphs = newGraphCache(graphCacheItems, graphCacheBytes)
+	s.afGraphs = newLRU(graphCacheItems, graphCacheBytes, func(e afEntry) int { return e.size })
 	s.hub.workflowOf = s.sourceWorkflowID
 	s.hub.loadActive(context.Background(), s.st, s.log)
 	s.st.OnCommit(s.hub.onCommit)
