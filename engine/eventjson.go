@@ -30,6 +30,14 @@ func (d *stepStartData) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
+func (d *startPromptData) appendJSON(b []byte) []byte {
+	b = append(b, `{"model":`...)
+	b = appendJSONString(b, d.Model)
+	b = append(b, `,"systemPrompt":`...)
+	b = appendJSONString(b, d.SystemPrompt)
+	return append(b, '}')
+}
+
 func (d *stepEndData) appendJSON(b []byte) []byte {
 	b = append(b, '{')
 	if d.Decided {

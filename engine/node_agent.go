@@ -54,7 +54,8 @@ func runAgentNode(ctx context.Context, x *Exec, d *Decision) (Result, error) {
 		return Result{}, err
 	}
 	if tr == nil || (tr.turns == 0 && tr.pending == nil) {
-		x.Emit(EvStartPrompt, user, startPromptData{Model: client.Model(n.Data.Model), SystemPrompt: system})
+		d := startPromptData{Model: client.Model(n.Data.Model), SystemPrompt: system}
+		x.r.emitRaw(x.node.id, EvStartPrompt, user, d.appendJSON(make([]byte, 0, 48+len(system))))
 	} else {
 		a.restoreUsage(tr)
 	}

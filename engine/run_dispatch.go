@@ -69,14 +69,15 @@ func (r *runner) dispatchWhere(keep func(Executor) bool) bool {
 		r.run.CurrentNodeID = pn.id
 		r.stateMu.Unlock()
 		r.markDirty(i)
-		data := &stepStartData{Type: pn.typ, Visit: ns.Visits}
+		data := stepStartData{Type: pn.typ, Visit: ns.Visits}
 		if r.restartRetry[i] {
 			data.Retry = "restart"
 			r.restartRetry[i] = false
 		}
 		pinned, reuse := r.pinnedResult(i)
 		data.Reused = reuse
-		r.emit(pn.id, EvStepStart, pn.describe, data)
+		// Encoded here, not boxed into emit's any (see emitRaw).
+		r.emitRaw(pn.id, EvStepStart, pn.describe, data.appendJSON(make([]byte, 0, 96)))
 		r.running++
 		if reuse { // a fork reuses the parent run's result: nothing runs
 			r.inlineDone = append(r.inlineDone, nodeDone{idx: i, res: pinned})
@@ -216,13 +217,14 @@ func (r *runner) complete(d nodeDone) {
 	ns.Wait = nil
 	r.stateMu.Unlock()
 	r.markDirty(i)
-	data := &stepEndData{Status: NodeCompleted, Output: res.Output, Visit: ns.Visits,
+	data := stepEndData{Status: NodeCompleted, Output: res.Output, Visit: ns.Visits,
 		DurationMs: d.elapsed.Milliseconds(), Handle: res.Handle}
 	if res.Decided {
+		rejection := res.Rejection // a copy: &res.Rejection would move res to the heap on every step
 		data.Decided = true
-		data.Rejection = &res.Rejection
+		data.Rejection = &rejection
 	}
-	r.emit(pn.id, EvStepEnd, "completed", data)
+	r.emitRaw(pn.id, EvStepEnd, "completed", data.appendJSON(make([]byte, 0, 96+len(res.Output))))
 	if res.CancelRun != "" {
 		r.emit(SystemNodeID, EvWarning, "run cancelled: "+res.CancelRun, nil)
 		r.end(StatusCancelled, res.CancelRun)

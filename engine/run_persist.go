@@ -43,6 +43,13 @@ func (r *runner) emit(nodeID, typ, content string, data any) {
 			raw = b
 		}
 	}
+	r.emitRaw(nodeID, typ, content, raw)
+}
+
+// emitRaw is emit for data already encoded. The hot steps call it
+// directly: a slice or a struct pointer boxed into emit's any costs an
+// allocation per event.
+func (r *runner) emitRaw(nodeID, typ, content string, raw json.RawMessage) {
 	r.emitMu.Lock()
 	if r.silent || r.leaseGone.Load() {
 		r.emitMu.Unlock()
