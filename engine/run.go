@@ -60,6 +60,10 @@ type schedState struct {
 	fired      []bool // per edge: fired for its target's next visit
 	firedCount []int  // per node: how many incoming edges fired
 	pending    []int  // nodes notified but not yet decided, oldest first
+	// spare is evaluate's second array for pending (never pending's own):
+	// the two swap each round instead of a new array per round.
+	spare      []int
+	firedBuf   []bool // decideNode's scratch
 	inPending  []bool
 	queue      []int // decided to run, waiting for a slot or for resume
 	waiting    []int // nodes waiting for a human, oldest first

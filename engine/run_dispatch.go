@@ -95,11 +95,16 @@ func (r *runner) dispatchWhere(keep func(Executor) bool) bool {
 }
 
 func (r *runner) applyInline() {
+	buf := r.inlineDone
 	for len(r.inlineDone) > 0 {
 		d := r.inlineDone[0]
 		r.inlineDone = r.inlineDone[1:]
 		r.complete(d)
 	}
+	// Drained: the next batch reuses the array (results were copied out;
+	// cleared so it holds no old outputs).
+	clear(buf[:cap(buf)])
+	r.inlineDone = buf[:0]
 }
 
 // launch runs fn for node i: inline for executors that never block,

@@ -94,7 +94,7 @@ func (r *runner) evaluate() {
 		// decisions notify. They must not share an array: a node appended
 		// to one would overwrite a node kept in the other, leaving it
 		// inPending but in no list, undecided for good (issue #13).
-		batch := append([]int(nil), r.pending...)
+		batch := append(r.spare[:0], r.pending...)
 		kept := batch[:0]
 		r.pending = r.pending[:0]
 		for _, n := range batch {
@@ -111,7 +111,9 @@ func (r *runner) evaluate() {
 			r.decideNode(n)
 			progress = true
 		}
-		r.pending = append(kept, r.pending...)
+		notified := r.pending
+		r.pending = append(kept, notified...)
+		r.spare = notified[:0] // copied out: free for the next round's batch
 		if !progress && len(r.pending) > 0 && r.running == 0 && len(r.queue) == 0 && len(r.waiting) == 0 {
 			for k, n := range r.pending {
 				if r.firedCount[n] > 0 && !r.busy(n) {
@@ -152,7 +154,11 @@ func (r *runner) busy(n int) bool {
 func (r *runner) decideNode(n int) {
 	r.inPending[n] = false
 	in := r.plan.in[n]
-	fired := make([]bool, len(in))
+	if cap(r.firedBuf) < len(in) {
+		r.firedBuf = make([]bool, len(in))
+	}
+	fired := r.firedBuf[:len(in)] // read by decide alone, before anything else runs
+	clear(fired)
 	var inputs []string
 	for k, ei := range in {
 		if r.fired[ei] {
