@@ -69,30 +69,34 @@ type reader struct {
 	tx *sql.Tx
 }
 
-func (r reader) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+// prepared returns q prepared (bound to the transaction, if any: closed
+// with it, reusing the statement prepared on its connection), or nil.
+func (r reader) prepared(ctx context.Context, q string) *sql.Stmt {
 	st := r.c.stmt(ctx, q)
-	switch {
-	case st == nil && r.tx != nil:
-		return r.tx.QueryContext(ctx, q, args...)
-	case st == nil:
-		return r.c.db.QueryContext(ctx, q, args...)
-	case r.tx != nil:
-		// Closed with the transaction; reuses the statement prepared on
-		// the transaction's connection.
-		return r.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	if st != nil && r.tx != nil {
+		return r.tx.StmtContext(ctx, st)
 	}
-	return st.QueryContext(ctx, args...)
+	return st
+}
+
+// on is where q runs as text when it is not prepared.
+func (r reader) on() queryer {
+	if r.tx != nil {
+		return r.tx
+	}
+	return r.c.db
+}
+
+func (r reader) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if st := r.prepared(ctx, q); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return r.on().QueryContext(ctx, q, args...)
 }
 
 func (r reader) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	st := r.c.stmt(ctx, q)
-	switch {
-	case st == nil && r.tx != nil:
-		return r.tx.QueryRowContext(ctx, q, args...)
-	case st == nil:
-		return r.c.db.QueryRowContext(ctx, q, args...)
-	case r.tx != nil:
-		return r.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	if st := r.prepared(ctx, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
 	}
-	return st.QueryRowContext(ctx, args...)
+	return r.on().QueryRowContext(ctx, q, args...)
 }
