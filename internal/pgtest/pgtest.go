@@ -212,9 +212,15 @@ func (c *Cluster) startOn(ctx context.Context, port int) error {
 // line still names the cluster's directory, and the directory is removed
 // once the server is gone (removed while a server still wrote to it, it
 // was left behind).
+//
+// The test binary is this script's parent: it is gone once the script's
+// parent pid is another (the orphan is handed to init or a subreaper).
+// Waiting on the binary's pid instead would wait on whatever process
+// reuses that pid next.
 const watchdogScript = `pm=$2 dir=$3
 ours() { tr '\0' ' ' < "/proc/$pm/cmdline" 2>/dev/null | grep -qF -- "$dir/"; }
-while kill -0 "$1" 2>/dev/null; do sleep 1; done
+parent() { read -r _ _ _ pp _ < /proc/$$/stat && echo "$pp"; }
+while [ "$(parent)" = "$1" ]; do sleep 1; done
 for sig in INT QUIT KILL; do
   ours || break
   kill -$sig "$pm" 2>/dev/null

@@ -186,3 +186,23 @@ func TestStopSignalsOnlyTheCluster(t *testing.T) {
 		t.Errorf("a process that is not the cluster's postmaster ended: %v", ws)
 	}
 }
+
+// TestWatchdogWaitsWhileItsTestBinaryLives: the watchdog knows its test
+// binary by being its child, and leaves a live binary's cluster alone (a
+// watchdog that took the binary for dead would stop the server at once,
+// well within this wait).
+func TestWatchdogWaitsWhileItsTestBinaryLives(t *testing.T) {
+	pg.Require(t)
+	c := StartT(t)
+	time.Sleep(3 * time.Second) // what must not happen would happen in ~1 s
+	if !postmasterOf(c.pid, c.dir) {
+		t.Fatalf("postmaster %d stopped while its test binary runs", c.pid)
+	}
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.watchdog.Process.Pid))
+	if err != nil {
+		t.Fatalf("watchdog: %v", err)
+	}
+	if f := strings.Fields(string(st)); len(f) < 3 || f[2] == "Z" {
+		t.Fatalf("watchdog exited while its test binary runs: %s", st)
+	}
+}
