@@ -198,7 +198,7 @@ func (s *Server) createRun(c echo.Context) error {
 	var run *engine.Run
 	var err error
 	if hasGraph {
-		pg, perr := s.prepareGraph(req.Graph, decodeRequestGraph, nil)
+		pg, perr := s.prepareGraph(fromRequest, req.Graph, decodeRequestGraph, nil)
 		if perr != nil {
 			return perr
 		}
@@ -258,7 +258,7 @@ func (s *Server) startWorkflow(ctx context.Context, id string, opt engine.StartO
 		}
 		return nil, badRequest("workflow %s is %q: this server cannot start that kind", id, w.Kind)
 	}
-	pg, err := s.prepareGraph(w.Definition, func(raw []byte) (*graph.Graph, error) {
+	pg, err := s.prepareGraph(fromSaved, w.Definition, func(raw []byte) (*graph.Graph, error) {
 		g, _, err := graph.Decode(raw)
 		if err != nil {
 			return nil, badRequest("workflow %s: stored graph: %v", id, err)

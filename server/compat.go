@@ -230,7 +230,7 @@ func (s *Server) compatStart(c echo.Context) (*engine.Run, error) {
 	if err := decodeBody(c, &req); err != nil {
 		return nil, err
 	}
-	pg, err := s.prepareGraph(req.Graph, decodeRequestGraph, func(g *graph.Graph) error {
+	pg, err := s.prepareGraph(fromCompat, req.Graph, decodeRequestGraph, func(g *graph.Graph) error {
 		if probs := graph.Validate(g); graph.HasErrors(probs) {
 			return &apiError{Status: http.StatusBadRequest, Code: CodeInvalidGraph,
 				Message: "the graph has errors: " + firstError(probs), Problems: probs}

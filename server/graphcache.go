@@ -91,12 +91,27 @@ func (c *lru[V]) len() int {
 	return c.ll.Len()
 }
 
+// Where a graph comes from: each prepares its own entries, as each
+// decodes and checks in its own way (an entry that one way accepted must
+// not let a graph skip another way's checks).
+const (
+	fromRequest = "request" // a graph posted with a run
+	fromSaved   = "saved"   // a saved workflow's stored graph
+	fromCompat  = "compat"  // AgentFlow's /api/run, checked before normalization
+)
+
 // prepareGraph decodes, validates and compiles raw, a drawn graph's JSON,
-// or returns what an earlier request with the same bytes prepared. decode
-// turns raw into a graph and maps its errors to the caller's messages;
-// check, if not nil, vets the decoded graph before the engine does.
-func (s *Server) prepareGraph(raw []byte, decode func([]byte) (*graph.Graph, error), check func(*graph.Graph) error) (*engine.PreparedGraph, error) {
-	key := sha256.Sum256(raw)
+// or returns what an earlier request from the same source with the same
+// bytes prepared. decode turns raw into a graph and maps its errors to the
+// caller's messages; check, if not nil, vets the decoded graph before the
+// engine does.
+func (s *Server) prepareGraph(from string, raw []byte, decode func([]byte) (*graph.Graph, error), check func(*graph.Graph) error) (*engine.PreparedGraph, error) {
+	h := sha256.New()
+	h.Write([]byte(from))
+	h.Write([]byte{0})
+	h.Write(raw)
+	var key [32]byte
+	h.Sum(key[:0])
 	if pg := s.graphs.get(key); pg != nil {
 		return pg, nil
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -37,14 +38,17 @@ func TestGraphCachePreparesAGraphOnce(t *testing.T) {
 			t.Fatalf("run %d: %s, input %q", i, r.Status, r.Input)
 		}
 	}
-	// AgentFlow's route: the same graph's bytes, the same entry.
-	var res map[string]any
-	v.must(http.StatusOK, "POST", "/api/run", map[string]any{"graph": threeNodeGraph(), "input": "compat"}, &res)
-	if res["status"] != "completed" {
-		t.Fatalf("compat run: %v", res["status"])
-	}
-	if n := v.srv.graphs.len(); n != 1 {
-		t.Fatalf("%d graphs cached after the compat run, want 1", n)
+	// AgentFlow's route checks graphs its own way: its own entry, used
+	// again by the next compat run of the same graph.
+	for range 2 {
+		var res map[string]any
+		v.must(http.StatusOK, "POST", "/api/run", map[string]any{"graph": threeNodeGraph(), "input": "compat"}, &res)
+		if res["status"] != "completed" {
+			t.Fatalf("compat run: %v", res["status"])
+		}
+		if n := v.srv.graphs.len(); n != 2 {
+			t.Fatalf("%d graphs cached after the compat runs, want 2", n)
+		}
 	}
 
 	// Another graph is another entry, and its runs store their own graph.
@@ -54,8 +58,8 @@ func TestGraphCachePreparesAGraphOnce(t *testing.T) {
 		edge("s", "output", "solo").build()
 	oid := start(other, "x").RunID
 	v.wait(oid)
-	if n := v.srv.graphs.len(); n != 2 {
-		t.Fatalf("%d graphs cached after a second graph, want 2", n)
+	if n := v.srv.graphs.len(); n != 3 {
+		t.Fatalf("%d graphs cached after a second graph, want 3", n)
 	}
 	// AgentFlow's answers carry each run's own graph (made once per
 	// definition and kept).
@@ -93,8 +97,8 @@ func TestGraphCachePreparesAGraphOnce(t *testing.T) {
 			t.Fatalf("invalid graph (compat): %d %s", r.status, r.body)
 		}
 	}
-	if n := v.srv.graphs.len(); n != 2 {
-		t.Fatalf("%d graphs cached after invalid ones, want 2", n)
+	if n := v.srv.graphs.len(); n != 4 {
+		t.Fatalf("%d graphs cached after invalid ones, want 4 (the compat answers above prepared the second graph too)", n)
 	}
 
 	// A saved workflow started twice: its stored bytes, one entry more.
@@ -107,8 +111,37 @@ func TestGraphCachePreparesAGraphOnce(t *testing.T) {
 			t.Fatalf("workflow run: %s, workflow %q", got.Status, got.WorkflowID)
 		}
 	}
-	if n := v.srv.graphs.len(); n > 3 {
-		t.Fatalf("%d graphs cached after a saved workflow ran twice, want at most 3", n)
+	if n := v.srv.graphs.len(); n != 5 {
+		t.Fatalf("%d graphs cached after a saved workflow ran twice, want 5", n)
+	}
+}
+
+// A graph one source prepared does not skip another source's checks: the
+// compatibility route vets a graph before normalization, and a graph that
+// the runs route accepted (and cached) is still vetted there.
+func TestGraphCacheKeepsEachSourcesChecks(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	raw, err := json.Marshal(threeNodeGraph())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.srv.prepareGraph(fromRequest, raw, decodeRequestGraph, nil); err != nil {
+		t.Fatal(err)
+	}
+	refused := errors.New("refused by the compat check")
+	checks := 0
+	for range 2 {
+		_, err := v.srv.prepareGraph(fromCompat, raw, decodeRequestGraph, func(*graph.Graph) error { checks++; return refused })
+		if !errors.Is(err, refused) {
+			t.Fatalf("a graph cached by the runs route skipped the compat check: %v", err)
+		}
+	}
+	if checks != 2 {
+		t.Fatalf("the compat check ran %d times for two requests, want 2", checks)
+	}
+	if _, err := v.srv.prepareGraph(fromRequest, raw, decodeRequestGraph, func(*graph.Graph) error { t.Fatal("a cached graph was checked again"); return nil }); err != nil {
+		t.Fatal(err)
 	}
 }
 
