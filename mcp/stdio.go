@@ -106,12 +106,12 @@ func startStdio(name string, sc ServerConfig, opts Options) (*stdioProc, error) 
 		stderr: newStderrReader(name, errR, opts.Stderr),
 	}
 	go p.stderr.run()
-	// The reaper kills the server's group if Switchyard dies: the
-	// parent-death signal reaches only the leader (npx's children live on).
-	untrack := proc.TrackGroup(p.pid, start)
+	// StartLocked registered the server's group with the reaper, which
+	// kills it if Switchyard dies: the parent-death signal reaches only the
+	// leader (npx's children live on).
 	go func() {
 		p.waitErr = <-waitCh
-		defer untrack()
+		defer proc.UntrackGroup(p.pid)
 		// Whatever the leader left running in its group goes with it, so
 		// nothing holds the pipes open (and the reads end).
 		_ = syscall.Kill(-p.pid, syscall.SIGKILL)

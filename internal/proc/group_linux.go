@@ -27,6 +27,12 @@ func SysProcAttr() *syscall.SysProcAttr {
 // thread held by this goroutine until the child is reaped cannot be
 // retired under a live child.
 //
+// The child's process group (its pid) is registered with the reaper
+// before the command runs: the child is held until then, stopped by
+// ptrace at its exec or behind a start gate (hold_linux.go,
+// gate_linux.go). Call UntrackGroup(pid) once the group is killed and
+// reaped. A group of unknown start time (0: see below) is not registered.
+//
 // It returns the child's start time (see StartTime), read before the child
 // can be reaped: a child that already exited is a zombie until Wait, and
 // its pid names it alone until then. (Read after the start, a fast command
@@ -35,25 +41,82 @@ func SysProcAttr() *syscall.SysProcAttr {
 // cannot be read.
 func StartLocked(cmd *exec.Cmd, waitCh chan<- error) (uint64, error) {
 	readyReaper()
+	how := holdFor(cmd)
+	var gateR, gateW *os.File
+	if how == holdGate {
+		var err error
+		if gateR, gateW, err = gated(cmd); err != nil {
+			return 0, err
+		}
+	}
 	type result struct {
-		start uint64
-		err   error
+		start   uint64
+		stopped bool // held by ptrace: detach once registered
+		err     error
 	}
 	started := make(chan result, 1)
+	registered := make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
+		if how == holdTrace {
+			trace(cmd)
+		}
 		if err := cmd.Start(); err != nil {
 			started <- result{err: err}
 			return
 		}
-		st, _ := childStartTime(cmd.Process.Pid)
-		started <- result{start: st}
+		pid := cmd.Process.Pid
+		stopped := false
+		if how == holdTrace {
+			// Stopped, or not known to be dead: the detach below lets it
+			// go (and fails harmlessly on a child that is not stopped).
+			alive, err := awaitExecStop(pid)
+			stopped = alive || err != nil
+		}
+		st, _ := childStartTime(pid)
+		started <- result{start: st, stopped: stopped}
+		if stopped {
+			// Only this thread, the tracer, may let it go.
+			<-registered
+			_ = syscall.PtraceDetach(pid)
+		}
 		waitCh <- cmd.Wait()
 	}()
 	r := <-started
-	return r.start, r.err
+	if gateR != nil {
+		gateR.Close() // the child holds its own copy
+	}
+	if r.err != nil {
+		if gateW != nil {
+			gateW.Close()
+		}
+		return 0, r.err
+	}
+	if startedHook != nil {
+		startedHook(cmd.Process.Pid)
+	}
+	if r.start != 0 {
+		registerGroup(Group{ID: cmd.Process.Pid, Start: r.start})
+	}
+	// Registered: let the command run.
+	close(registered)
+	if gateW != nil {
+		// A gate that died meanwhile refuses the byte; its wait reports
+		// how it died.
+		_, _ = gateW.Write([]byte{1})
+		gateW.Close()
+	}
+	return r.start, nil
 }
+
+// startedHook, when set (tests), runs between a child's start and its
+// registration: a driver descheduled there, or killed.
+var startedHook func(pid int)
+
+// UntrackGroup tells the reaper that process group pgid, which
+// StartLocked started, is killed and reaped: no longer its to kill.
+func UntrackGroup(pgid int) { unregisterGroup(pgid) }
 
 // childStartTime is StartTime of a child not yet reaped, zombie or not.
 func childStartTime(pid int) (uint64, error) {

@@ -43,3 +43,6 @@ func KillGroups([]Group, time.Duration) ([]Group, error) { return nil, nil }
 func registerGroup(Group) {}
 
 func unregisterGroup(int) {}
+
+// UntrackGroup: no reaper outside Linux.
+func UntrackGroup(int) {}

@@ -142,9 +142,8 @@ func Run(ctx context.Context, ps Spec) (string, string, error) {
 	// No start time: not known here (outside Linux); what the leader left
 	// in its group is still killed below.
 	if st != 0 {
-		// The reaper kills the group if this process dies before the step
-		// ends (see reaper_linux.go).
-		registerGroup(Group{ID: pid, Start: st})
+		// StartLocked registered the group with the reaper, which kills it
+		// if this process dies before the step ends (see reaper_linux.go).
 		defer unregisterGroup(pid) // after the group is killed below
 		if ps.OnStart != nil {
 			ps.OnStart(pid, st)
@@ -224,19 +223,6 @@ func Run(ctx context.Context, ps Spec) (string, string, error) {
 		return out, errText, waitErr
 	}
 	return out, errText, nil
-}
-
-// TrackGroup has the reaper kill process group pgid (led by a process
-// this one started, alive now) if this process dies before untrack is
-// called; call untrack once the group is killed and reaped. For process
-// groups started without Run (MCP stdio servers), with the start time
-// StartLocked gave; a group of unknown start (0) is not tracked.
-func TrackGroup(pgid int, start uint64) (untrack func()) {
-	if start == 0 {
-		return func() {}
-	}
-	registerGroup(Group{ID: pgid, Start: start})
-	return func() { unregisterGroup(pgid) }
 }
 
 // terminateGroup asks the process group to stop, then kills it.

@@ -20,16 +20,10 @@ package proc
 //
 // One reaper serves the whole process (started with its first step), not
 // one per step: a step costs two small writes, not a process start. A
-// group registers right after its leader is forked, and the leader keeps
-// its parent-death signal until then. Known gap (hardening issue 23, item
-// 14): nothing holds the leader back meanwhile, so on a loaded machine a
-// driver descheduled between the fork and the registration, then killed,
-// leaves the leader's children running (faults'
-// TestKilledRunTakesItsStepGroup fails about once in 50 runs with six busy
-// loops). The fix is a start gate: the leader waits on a pipe until its
-// group is registered. A reaper that died (killed by
-// someone) is started again before the next step starts (or on the next
-// write), and told every live group.
+// group registers before its command runs: the leader waits behind a
+// start gate until then (gate_linux.go), and keeps its parent-death
+// signal. A reaper that died (killed by someone) is started again before
+// the next step starts (or on the next write), and told every live group.
 
 import (
 	"bufio"
@@ -53,6 +47,7 @@ func init() {
 	if os.Getenv(reaperEnv) == "1" {
 		os.Exit(reap(os.Stdin))
 	}
+	runGate()
 }
 
 // reap keeps the registry the driver writes to r and, when r ends (the
@@ -207,11 +202,10 @@ func (c *reaperClient) start() bool {
 }
 
 // ready makes sure a reaper runs before a step starts, so that registering
-// the step right after is one write: when the last reaper had died, the
-// next registration started a new one first (a fork and exec, long enough
-// under load for the step to start children and for its driver to be
-// killed before the group was registered). A blank line is the probe: the
-// reaper ignores it, and a dead reaper's pipe refuses it.
+// the step is one write and the step is held (see hold_linux.go) no longer
+// than that: when the last reaper had died, the next registration started
+// a new one first, a fork and exec. A blank line is the probe: the reaper
+// ignores it, and a dead reaper's pipe refuses it.
 func (c *reaperClient) ready() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
