@@ -1054,6 +1054,124 @@ func TestApprovalClaimedThenCrash(t *testing.T) {
 	}
 }
 
+// A rejected YAML approval cancels the run even when its driver dies after
+// logging the rejection and before saving the cancelled end: the process
+// that takes the run over cancels it too, instead of running what came
+// after the approval. A chaos run found it: the end was decided in memory
+// only, so with the driver killed (or its database restarted) while a
+// parallel step was being stopped, the next driver found the approval
+// completed and ran the run to "completed".
+func TestRejectionSurvivesCrash(t *testing.T) {
+	// gate: an approval (rejected) or a cancel node, beside a long b2.
+	const approval = "    approval:\n      message: \"ship?\"\n"
+	const cancelNode = "    cancel: \"enough\"\n"
+	dieOnLog := func(st *crashStore) {
+		st.setDieAfterEvent(func(ev *engine.Event) bool { return ev.Type == engine.EvStepEnd && ev.NodeID == "gate" })
+	}
+	dieOnSave := func(st *crashStore) {
+		var logged atomic.Bool
+		st.setDieAfterEvent(func(ev *engine.Event) bool {
+			if ev.Type == engine.EvStepEnd && ev.NodeID == "gate" {
+				logged.Store(true)
+			}
+			return false
+		})
+		st.setDieAfterOp(func(op string) bool { return op == "checkpoint" && logged.Load() })
+	}
+	for _, c := range []struct {
+		name, gate, why string
+		arm             func(st *crashStore)
+	}{
+		{"rejection, dies once it is logged", approval, `approval "gate" rejected: not this one`, dieOnLog},
+		{"rejection, dies once the approval's completion is saved", approval, `approval "gate" rejected: not this one`, dieOnSave},
+		{"cancel node, dies once it is logged", cancelNode, "enough", dieOnLog},
+		{"cancel node, dies once its completion is saved", cancelNode, "enough", dieOnSave},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			const ttl = 300 * time.Millisecond
+			h := newDurHarness(t)
+			dir := t.TempDir()
+			side := filepath.Join(dir, "side")
+			src := fmt.Sprintf(`name: rejected
+description: a run cancelled beside a long step
+nodes:
+  - id: b1
+    bash: "echo b1 >> %[1]s"
+  - id: b2
+    bash: "sleep 30; echo b2"
+  - id: gate
+    depends_on: [b1]
+%[2]s  - id: b3
+    depends_on: [gate, b2]
+    bash: "echo b3 >> %[1]s"
+`, side, c.gate)
+			stA := &crashStore{Store: h.openStore()}
+			a := h.process("A", ttl, stA)
+			if c.gate == cancelNode {
+				// Armed before the start: the cancel node runs at once.
+				c.arm(stA)
+			}
+			r, err := a.StartYAML(ctx, filepath.Join(dir, "wf.yaml"), []byte(src), engine.StartOptions{WorkDir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.gate == approval {
+				eventually(t, "the approval to wait", func() bool {
+					got, err := stA.GetRun(ctx, r.ID)
+					return err == nil && got.Status == engine.StatusPaused
+				})
+				c.arm(stA)
+				// b2 still runs (it sleeps 30 s): the run ends once it is stopped.
+				if _, err := a.Resume(ctx, r.ID, "gate", engine.Decision{Decision: "reject", Note: "not this one"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			eventually(t, "A to die", stA.dead.Load)
+
+			stB := h.openStore()
+			b := h.process("B", ttl, stB)
+			time.Sleep(2 * ttl) // the dead owner's lease runs out
+			if _, err := b.Recover(ctx, true); err != nil {
+				t.Fatal(err)
+			}
+			got := waitDone(t, b, r.ID)
+			if got.Status != engine.StatusCancelled || !strings.Contains(got.Error, c.why) {
+				t.Errorf("the run ended %s (%q), want cancelled: %s", got.Status, got.Error, c.why)
+			}
+			if b, err := os.ReadFile(side); err != nil || string(b) != "b1\n" {
+				t.Errorf("the side effects are %q (%v), want b1's alone: nothing runs after the cancel", b, err)
+			}
+			s := loadStored(t, stB, r.ID)
+			s.checkLog(t)
+			if n := len(s.starts("b2")); n != 1 {
+				t.Errorf("b2 started %d times, want once (a cancelled run does not run it again)", n)
+			}
+			if n := len(s.starts("b3")); n != 0 {
+				t.Errorf("b3 started %d times", n)
+			}
+			var ends, warnings []string
+			for _, ev := range s.events {
+				switch ev.Type {
+				case engine.EvRunStatus:
+					ends = append(ends, ev.Content)
+				case engine.EvWarning:
+					warnings = append(warnings, ev.Content)
+				}
+			}
+			if len(ends) == 0 || ends[len(ends)-1] != string(engine.StatusCancelled) {
+				t.Errorf("run_status events %v, want the last to be cancelled", ends)
+			}
+			if n := strings.Count(strings.Join(warnings, "\n"), "run cancelled: "); n != 1 {
+				t.Errorf("warnings %q: want one \"run cancelled\"", warnings)
+			}
+			if ns := s.nodes["b2"]; ns == nil || ns.Status != engine.NodeFailed {
+				t.Errorf("b2 ended %+v, want failed (stopped by the cancel)", ns)
+			}
+		})
+	}
+}
+
 // Fifty answers to one approval, from two processes sharing the database:
 // exactly one wins; every loser is told why.
 func TestConcurrentResumesAcrossProcesses(t *testing.T) {

@@ -40,6 +40,11 @@ func (d *startPromptData) appendJSON(b []byte) []byte {
 
 func (d *stepEndData) appendJSON(b []byte) []byte {
 	b = append(b, '{')
+	if d.CancelRun != "" {
+		b = append(b, `"cancelRun":`...)
+		b = appendJSONString(b, d.CancelRun)
+		b = append(b, ',')
+	}
 	if d.Decided {
 		b = append(b, `"decided":true,`...)
 	}

@@ -20,6 +20,8 @@ func TestEventJSONMatchesMarshal(t *testing.T) {
 			&stepEndData{Status: NodeCompleted, Output: s, Visit: 1, DurationMs: 12},
 			&stepEndData{Decided: true, Handle: s, Output: s, Rejection: &rej, Status: NodeStatus(s)},
 			&stepEndData{Decided: true, Rejection: &empty, Status: NodeFailed, DurationMs: -5},
+			&stepEndData{CancelRun: s, Decided: true, Rejection: &rej, Status: NodeCompleted, Visit: 2},
+			&stepEndData{CancelRun: s, Status: NodeCompleted, Output: s},
 			&startPromptData{Model: s, SystemPrompt: s},
 			&startPromptData{},
 		} {

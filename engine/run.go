@@ -109,6 +109,10 @@ type recoveryState struct {
 	loggedEnd    RunStatus
 	loggedReason string
 	loggedSteps  map[string]*stepRecord
+	// A completion the previous driver logged that cancelled the run
+	// (stepEndData.CancelRun) without the end saved (keepLoggedCancel).
+	cancelLogged string
+	cancelWarned bool // its "run cancelled" warning is logged too
 }
 
 // inboxState carries requests from other goroutines to the loop.

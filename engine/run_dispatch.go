@@ -229,9 +229,10 @@ func (r *runner) complete(d nodeDone) {
 		data.Decided = true
 		data.Rejection = &rejection
 	}
+	data.CancelRun = res.CancelRun
 	r.emitRaw(pn.id, EvStepEnd, "completed", data.appendJSON(make([]byte, 0, 96+len(res.Output))))
 	if res.CancelRun != "" {
-		r.emit(SystemNodeID, EvWarning, "run cancelled: "+res.CancelRun, nil)
+		r.emit(SystemNodeID, EvWarning, cancelWarning(res.CancelRun), nil)
 		r.end(StatusCancelled, res.CancelRun)
 		return
 	}

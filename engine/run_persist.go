@@ -19,6 +19,12 @@ type stepStartData struct {
 }
 
 type stepEndData struct {
+	// CancelRun: the node's result ended the run as cancelled, with this
+	// reason (a rejected YAML approval, a cancel node, a stopped loop). It
+	// is logged with the completion, in the same write, so a driver that
+	// dies before the end is saved leaves it to the next one (recovery
+	// ends the run as cancelled instead of running on).
+	CancelRun  string     `json:"cancelRun,omitempty"`
 	Decided    bool       `json:"decided,omitempty"`
 	DurationMs int64      `json:"durationMs"`
 	Handle     string     `json:"handle,omitempty"`

@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -26,6 +28,7 @@ type stepRecord struct {
 }
 
 type stepEnd struct {
+	CancelRun string     `json:"cancelRun"`
 	Status    NodeStatus `json:"status"`
 	Output    string     `json:"output"`
 	Handle    string     `json:"handle"`
@@ -99,6 +102,68 @@ func (r *runner) keepLoggedEnd(evs []Event, log map[string]*stepRecord) {
 	}
 	r.loggedEnd, r.loggedReason = s, why
 	r.loggedSteps = log
+}
+
+// keepLoggedCancel makes the runner end the run as cancelled when the log
+// holds a completion that cancelled it (a rejected YAML approval, a cancel
+// node, a stopped loop: stepEndData.CancelRun) but not the end: the
+// previous driver died, or lost its database past its lease, while the
+// nodes still in flight were being stopped. That end was decided when the
+// completion was logged; running on would run what comes after it.
+func (r *runner) keepLoggedCancel(evs []Event) {
+	if r.loggedEnd != "" {
+		return // the end itself is logged: endAsLogged
+	}
+	reason := ""
+	for i := len(evs) - 1; i >= 0 && reason == ""; i-- {
+		ev := &evs[i]
+		if ev.Type != EvStepEnd || !bytes.Contains(ev.Data, []byte(`"cancelRun"`)) {
+			continue
+		}
+		var d stepEnd
+		if json.Unmarshal(ev.Data, &d) == nil && d.Status == NodeCompleted {
+			reason = d.CancelRun
+		}
+	}
+	if reason == "" {
+		return
+	}
+	r.cancelLogged = reason
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type == EvWarning && evs[i].NodeID == SystemNodeID && evs[i].Content == cancelWarning(reason) {
+			r.cancelWarned = true
+			break
+		}
+	}
+}
+
+// cancelWarning is the warning logged when a node's result cancels the run.
+func cancelWarning(reason string) string { return "run cancelled: " + reason }
+
+// endAsCancelled ends the run as keepLoggedCancel found it must, once the
+// logged completions were replayed: the nodes in flight when the previous
+// driver died end as the cancel ended them (failed, "cancelled"), none
+// runs again, and the loop then saves the cancelled end.
+func (r *runner) endAsCancelled() {
+	now := time.Now().UTC()
+	for _, i := range append(slices.Clone(r.queue), r.redecide...) {
+		ns := r.nodes[i]
+		if !r.restartRetry[i] && len(ns.Decision) == 0 {
+			continue // queued, never started: skipped with the rest at the end
+		}
+		r.stateMu.Lock()
+		ns.Status, ns.Error, ns.FinishedAt, ns.Wait, ns.Decision = NodeFailed, string(StatusCancelled), &now, nil, nil
+		r.stateMu.Unlock()
+		r.markDirty(i)
+		r.emit(r.plan.nodes[i].id, EvStepEnd, string(StatusCancelled),
+			map[string]any{"status": NodeFailed, "error": string(StatusCancelled)})
+	}
+	r.redecide = nil
+	if !r.cancelWarned {
+		r.emit(SystemNodeID, EvWarning, cancelWarning(r.cancelLogged), nil)
+	}
+	r.end(StatusCancelled, r.cancelLogged)
+	r.cancelLogged = ""
 }
 
 // endAsLogged applies the logged end (see keepLoggedEnd) once the logged
@@ -204,6 +269,7 @@ func (e *Engine) load(ctx context.Context, runID string, kind reqKind) (*runner,
 	log := readLog(evs)
 	r := newRunner(e, p, run, nodes, lastSeq, log)
 	r.keepLoggedEnd(evs, log)
+	r.keepLoggedCancel(evs)
 	r.restoreFork(evs)
 	return r, nil
 }
@@ -420,7 +486,7 @@ func (r *runner) restore(states []*NodeState, log map[string]*stepRecord) {
 				if d, ok := rec.completed[ns.Visits]; ok {
 					// Completed and reported, but not checkpointed: keep it.
 					r.replay = append(r.replay, logged{idx: i, res: Result{Output: d.Output, Handle: d.Handle,
-						Decided: d.Decided, Rejection: d.Rejection}})
+						Decided: d.Decided, Rejection: d.Rejection, CancelRun: d.CancelRun}})
 					continue
 				}
 			}
@@ -472,11 +538,17 @@ func (r *runner) redo() (ended bool) {
 		ns.FinishedAt = &now
 		r.stateMu.Unlock()
 		r.markDirty(l.idx)
-		r.fire(l.idx, l.res)
+		if l.res.CancelRun == "" { // a cancelling result fires nothing: endAsCancelled
+			r.fire(l.idx, l.res)
+		}
 	}
 	r.replay = nil
 	if r.loggedEnd != "" {
 		r.endAsLogged()
+		return true
+	}
+	if r.cancelLogged != "" {
+		r.endAsCancelled()
 		return true
 	}
 	for _, i := range r.redecide {
