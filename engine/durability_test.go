@@ -163,6 +163,21 @@ func (h *durHarness) process(tag string, ttl time.Duration, st engine.Store, sin
 	return e
 }
 
+// takeOver starts process tag once a dead owner's lease (ttl) has run out
+// and has it recover the runs it left. It returns the process, its store
+// and the runs it took.
+func (h *durHarness) takeOver(tag string, ttl time.Duration) (*engine.Engine, *sqlite.Store, []string) {
+	h.t.Helper()
+	st := h.openStore()
+	e := h.process(tag, ttl, st)
+	time.Sleep(2 * ttl) // the dead owner's lease runs out
+	took, err := e.Recover(context.Background(), true)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return e, st, took
+}
+
 var errDead = errors.New("emulated process death: write not applied")
 
 // crashStore is one emulated process's view of the real SQLite store. Once
@@ -969,13 +984,7 @@ func TestRunCreatedButNeverCheckpointedIsRecovered(t *testing.T) {
 	}
 	waitDone(t, a, r.ID)
 
-	stB := h.openStore()
-	b := h.process("B", ttl, stB)
-	time.Sleep(2 * ttl) // the dead owner's lease has run out
-	took, err := b.Recover(ctx, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, stB, took := h.takeOver("B", ttl)
 	if !slices.Equal(took, []string{r.ID}) {
 		got, _ := stB.GetRun(ctx, r.ID)
 		t.Errorf("Recover took %v: a run whose owner died before its first checkpoint is left %q forever",
@@ -1017,12 +1026,7 @@ func TestApprovalClaimedThenCrash(t *testing.T) {
 	t.Logf("A's Resume returned %v", err)
 	eventually(t, "A to die", stA.dead.Load)
 
-	stB := h.openStore()
-	b := h.process("B", ttl, stB)
-	time.Sleep(2 * ttl) // the dead owner's lease runs out
-	if _, err := b.Recover(ctx, true); err != nil {
-		t.Fatal(err)
-	}
+	b, stB, _ := h.takeOver("B", ttl)
 	waitDone(t, b, r.ID)
 	answers := 0
 	for range 3 {
@@ -1129,12 +1133,7 @@ nodes:
 			}
 			eventually(t, "A to die", stA.dead.Load)
 
-			stB := h.openStore()
-			b := h.process("B", ttl, stB)
-			time.Sleep(2 * ttl) // the dead owner's lease runs out
-			if _, err := b.Recover(ctx, true); err != nil {
-				t.Fatal(err)
-			}
+			b, stB, _ := h.takeOver("B", ttl)
 			got := waitDone(t, b, r.ID)
 			if got.Status != engine.StatusCancelled || !strings.Contains(got.Error, c.why) {
 				t.Errorf("the run ended %s (%q), want cancelled: %s", got.Status, got.Error, c.why)
