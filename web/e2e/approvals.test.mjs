@@ -1,8 +1,8 @@
 // A fan-out to two approval nodes: both wait at once and both can be answered.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { launchBrowser, newPage, screenshot } from './lib/browser.mjs';
-import { startStack } from './lib/stack.mjs';
+import { test } from 'node:test';
+import { newPage, screenshot } from './lib/browser.mjs';
+import { useStack } from './lib/use.mjs';
 import {
   assertNoPageErrors,
   clickRun,
@@ -20,13 +20,9 @@ import {
 let stack;
 let browser;
 
-before(async () => {
-  stack = await startStack({ name: 'approvals', latency: '300ms' });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await stack?.stop();
+useStack({ name: 'approvals', latency: '300ms' }, (s, b) => {
+  stack = s;
+  browser = b;
 });
 
 function fanOut() {

@@ -1,9 +1,9 @@
 // Drawing a workflow, running it, approving and rejecting, and validation
 // problems: real Chromium, the real server, the fake LLM (300 ms a reply).
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { launchBrowser, newPage, screenshot } from './lib/browser.mjs';
-import { startStack } from './lib/stack.mjs';
+import { describe, test } from 'node:test';
+import { newPage, screenshot } from './lib/browser.mjs';
+import { useStack } from './lib/use.mjs';
 import {
   addNodeByClick,
   addNodeByDrag,
@@ -30,13 +30,9 @@ import {
 let stack;
 let browser;
 
-before(async () => {
-  stack = await startStack({ name: 'editor-run', latency: '300ms' });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await stack?.stop();
+useStack({ name: 'editor-run', latency: '300ms' }, (s, b) => {
+  stack = s;
+  browser = b;
 });
 
 /** start → agent → if → (condition 0) approval → approve: agent / reject: agent; else → agent. */

@@ -4,9 +4,9 @@
 // an import that leaves edges out says which, and the small things around
 // them (page-scoped toasts, approve on the canvas, read-only YAML).
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { launchBrowser, newPage, screenshot } from './lib/browser.mjs';
-import { startStack } from './lib/stack.mjs';
+import { before, test } from 'node:test';
+import { newPage, screenshot } from './lib/browser.mjs';
+import { useStack } from './lib/use.mjs';
 import {
   addNodeByClick,
   assertNoPageErrors,
@@ -37,13 +37,9 @@ nodes:
 let stack;
 let browser;
 
-before(async () => {
-  stack = await startStack({ name: 'first-minute', latency: '200ms', workflows: { 'long.yaml': LONG_YAML } });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await stack?.stop();
+useStack({ name: 'first-minute', latency: '200ms', workflows: { 'long.yaml': LONG_YAML } }, (s, b) => {
+  stack = s;
+  browser = b;
 });
 
 /** Records the text of every confirm() the page shows (newPage accepts them). */

@@ -3,9 +3,9 @@
 // beside the left panel, not under it); YAML edges run around nodes, not
 // behind them; `when:` and `trigger_rule` are drawn on steps and edges.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { launchBrowser, newPage, screenshot } from './lib/browser.mjs';
-import { startStack } from './lib/stack.mjs';
+import { after, test } from 'node:test';
+import { newPage, screenshot } from './lib/browser.mjs';
+import { useStack } from './lib/use.mjs';
 import { assertNoPageErrors, clickRun, nodeIds, openEditor, settle, TEST_TIMEOUT, tid, until, waitRunStatus } from './lib/ui.mjs';
 
 /** 22 steps in layers: each of 7 layers feeds the next; a few long edges skip layers. */
@@ -34,13 +34,9 @@ function bigYaml() {
 let stack;
 let browser;
 
-before(async () => {
-  stack = await startStack({ name: 'fit-routing', latency: '50ms', workflows: { 'big.yaml': bigYaml() } });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await stack?.stop();
+useStack({ name: 'fit-routing', latency: '50ms', workflows: { 'big.yaml': bigYaml() } }, (s, b) => {
+  stack = s;
+  browser = b;
 });
 
 /** Ids of nodes whose box is not wholly inside the pane. */

@@ -5,9 +5,9 @@
 // its parent and is marked in the runs list. Drawn graphs and YAML
 // workflows; a running run has the button disabled with the reason.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { launchBrowser, newPage, screenshot } from './lib/browser.mjs';
-import { startStack } from './lib/stack.mjs';
+import { before, test } from 'node:test';
+import { newPage, screenshot } from './lib/browser.mjs';
+import { useStack } from './lib/use.mjs';
 import { assertNoPageErrors, clickNode, settle, TEST_TIMEOUT, textMatches, tid, until, waitRunStatus } from './lib/ui.mjs';
 
 const TWO_STEPS_YAML = `name: Two steps
@@ -34,13 +34,9 @@ nodes:
 let stack;
 let browser;
 
-before(async () => {
-  stack = await startStack({ name: 'fork', latency: '50ms', workflows: { 'two-steps.yaml': TWO_STEPS_YAML, 'slow.yaml': SLOW_YAML } });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await stack?.stop();
+useStack({ name: 'fork', latency: '50ms', workflows: { 'two-steps.yaml': TWO_STEPS_YAML, 'slow.yaml': SLOW_YAML } }, (s, b) => {
+  stack = s;
+  browser = b;
 });
 
 function writerCritic() {

@@ -3,20 +3,16 @@
 // from it), and Fit shows the whole graph.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { launchBrowser, newPage, screenshot } from './lib/browser.mjs';
-import { startStack } from './lib/stack.mjs';
+import { newPage, screenshot } from './lib/browser.mjs';
+import { useStack } from './lib/use.mjs';
 import { assertNoPageErrors, openEditor, settle, TEST_TIMEOUT, tid, until } from './lib/ui.mjs';
 
 let stack;
 let browser;
 
-before(async () => {
-  stack = await startStack({ name: 'layout' });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await stack?.stop();
+useStack({ name: 'layout' }, (s, b) => {
+  stack = s;
+  browser = b;
 });
 
 const width = async (page, sel) => (await page.locator(sel).first().boundingBox())?.width ?? 0;

@@ -2,21 +2,17 @@
 // highlighted and completed, the text reaches the saved graph, and typing
 // is one undo step.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { launchBrowser, newPage, screenshot } from './lib/browser.mjs';
-import { startStack } from './lib/stack.mjs';
+import { after, test } from 'node:test';
+import { newPage, screenshot } from './lib/browser.mjs';
+import { useStack } from './lib/use.mjs';
 import { assertNoPageErrors, openEditor, selectNode, settle, TEST_TIMEOUT, textMatches, tid, until } from './lib/ui.mjs';
 
 let stack;
 let browser;
 
-before(async () => {
-  stack = await startStack({ name: 'prompt-editor', latency: '0s' });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await stack?.stop();
+useStack({ name: 'prompt-editor', latency: '0s' }, (s, b) => {
+  stack = s;
+  browser = b;
 });
 
 function graph() {

@@ -2,9 +2,9 @@
 // once show their visit count, durations show; the header names the
 // workflow; a run can be re-run with its input and replayed event by event.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { launchBrowser, newPage, screenshot } from './lib/browser.mjs';
-import { startStack } from './lib/stack.mjs';
+import { before, test } from 'node:test';
+import { newPage, screenshot } from './lib/browser.mjs';
+import { useStack } from './lib/use.mjs';
 import {
   assertNoPageErrors,
   clickNode,
@@ -19,13 +19,9 @@ import {
 let stack;
 let browser;
 
-before(async () => {
-  stack = await startStack({ name: 'run-insight', latency: '50ms' });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await stack?.stop();
+useStack({ name: 'run-insight', latency: '50ms' }, (s, b) => {
+  stack = s;
+  browser = b;
 });
 
 function reviseLoop() {

@@ -7,9 +7,9 @@
 // runs past the window, the canvas is not covered by a panel, every node
 // of the graph is in view.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { launchBrowser, newPage, screenshot } from './lib/browser.mjs';
-import { startStack } from './lib/stack.mjs';
+import { after, test } from 'node:test';
+import { newPage, screenshot } from './lib/browser.mjs';
+import { useStack } from './lib/use.mjs';
 import { assertNoPageErrors, settle, TEST_TIMEOUT, textMatches, tid, until } from './lib/ui.mjs';
 
 const REVIEW_YAML = `name: Release review
@@ -46,13 +46,9 @@ const THEMES = ['light', 'dark'];
 let stack;
 let browser;
 
-before(async () => {
-  stack = await startStack({ name: 'screens', latency: '50ms', workflows: { 'release-review.yaml': REVIEW_YAML, 'team/nightly.yaml': REVIEW_YAML.replace('Release review', 'Nightly') } });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await stack?.stop();
+useStack({ name: 'screens', latency: '50ms', workflows: { 'release-review.yaml': REVIEW_YAML, 'team/nightly.yaml': REVIEW_YAML.replace('Release review', 'Nightly') } }, (s, b) => {
+  stack = s;
+  browser = b;
 });
 
 function reviewGraph() {

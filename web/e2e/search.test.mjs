@@ -2,9 +2,9 @@
 // and #tags, groups YAML files by folder, shows whole names and is one Tab
 // stop; Ctrl+F on the canvas finds nodes, highlights them and jumps to each.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { launchBrowser, newPage, screenshot } from './lib/browser.mjs';
-import { startStack } from './lib/stack.mjs';
+import { test } from 'node:test';
+import { newPage, screenshot } from './lib/browser.mjs';
+import { useStack } from './lib/use.mjs';
 import { assertNoPageErrors, openEditor, settle, TEST_TIMEOUT, textMatches, tid, until } from './lib/ui.mjs';
 
 const TAGGED = `name: Nightly release train
@@ -38,15 +38,11 @@ function chain(n, names) {
   };
 }
 
-before(async () => {
-  stack = await startStack({ name: 'search', workflows: { 'release.yaml': TAGGED, 'team/triage.yaml': PLAIN } });
-  browser = await launchBrowser();
+useStack({ name: 'search', workflows: { 'release.yaml': TAGGED, 'team/triage.yaml': PLAIN } }, async (s, b) => {
+  stack = s;
+  browser = b;
   await stack.api.createWorkflow(LONG, chain(2, ['Summariser']));
   for (let i = 1; i <= 38; i++) await stack.api.createWorkflow(`Filler workflow ${String(i).padStart(2, '0')}`, chain(2, ['A']));
-});
-after(async () => {
-  await browser?.close();
-  await stack?.stop();
 });
 
 async function listedIds(page) {

@@ -6,8 +6,8 @@
 // at the latest (which node it stopped is logged).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { launchBrowser, newPage, screenshot } from './lib/browser.mjs';
-import { startStack } from './lib/stack.mjs';
+import { newPage, screenshot } from './lib/browser.mjs';
+import { useStack } from './lib/use.mjs';
 import {
   assertNoPageErrors,
   clickRun,
@@ -27,13 +27,9 @@ import {
 let stack;
 let browser;
 
-before(async () => {
-  stack = await startStack({ name: 'slow-runs', latency: '1500ms' });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await stack?.stop();
+useStack({ name: 'slow-runs', latency: '1500ms' }, (s, b) => {
+  stack = s;
+  browser = b;
 });
 
 /** start → a1 → a2 → … → a<n>, each agent echoing the previous output. */

@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { launchBrowser, newPage, screenshot } from './lib/browser.mjs';
-import { startStack } from './lib/stack.mjs';
+import { newPage, screenshot } from './lib/browser.mjs';
+import { useStack } from './lib/use.mjs';
 import {
   assertNoPageErrors,
   clickEdge,
@@ -49,13 +49,9 @@ nodes:
 let stack;
 let browser;
 
-before(async () => {
-  stack = await startStack({ name: 'yaml-edit', latency: '100ms', workflows: { 'edit.yaml': EDIT_YAML, 'conflict.yaml': CONFLICT_YAML } });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await stack?.stop();
+useStack({ name: 'yaml-edit', latency: '100ms', workflows: { 'edit.yaml': EDIT_YAML, 'conflict.yaml': CONFLICT_YAML } }, (s, b) => {
+  stack = s;
+  browser = b;
 });
 
 const wfFile = (name) => join(stack.dataDir, 'workflows', name);

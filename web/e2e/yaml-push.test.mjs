@@ -7,9 +7,9 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
-import { launchBrowser, newPage, screenshot } from './lib/browser.mjs';
-import { startStack } from './lib/stack.mjs';
+import { after, test } from 'node:test';
+import { newPage, screenshot } from './lib/browser.mjs';
+import { useStack } from './lib/use.mjs';
 import { assertNoPageErrors, nodeIds, openEditor, TEST_TIMEOUT, textMatches, tid, until } from './lib/ui.mjs';
 
 const SHARED_YAML = `name: Pushed file
@@ -25,13 +25,9 @@ nodes:
 let stack;
 let browser;
 
-before(async () => {
-  stack = await startStack({ name: 'yaml-push', latency: '100ms', workflows: { 'pushed.yaml': SHARED_YAML, 'doomed.yaml': SHARED_YAML.replace('Pushed file', 'Doomed file') } });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await stack?.stop();
+useStack({ name: 'yaml-push', latency: '100ms', workflows: { 'pushed.yaml': SHARED_YAML, 'doomed.yaml': SHARED_YAML.replace('Pushed file', 'Doomed file') } }, (s, b) => {
+  stack = s;
+  browser = b;
 });
 
 const wfFile = (name) => join(stack.dataDir, 'workflows', name);

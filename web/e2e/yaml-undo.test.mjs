@@ -6,9 +6,9 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
-import { launchBrowser, newPage, screenshot } from './lib/browser.mjs';
-import { startStack } from './lib/stack.mjs';
+import { test } from 'node:test';
+import { newPage, screenshot } from './lib/browser.mjs';
+import { useStack } from './lib/use.mjs';
 import { assertNoPageErrors, nodeIds, openEditor, settle, TEST_TIMEOUT, textMatches, tid, until } from './lib/ui.mjs';
 
 // A root step three others wait for, the example.
@@ -42,13 +42,9 @@ nodes:
 let stack;
 let browser;
 
-before(async () => {
-  stack = await startStack({ name: 'yaml-undo', latency: '100ms', workflows: { 'root.yaml': ROOT_YAML, 'shared.yaml': DISK_YAML } });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await stack?.stop();
+useStack({ name: 'yaml-undo', latency: '100ms', workflows: { 'root.yaml': ROOT_YAML, 'shared.yaml': DISK_YAML } }, (s, b) => {
+  stack = s;
+  browser = b;
 });
 
 const wfFile = (name) => join(stack.dataDir, 'workflows', name);

@@ -3,9 +3,9 @@
 // run from the editor, approved from the approvals panel (YAML steps have
 // no on-canvas form). Editing YAML workflows: yaml-edit.test.mjs.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { launchBrowser, newPage, screenshot } from './lib/browser.mjs';
-import { startStack } from './lib/stack.mjs';
+import { test } from 'node:test';
+import { newPage, screenshot } from './lib/browser.mjs';
+import { useStack } from './lib/use.mjs';
 import {
   assertNoPageErrors,
   clickRun,
@@ -47,13 +47,9 @@ nodes:
 let stack;
 let browser;
 
-before(async () => {
-  stack = await startStack({ name: 'yaml', latency: '300ms', workflows: { 'review.yaml': REVIEW_YAML, 'claude.yaml': CLAUDE_YAML }, args: ['--read-only-workflows'] });
-  browser = await launchBrowser();
-});
-after(async () => {
-  await browser?.close();
-  await stack?.stop();
+useStack({ name: 'yaml', latency: '300ms', workflows: { 'review.yaml': REVIEW_YAML, 'claude.yaml': CLAUDE_YAML }, args: ['--read-only-workflows'] }, (s, b) => {
+  stack = s;
+  browser = b;
 });
 
 test('a YAML workflow is listed, shown read-only with its step kinds, and runs', { timeout: TEST_TIMEOUT }, async () => {
