@@ -79,7 +79,7 @@ func TestLoadApprovalsReportsPausedMemory(t *testing.T) {
 	}
 	r := got.Result
 	if r.Runs != 30 || r.Wins != 30 || r.WonTwice != 0 || r.Completed != 30 {
-		t.Fatalf("result %+v", r)
+		t.Fatalf("result %+v; the whole summary: %s", r, out.String())
 	}
 	if r.RSS <= 0 || r.Goroutines <= 0 {
 		t.Errorf("paused memory not measured: %+v", r)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+	"time"
 )
 
 // readStmts prepares the read pool's queries once. Without it modernc's
@@ -12,10 +13,18 @@ import (
 // answer reads the run's log back) and 2 % on POST /api/runs. A *sql.Stmt
 // of the pool is prepared on each connection the first time it runs
 // there, and kept.
+//
+// Preparing takes a connection of the pool. It is never done while
+// holding one (a read transaction: see reader.prepared) nor while holding
+// mu: as many concurrent LoadRuns as the pool has connections each held
+// its transaction's connection and waited for another to prepare on, and
+// every other read waited on mu behind them. A fresh server's first burst
+// of approvals hung that way until the requests gave up.
 type readStmts struct {
-	db *sql.DB
-	mu sync.RWMutex
-	m  map[string]*sql.Stmt
+	db        *sql.DB
+	mu        sync.RWMutex
+	m         map[string]*sql.Stmt
+	preparing map[string]bool // queries being prepared in the background
 }
 
 // maxReadStmts bounds the cache: queries built at run time (a list's
@@ -24,33 +33,70 @@ type readStmts struct {
 const maxReadStmts = 128
 
 func newReadStmts(db *sql.DB) *readStmts {
-	return &readStmts{db: db, m: map[string]*sql.Stmt{}}
+	return &readStmts{db: db, m: map[string]*sql.Stmt{}, preparing: map[string]bool{}}
+}
+
+// cached returns q's statement if it is prepared, and whether there is
+// room to prepare it.
+func (c *readStmts) cached(q string) (*sql.Stmt, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	st, ok := c.m[q]
+	return st, !ok && len(c.m) < maxReadStmts
 }
 
 // stmt returns q prepared on the pool, or nil when the cache is full or
 // preparing failed (the caller then runs q as text, which reports the
-// error if there is one).
+// error if there is one). The caller holds no connection of the pool.
 func (c *readStmts) stmt(ctx context.Context, q string) *sql.Stmt {
-	c.mu.RLock()
-	st, ok := c.m[q]
-	c.mu.RUnlock()
-	if ok {
+	st, room := c.cached(q)
+	if st != nil || !room {
 		return st
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st, ok := c.m[q]; ok {
-		return st
-	}
-	if len(c.m) >= maxReadStmts {
-		return nil
 	}
 	st, err := c.db.PrepareContext(ctx, q)
 	if err != nil {
 		return nil
 	}
+	return c.keep(q, st)
+}
+
+// keep caches st for q and returns the statement kept: one prepared at
+// the same time by another caller wins, and st is closed.
+func (c *readStmts) keep(q string, st *sql.Stmt) *sql.Stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.m[q]; ok {
+		_ = st.Close()
+		return old
+	}
+	if len(c.m) >= maxReadStmts {
+		_ = st.Close()
+		return nil
+	}
 	c.m[q] = st
 	return st
+}
+
+// prepareLater prepares q in the background, once: for a caller that
+// holds a connection of the pool and must not wait for another.
+func (c *readStmts) prepareLater(q string) {
+	c.mu.Lock()
+	if c.preparing[q] {
+		c.mu.Unlock()
+		return
+	}
+	c.preparing[q] = true
+	c.mu.Unlock()
+	go func() {
+		defer func() {
+			c.mu.Lock()
+			delete(c.preparing, q)
+			c.mu.Unlock()
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c.stmt(ctx, q)
+	}()
 }
 
 func (c *readStmts) close() {
@@ -70,13 +116,22 @@ type reader struct {
 }
 
 // prepared returns q prepared (bound to the transaction, if any: closed
-// with it, reusing the statement prepared on its connection), or nil.
+// with it, reusing the statement prepared on its connection), or nil. In
+// a transaction a statement not prepared yet is prepared in the
+// background, and q runs as text this time: the transaction holds a
+// connection, and preparing needs another.
 func (r reader) prepared(ctx context.Context, q string) *sql.Stmt {
-	st := r.c.stmt(ctx, q)
-	if st != nil && r.tx != nil {
-		return r.tx.StmtContext(ctx, st)
+	if r.tx == nil {
+		return r.c.stmt(ctx, q)
 	}
-	return st
+	st, room := r.c.cached(q)
+	if st == nil {
+		if room {
+			r.c.prepareLater(q)
+		}
+		return nil
+	}
+	return r.tx.StmtContext(ctx, st)
 }
 
 // on is where q runs as text when it is not prepared.

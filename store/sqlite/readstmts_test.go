@@ -1,8 +1,10 @@
 package sqlite
 
 import (
+	"context"
 	"fmt"
 	"testing"
+	"time"
 )
 
 // Read queries are prepared once, up to a bound; past it (queries built
@@ -38,5 +40,32 @@ func TestReadStatementsBounded(t *testing.T) {
 		if _, _, _, err := s.LoadRun(ctx, "run-1"); err != nil {
 			t.Fatalf("LoadRun: %v", err)
 		}
+	}
+}
+
+// TestConcurrentLoadsOnAFreshStore: more concurrent LoadRuns than the read
+// pool has connections, before any statement is prepared, all complete.
+// Each held its read transaction's connection and waited for another to
+// prepare a statement on (and every other read waited behind the cache's
+// lock): a fresh server's first burst of approvals hung until the
+// requests gave up (`switchyard load approvals`, one start in three).
+func TestConcurrentLoadsOnAFreshStore(t *testing.T) {
+	for round := range 5 {
+		s := openStore(t, WithReadConns(2))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		mustOK(t, s.CreateRun(ctx, newRun("run-1"), nil, nil), "CreateRun")
+		errs := make(chan error, 16)
+		for range 16 {
+			go func() {
+				_, _, _, err := s.LoadRun(ctx, "run-1")
+				errs <- err
+			}()
+		}
+		for range 16 {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: LoadRun: %v", round, err)
+			}
+		}
+		cancel()
 	}
 }
