@@ -49,10 +49,11 @@ type llmScript struct {
 	calls map[string][]string      // node -> process tag of each call, in order
 	hang  map[string]int           // node -> calls left to answer with Reply.Hang
 	block map[string]chan struct{} // node -> its next call waits until closed
+	fail  map[string]bool          // node -> every call answered with HTTP 400
 }
 
 func newLLMScript() *llmScript {
-	return &llmScript{calls: map[string][]string{}, hang: map[string]int{}, block: map[string]chan struct{}{}}
+	return &llmScript{calls: map[string][]string{}, hang: map[string]int{}, block: map[string]chan struct{}{}, fail: map[string]bool{}}
 }
 
 func promptNode(msg string) string {
@@ -72,7 +73,11 @@ func (s *llmScript) handle(req *fakeopenai.Request) fakeopenai.Reply {
 	}
 	block := s.block[node]
 	delete(s.block, node)
+	fail := s.fail[node]
 	s.mu.Unlock()
+	if fail {
+		return fakeopenai.Reply{Status: http.StatusBadRequest, ErrorMessage: "node " + node + " is refused"}
+	}
 	if hang {
 		return fakeopenai.Reply{Hang: true}
 	}
@@ -1169,6 +1174,96 @@ nodes:
 			}
 		})
 	}
+}
+
+// A step that failed just before its driver died is not run again: the
+// failure was logged, so the next driver keeps it, as it keeps a logged
+// completion. Run again, the step could repeat its side effects (and
+// succeed, turning a logged failure into a completion of the same visit).
+// In a drawn graph, which fails fast, the failure had ended the run: the
+// step still in flight is not run again either, and the run fails with the
+// first failure's reason.
+func TestLoggedFailureSurvivesCrash(t *testing.T) {
+	ctx := context.Background()
+	const ttl = 300 * time.Millisecond
+	dieOnFailure := func(st *crashStore, node string) {
+		st.setDieAfterEvent(func(ev *engine.Event) bool {
+			return ev.Type == engine.EvStepEnd && ev.NodeID == node && ev.Content == "failed"
+		})
+	}
+	t.Run("YAML: its dependants are skipped", func(t *testing.T) {
+		h := newDurHarness(t)
+		dir := t.TempDir()
+		side := filepath.Join(dir, "side")
+		src := fmt.Sprintf(`name: fails
+description: a failing step and its dependant
+nodes:
+  - id: b1
+    bash: "echo b1 >> %[1]s; exit 3"
+  - id: b2
+    depends_on: [b1]
+    bash: "echo b2 >> %[1]s"
+`, side)
+		stA := &crashStore{Store: h.openStore()}
+		a := h.process("A", ttl, stA)
+		dieOnFailure(stA, "b1")
+		r, err := a.StartYAML(ctx, filepath.Join(dir, "wf.yaml"), []byte(src), engine.StartOptions{WorkDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "A to die", stA.dead.Load)
+		b, stB, _ := h.takeOver("B", ttl)
+		got := waitDone(t, b, r.ID)
+		if got.Status != engine.StatusFailed || !strings.Contains(got.Error, "exit") {
+			t.Errorf("the run ended %s (%q), want failed by b1", got.Status, got.Error)
+		}
+		if out, err := os.ReadFile(side); err != nil || string(out) != "b1\n" {
+			t.Errorf("the side effects are %q (%v), want b1's once", out, err)
+		}
+		s := loadStored(t, stB, r.ID)
+		s.checkLog(t)
+		if n := len(s.starts("b1")); n != 1 {
+			t.Errorf("b1 started %d times, want once", n)
+		}
+		if ns := s.nodes["b2"]; ns == nil || ns.Status != engine.NodeSkipped {
+			t.Errorf("b2 ended %+v, want skipped", ns)
+		}
+	})
+	t.Run("graph: the run that failed fast stays failed", func(t *testing.T) {
+		h := newDurHarness(t)
+		h.script.mu.Lock()
+		h.script.fail["a"] = true
+		h.script.mu.Unlock()
+		h.script.blockNext(t, "b") // in flight when a fails
+		g := &gbuild{}
+		g.node("s", "start", graph.NodeData{InitialInput: "go"}).
+			node("a", "agent", agentData("a")).node("b", "agent", agentData("b")).
+			edge("s", "output", "a").edge("s", "output", "b")
+		stA := &crashStore{Store: h.openStore()}
+		a := h.process("A", ttl, stA)
+		dieOnFailure(stA, "a")
+		r, err := a.StartGraph(ctx, &g.g, engine.StartOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "A to die", stA.dead.Load)
+		b, stB, _ := h.takeOver("B", ttl)
+		got := waitDone(t, b, r.ID)
+		if got.Status != engine.StatusFailed || !strings.Contains(got.Error, "failed: ") || !strings.Contains(got.Error, "refused") {
+			t.Errorf("the run ended %s (%q), want failed by a", got.Status, got.Error)
+		}
+		if calls := h.script.callsOf("a"); len(calls) != 1 {
+			t.Errorf("a was called %v, want once (by A)", calls)
+		}
+		if calls := h.script.callsOf("b"); len(calls) != 1 {
+			t.Errorf("b was called %v, want once (by A): the run was ending", calls)
+		}
+		s := loadStored(t, stB, r.ID)
+		s.checkLog(t)
+		if ns := s.nodes["b"]; ns == nil || ns.Status != engine.NodeFailed {
+			t.Errorf("b ended %+v, want failed with the run", ns)
+		}
+	})
 }
 
 // Fifty answers to one approval, from two processes sharing the database:

@@ -101,10 +101,12 @@ type checkpointState struct {
 // recoveryState is what a run continued after a crash still has to redo
 // (loop-owned).
 type recoveryState struct {
-	restartRetry []bool              // queued again after the previous owner died
-	redecide     []int               // claimed decisions a crash left unapplied
-	replay       []logged            // results logged but not checkpointed
-	applied      map[string]Decision // decisions re-applied after a crash, by node
+	restartRetry []bool                 // queued again after the previous owner died
+	redecide     []int                  // claimed decisions a crash left unapplied
+	replay       []logged               // results logged but not checkpointed
+	replayFailed []loggedFailure        // failures logged but not checkpointed
+	stepLog      map[string]*stepRecord // the log's step events, until redo
+	applied      map[string]Decision    // decisions re-applied after a crash, by node
 	// An end the previous driver logged but could not save (keepLoggedEnd).
 	loggedEnd    RunStatus
 	loggedReason string

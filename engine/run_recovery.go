@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 )
@@ -17,14 +18,22 @@ type logged struct {
 	res Result
 }
 
+// loggedFailure is a node failure found in the event log but not in the
+// node states (see logged): the node failed, and is not run again.
+type loggedFailure struct {
+	idx int
+	err string
+}
+
 // stepRecord is what the event log says about a node's latest visit.
 type stepRecord struct {
 	started   int         // visit of the last step_start
 	starts    map[int]int // step_starts per visit: the attempts made
 	completed map[int]stepEnd
 	// ended is the step_end after the last step_start, if any: how the
-	// node's latest attempt ended.
-	ended *stepEnd
+	// node's latest attempt ended; endedSeq is its place in the log.
+	ended    *stepEnd
+	endedSeq int64
 }
 
 type stepEnd struct {
@@ -58,7 +67,7 @@ func readLog(evs []Event) map[string]*stepRecord {
 			rec.ended = nil
 			continue
 		}
-		rec.ended = &d
+		rec.ended, rec.endedSeq = &d, ev.Seq
 		if d.Status == NodeCompleted && d.Visit > 0 {
 			rec.completed[d.Visit] = d
 		}
@@ -140,11 +149,59 @@ func (r *runner) keepLoggedCancel(evs []Event) {
 // cancelWarning is the warning logged when a node's result cancels the run.
 func cancelWarning(reason string) string { return "run cancelled: " + reason }
 
-// endAsCancelled ends the run as keepLoggedCancel found it must, once the
-// logged completions were replayed: the nodes in flight when the previous
-// driver died end as the cancel ended them (failed, "cancelled"), none
-// runs again, and the loop then saves the cancelled end.
-func (r *runner) endAsCancelled() {
+// replayFailures applies the failures restore found logged but not
+// saved, as complete would have: the node fails and its dependants learn
+// of it. In a plan that fails fast, any failed node (saved or replayed)
+// means the run was ending: it returns that end's reason, from the first
+// failure in the log, "" otherwise.
+func (r *runner) replayFailures() (failFast string) {
+	now := time.Now().UTC()
+	for _, f := range r.replayFailed {
+		ns := r.nodes[f.idx]
+		r.stateMu.Lock()
+		ns.Status, ns.Error, ns.FinishedAt, ns.Wait, ns.Decision = NodeFailed, f.err, &now, nil, nil
+		r.stateMu.Unlock()
+		r.markDirty(f.idx)
+		if !r.plan.failFast {
+			r.notifyOut(f.idx, "")
+		}
+	}
+	r.replayFailed = nil
+	log := r.stepLog
+	r.stepLog = nil
+	if !r.plan.failFast {
+		return ""
+	}
+	first, firstSeq := -1, int64(0)
+	for i, ns := range r.nodes {
+		if ns.Status != NodeFailed {
+			continue
+		}
+		// Nodes failed by the end itself say so ("failed", "cancelled"):
+		// the end's reason is the failure that caused it.
+		seq := int64(math.MaxInt64)
+		if rec := log[ns.NodeID]; rec != nil && rec.ended != nil && rec.ended.Status == NodeFailed {
+			seq = rec.endedSeq
+		}
+		if ns.Error == string(StatusFailed) || ns.Error == string(StatusCancelled) {
+			seq = math.MaxInt64
+		}
+		if first < 0 || seq < firstSeq {
+			first, firstSeq = i, seq
+		}
+	}
+	if first < 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s failed: %s", r.plan.nodes[first].label, r.nodes[first].Error)
+}
+
+// endInFlight ends the run with s for why when recovery finds the end was
+// already decided but not saved: a completion that cancelled the run
+// (keepLoggedCancel), or a failure in a plan that fails fast. The nodes in
+// flight when the previous driver died end as that end ended them
+// (failed, with s); none runs again, and the loop then saves the end.
+func (r *runner) endInFlight(s RunStatus, why string) {
 	now := time.Now().UTC()
 	for _, i := range append(slices.Clone(r.queue), r.redecide...) {
 		ns := r.nodes[i]
@@ -152,17 +209,16 @@ func (r *runner) endAsCancelled() {
 			continue // queued, never started: skipped with the rest at the end
 		}
 		r.stateMu.Lock()
-		ns.Status, ns.Error, ns.FinishedAt, ns.Wait, ns.Decision = NodeFailed, string(StatusCancelled), &now, nil, nil
+		ns.Status, ns.Error, ns.FinishedAt, ns.Wait, ns.Decision = NodeFailed, string(s), &now, nil, nil
 		r.stateMu.Unlock()
 		r.markDirty(i)
-		r.emit(r.plan.nodes[i].id, EvStepEnd, string(StatusCancelled),
-			map[string]any{"status": NodeFailed, "error": string(StatusCancelled)})
+		r.emit(r.plan.nodes[i].id, EvStepEnd, string(s), map[string]any{"status": NodeFailed, "error": string(s)})
 	}
 	r.redecide = nil
-	if !r.cancelWarned {
-		r.emit(SystemNodeID, EvWarning, cancelWarning(r.cancelLogged), nil)
+	if s == StatusCancelled && !r.cancelWarned {
+		r.emit(SystemNodeID, EvWarning, cancelWarning(why), nil)
 	}
-	r.end(StatusCancelled, r.cancelLogged)
+	r.end(s, why)
 	r.cancelLogged = ""
 }
 
@@ -452,6 +508,7 @@ func (e *Engine) markInterrupted(ctx context.Context, runID string) error {
 // marked as a restart). A fresh run has neither.
 func (r *runner) restore(states []*NodeState, log map[string]*stepRecord) {
 	p, run := r.plan, r.run
+	r.stepLog = log
 	edgeIdx := make(map[string]int, len(p.edges))
 	for i, ed := range p.edges {
 		edgeIdx[ed.id] = i
@@ -487,6 +544,13 @@ func (r *runner) restore(states []*NodeState, log map[string]*stepRecord) {
 					// Completed and reported, but not checkpointed: keep it.
 					r.replay = append(r.replay, logged{idx: i, res: Result{Output: d.Output, Handle: d.Handle,
 						Decided: d.Decided, Rejection: d.Rejection, CancelRun: d.CancelRun}})
+					continue
+				}
+				if ns.Visits > 0 && rec.started == ns.Visits && rec.ended != nil && rec.ended.Status == NodeFailed {
+					// Failed and reported, but not checkpointed: keep that
+					// too. Run again, it could do its side effects twice,
+					// and a run that fails fast was already ending.
+					r.replayFailed = append(r.replayFailed, loggedFailure{idx: i, err: rec.ended.Error})
 					continue
 				}
 			}
@@ -538,17 +602,22 @@ func (r *runner) redo() (ended bool) {
 		ns.FinishedAt = &now
 		r.stateMu.Unlock()
 		r.markDirty(l.idx)
-		if l.res.CancelRun == "" { // a cancelling result fires nothing: endAsCancelled
+		if l.res.CancelRun == "" { // a cancelling result fires nothing: endInFlight
 			r.fire(l.idx, l.res)
 		}
 	}
 	r.replay = nil
+	failFast := r.replayFailures()
 	if r.loggedEnd != "" {
 		r.endAsLogged()
 		return true
 	}
 	if r.cancelLogged != "" {
-		r.endAsCancelled()
+		r.endInFlight(StatusCancelled, r.cancelLogged)
+		return true
+	}
+	if failFast != "" {
+		r.endInFlight(StatusFailed, failFast)
 		return true
 	}
 	for _, i := range r.redecide {
