@@ -12,6 +12,8 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,7 +34,7 @@ func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 	return rec.Result(), nil
 }
 
-func instantLLM(b *testing.B) *llm.Client {
+func instantLLM(b testing.TB) *llm.Client {
 	b.Helper()
 	llm, err := llm.New(llm.Config{BaseURL: "http://fake.invalid/v1", APIKey: "x",
 		HTTPClient: &http.Client{Transport: inProcess{fakeopenai.New().Handler()}}})
@@ -81,7 +83,7 @@ func fanout(n int, typ string) *graph.Graph {
 	return g
 }
 
-func openBenchStore(b *testing.B) *sqlite.Store {
+func openBenchStore(b testing.TB) *sqlite.Store {
 	b.Helper()
 	log := slog.New(slog.NewTextHandler(b.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "switchyard.db"), sqlite.WithLogger(log))
@@ -213,4 +215,63 @@ func BenchmarkEmitRealisticEvents(b *testing.B) {
 	b.ReportMetric(float64(b.N)/sec, "events/s")
 	b.ReportMetric(float64(b.N)/float64(len(tmpl))*float64(bytesPerCycle)/sec/(1<<20), "MB/s")
 	b.ReportMetric(float64(b.N)/float64(stats.Batches-base.Batches), "events/commit")
+}
+
+// BenchmarkConcurrentShortRuns is `switchyard load runs` without HTTP: 32
+// clients each start start → agent → agent runs and wait for them, the
+// instant fake LLM in process. cpu-µs/run is the process's CPU time (user
+// and system) per run: the store's and the engine's share of the server's
+// CPU per run, plus the fake's handler and openai-go's client.
+func BenchmarkConcurrentShortRuns(b *testing.B) {
+	st := openBenchStore(b)
+	e, err := engine.New(engine.Config{Store: st, LLM: instantLLM(b), ArtifactsRoot: b.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(b.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	g := chain(2, graph.TypeAgent)
+	ctx := context.Background()
+	const clients = 32
+	work := make(chan struct{}, b.N)
+	for range b.N {
+		work <- struct{}{}
+	}
+	close(work)
+	base := st.Stats()
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := processCPU(b)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for range work {
+				run, err := e.StartGraph(ctx, g, engine.StartOptions{Input: "x"})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				if r, err := e.Wait(ctx, run.ID); err != nil || r.Status != engine.StatusCompleted {
+					b.Errorf("run: %v %v", err, r)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	cpu := processCPU(b) - cpu0
+	b.StopTimer()
+	stats := st.Stats()
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/run")
+	b.ReportMetric(float64(stats.Batches-base.Batches)/float64(b.N), "commits/run")
+	b.ReportMetric(float64(stats.EventsWritten-base.EventsWritten)/float64(b.N), "events/run")
+}
+
+// processCPU is the CPU time (user and system) the process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
