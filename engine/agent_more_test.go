@@ -77,7 +77,8 @@ func TestSubagentsOverResponsesAPI(t *testing.T) {
 	srv.SetHandler(func(req *fakeopenai.Request) fakeopenai.Reply {
 		if req.HasTool("subagent_kid_kid") {
 			if res := req.ToolResults(); len(res) > 0 {
-				return fakeopenai.Reply{Chunks: []string{"final ", "[" + res[0].Content + "]"}}
+				// Streamed slowly enough to be logged as llm_delta events.
+				return fakeopenai.Reply{Chunks: []string{"final ", "[" + res[0].Content + "]"}, ChunkDelay: 200 * time.Millisecond}
 			}
 			return fakeopenai.Reply{ToolCalls: []fakeopenai.ToolCall{{Name: "subagent_kid_kid", Arguments: `{"input":"hello kid"}`}}}
 		}

@@ -163,6 +163,64 @@ func TestStreamingDeltasAreCoalesced(t *testing.T) {
 	}
 }
 
+// TestInstantReplyLogsNoDelta: a reply that arrives whole before the first
+// llm_delta is due is logged once, as the llm_response (the delta would
+// repeat it); one that arrives more slowly still streams, and a call that
+// fails keeps the text it streamed.
+func TestInstantReplyLogsNoDelta(t *testing.T) {
+	g := (&gb{}).node("s", "start", graph.NodeData{}).node("w", "agent", agent("W")).edge("s", "output", "w").build()
+	cases := []struct {
+		name       string
+		firstDelta time.Duration // how long the first text is held back
+		reply      fakeopenai.Reply
+		wantDeltas bool
+	}{
+		// Held back longer than the reply takes, on any machine.
+		{"instant", time.Minute, fakeopenai.Reply{Chunks: []string{"all ", "at ", "once"}}, false},
+		{"slow", 0, fakeopenai.Reply{Chunks: []string{"first ", "then ", "more"}, ChunkDelay: 200 * time.Millisecond}, true},
+		// Cut off after its first text, then answered in full by the retry:
+		// the text streamed before the cut stays in the log.
+		{"cut off", time.Minute, fakeopenai.Reply{Chunks: []string{"partial ", "text ", "lost"}, TruncateStream: true, TruncateAfter: 2}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e, rec := newLLMEngine(t, Config{})
+			e.firstDelta = c.firstDelta
+			testFake[t.Name()].Enqueue(c.reply)
+			run, err := e.StartGraph(context.Background(), g, StartOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := waitRun(t, e, run.ID); r.Status != StatusCompleted {
+				t.Fatal(r.Status, r.Error)
+			}
+			var streamed strings.Builder
+			for _, d := range rec.ofType(run.ID, EvLLMDelta) {
+				streamed.WriteString(d.Content)
+			}
+			full := strings.Join(c.reply.Chunks, "")
+			resp := rec.ofType(run.ID, EvLLMResponse)
+			switch {
+			case !c.wantDeltas:
+				if streamed.Len() != 0 {
+					t.Errorf("llm_delta %q logged for an instant reply", streamed.String())
+				}
+			case c.reply.TruncateStream:
+				if !strings.HasPrefix(streamed.String(), "partial ") || len(resp) != 1 ||
+					!strings.HasSuffix(streamed.String(), resp[0].Content) {
+					t.Errorf("streamed %q, then llm_response %+v", streamed.String(), resp)
+				}
+				return
+			case streamed.String() != full:
+				t.Errorf("streamed %q, want %q", streamed.String(), full)
+			}
+			if len(resp) != 1 || resp[0].Content != full {
+				t.Errorf("llm_response %+v, want one with %q", resp, full)
+			}
+		})
+	}
+}
+
 func TestSubagentsNestedThreeDeep(t *testing.T) {
 	e, rec := newLLMEngine(t, Config{})
 	srv := testFake[t.Name()]

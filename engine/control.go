@@ -33,6 +33,17 @@ func (e *Engine) Wait(ctx context.Context, runID string) (*Run, error) {
 // reading the store; any other (paused, taken over, not live here) is
 // read as Snapshot reads it.
 func (e *Engine) WaitSnapshot(ctx context.Context, runID string) (*Run, []*NodeState, error) {
+	run, nodes, _, err := e.WaitLog(ctx, runID)
+	return run, nodes, err
+}
+
+// WaitLog is WaitSnapshot that also returns the run's whole log when the
+// run was started here with StartOptions.KeepLog and ended here: the log
+// as emitted, which is what was stored (only the driver appends to a live
+// run's log, and its end committed after every event). It returns a nil
+// log otherwise (paused, taken over, continued after a crash, a log over
+// the caps): read it from the store then.
+func (e *Engine) WaitLog(ctx context.Context, runID string) (*Run, []*NodeState, []Event, error) {
 	e.mu.Lock()
 	r := e.live[runID]
 	e.mu.Unlock()
@@ -40,15 +51,21 @@ func (e *Engine) WaitSnapshot(ctx context.Context, runID string) (*Run, []*NodeS
 		select {
 		case <-r.exited:
 		case <-ctx.Done():
-			return nil, nil, ctx.Err()
+			return nil, nil, nil, ctx.Err()
 		}
-		// finished and lost are written by the loop before it closes
-		// exited, so reading them here is ordered after.
 		if r.finished && !r.lost {
-			return r.snapshot()
+			run, nodes, err := r.snapshot()
+			r.emitMu.Lock()
+			var log []Event
+			if r.keepLog {
+				log = r.kept
+			}
+			r.emitMu.Unlock()
+			return run, nodes, log, err
 		}
 	}
-	return e.Snapshot(ctx, runID)
+	run, nodes, err := e.Snapshot(ctx, runID)
+	return run, nodes, nil, err
 }
 
 // Snapshot returns a run's header and node states: live ones from memory,

@@ -82,6 +82,9 @@ type Engine struct {
 	log    *slog.Logger
 	llmSem chan struct{}
 	execs  map[string]Executor
+	// firstDelta overrides firstDeltaDelay (tests: a reply that surely
+	// arrives before its first llm_delta is due).
+	firstDelta time.Duration
 
 	mu      sync.Mutex
 	live    map[string]*runner
@@ -122,6 +125,11 @@ type StartOptions struct {
 	WorkDir    string
 	// workspace gives the run a fresh folder under WorkspaceRoot as WorkDir.
 	workspace bool
+	// KeepLog keeps the run's log in memory while it runs here, so that
+	// WaitLog answers a run that ends here without reading the log back
+	// from the store (AgentFlow's POST /api/run answers with the whole
+	// log). A log over a few thousand events or a MiB is not kept.
+	KeepLog bool
 	// runID, when set, is the new run's id (chosen early for its worktree).
 	runID string
 	// fork, when set, makes the run a fork (see fork.go).

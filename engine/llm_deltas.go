@@ -14,6 +14,7 @@ type coalescer struct {
 	buf   strings.Builder
 	last  time.Time
 	timer *time.Timer
+	sent  bool // an llm_delta was logged during the current model call
 }
 
 const (
@@ -34,6 +35,9 @@ func (c *coalescer) add(s string) {
 		return // a flush is due
 	}
 	wait := firstDeltaDelay
+	if d := c.x.Engine().firstDelta; d > 0 {
+		wait = d
+	}
 	if !c.last.IsZero() {
 		wait = deltaInterval - time.Since(c.last)
 	}
@@ -42,6 +46,28 @@ func (c *coalescer) add(s string) {
 		return
 	}
 	c.timer = time.AfterFunc(wait, c.flush) // also flushes the tail if the stream pauses
+}
+
+// settle ends a model call. A reply that arrived whole before its first
+// llm_delta was due (firstDeltaDelay) is not logged as a delta at all: the
+// llm_response or llm_turn logged next carries the same text, which is
+// what a watcher shows either way, and the log is spared a row that
+// repeats it (a quarter of an instant agent step's rows). Anything else
+// (a call that failed, text the final answer does not repeat) is flushed
+// as before.
+func (c *coalescer) settle(final string, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ok && !c.sent && c.buf.Len() > 0 && c.buf.String() == final {
+		if c.timer != nil {
+			c.timer.Stop()
+			c.timer = nil
+		}
+		c.buf.Reset()
+	} else {
+		c.flushLocked()
+	}
+	c.sent = false
 }
 
 func (c *coalescer) flush() {
@@ -61,4 +87,5 @@ func (c *coalescer) flushLocked() {
 	c.x.Emit(EvLLMDelta, c.buf.String(), nil)
 	c.buf.Reset()
 	c.last = time.Now()
+	c.sent = true
 }

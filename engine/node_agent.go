@@ -284,7 +284,11 @@ func (a *agentCall) complete(ctx context.Context, req llm.Request, deltas *coale
 			map[string]any{"attempt": attempt, "retryInMs": wait.Milliseconds(), "callId": callID})
 	})
 	if deltas != nil {
-		deltas.flush()
+		final := ""
+		if err == nil {
+			final = resp.Text
+		}
+		deltas.settle(final, err == nil)
 	}
 	if err == nil {
 		a.record(f, a.llm.Model(req.Model), resp.Usage)

@@ -34,6 +34,11 @@ type runner struct {
 	holding bool     // emit keeps events in held (guarded by emitMu)
 	silent  bool     // emit drops events: the log already has them (guarded by emitMu)
 	held    []*Event // events of prefix, stored with the run
+	// kept is the whole log as emitted, for WaitLog, while keepLog (a run
+	// started here with StartOptions.KeepLog, until it outgrows the cap).
+	keepLog   bool
+	kept      []Event
+	keptBytes int
 
 	ctx    context.Context
 	cancel context.CancelFunc

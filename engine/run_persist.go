@@ -64,6 +64,9 @@ func (r *runner) emitRaw(nodeID, typ, content string, raw json.RawMessage) {
 	r.seq++
 	ev := &Event{Seq: r.seq, RunID: r.run.ID, NodeID: nodeID, Type: typ, Content: content,
 		Timestamp: time.Now().UTC(), Data: raw, Owner: r.e.cfg.Owner}
+	if r.keepLog {
+		r.keep(ev)
+	}
 	if r.holding { // stored with the run itself (see prefix)
 		r.held = append(r.held, ev)
 		r.emitMu.Unlock()
@@ -74,6 +77,30 @@ func (r *runner) emitRaw(nodeID, typ, content string, raw json.RawMessage) {
 		s.Emit(ev)
 	}
 	r.emitMu.Unlock()
+}
+
+// Caps of a kept log (StartOptions.KeepLog): a run that logs more is
+// answered from the store instead.
+const (
+	keptEventsMax = 4096
+	keptBytesMax  = 1 << 20
+)
+
+// keep adds ev to the kept log, or drops the kept log once it is over
+// its caps. emitMu is held.
+func (r *runner) keep(ev *Event) {
+	r.keptBytes += len(ev.Content) + len(ev.Data) + len(ev.NodeID) + len(ev.Type) + 64
+	if len(r.kept) >= keptEventsMax || r.keptBytes > keptBytesMax {
+		r.keepLog, r.kept = false, nil
+		return
+	}
+	if r.kept == nil {
+		r.kept = make([]Event, 0, 16)
+	}
+	k := *ev
+	// As the store gives it back: times in microseconds, no owner.
+	k.Timestamp, k.Owner = k.Timestamp.Truncate(time.Microsecond), ""
+	r.kept = append(r.kept, k)
 }
 
 func (r *runner) markDirty(i int) {

@@ -127,6 +127,7 @@ func (e *Engine) start(ctx context.Context, p *plan, kind string, def json.RawMe
 	}
 	r := newRunner(e, p, run, nil, 0, nil)
 	r.fork = opt.fork
+	r.keepLog = opt.KeepLog
 	for _, i := range p.roots {
 		seed(r, i)
 	}

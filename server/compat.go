@@ -189,16 +189,18 @@ func (s *Server) compatResultOf(ctx context.Context, runID string) (*compatResul
 	if err != nil {
 		return nil, runErr(runID, err)
 	}
-	return s.compatResultFrom(ctx, r, nodes)
+	return s.compatResultFrom(ctx, r, nodes, nil)
 }
 
 // compatResultFrom is compatResultOf with the run's state already read;
-// it reads the whole log.
-func (s *Server) compatResultFrom(ctx context.Context, r *engine.Run, nodes []*engine.NodeState) (*compatResult, error) {
+// it reads the whole log unless evs is it.
+func (s *Server) compatResultFrom(ctx context.Context, r *engine.Run, nodes []*engine.NodeState, evs []engine.Event) (*compatResult, error) {
 	runID := r.ID
-	evs, err := s.st.Events(ctx, runID, 0, 0)
-	if err != nil {
-		return nil, runErr(runID, err)
+	if evs == nil {
+		var err error
+		if evs, err = s.st.Events(ctx, runID, 0, 0); err != nil {
+			return nil, runErr(runID, err)
+		}
 	}
 	res := &compatResult{RunID: r.ID, Status: r.Status, Logs: make([]compatLog, 0, len(evs)),
 		State:           compatState{Outputs: map[string]string{}, NodeStatuses: map[string]string{}},
@@ -225,7 +227,9 @@ func (s *Server) compatResultFrom(ctx context.Context, r *engine.Run, nodes []*e
 
 // compatStart decodes, checks and starts a graph: 400 for an invalid
 // graph, 503 when it has agent nodes and no LLM is configured.
-func (s *Server) compatStart(c echo.Context) (*engine.Run, error) {
+// keepLog: the run's log is kept in memory for the answer (see
+// waitAndAnswer).
+func (s *Server) compatStart(c echo.Context, keepLog bool) (*engine.Run, error) {
 	var req compatRunRequest
 	if err := decodeBody(c, &req); err != nil {
 		return nil, err
@@ -244,7 +248,7 @@ func (s *Server) compatStart(c echo.Context) (*engine.Run, error) {
 		return nil, newErr(http.StatusServiceUnavailable, CodeNoLLM,
 			"the graph has agent nodes but no LLM is configured: set OPENAI_API_KEY or OPENAI_BASE_URL")
 	}
-	opt := engine.StartOptions{WorkDir: s.cfg.GraphWorkDir}
+	opt := engine.StartOptions{WorkDir: s.cfg.GraphWorkDir, KeepLog: keepLog}
 	if req.Input != nil {
 		opt.Input = *req.Input
 	}
@@ -261,14 +265,15 @@ func (s *Server) waitAndAnswer(c echo.Context, runID string) error {
 	ctx, cancel := s.longCtx(c.Request().Context())
 	defer cancel()
 	// A run that ends here is answered from the engine's memory (its end
-	// is durable by then); only the log is read from the store.
-	r, nodes, err := s.e.WaitSnapshot(ctx, runID)
+	// is durable by then), its log too when the engine kept it (a run
+	// started by this request); otherwise the log is read from the store.
+	r, nodes, evs, err := s.e.WaitLog(ctx, runID)
 	if err != nil && !s.draining() {
 		return err
 	}
 	var res *compatResult
 	if err == nil {
-		res, err = s.compatResultFrom(context.WithoutCancel(c.Request().Context()), r, nodes)
+		res, err = s.compatResultFrom(context.WithoutCancel(c.Request().Context()), r, nodes, evs)
 	} else { // shutting down: the state as it is now
 		res, err = s.compatResultOf(context.WithoutCancel(c.Request().Context()), runID)
 	}
@@ -281,7 +286,7 @@ func (s *Server) waitAndAnswer(c echo.Context, runID string) error {
 }
 
 func (s *Server) compatRun(c echo.Context) error {
-	run, err := s.compatStart(c)
+	run, err := s.compatStart(c, true)
 	if err != nil {
 		return err
 	}
@@ -344,7 +349,7 @@ func (s *Server) compatResume(c echo.Context) error {
 // compatRunStream starts a graph and streams its log as Server-Sent Events
 // until it pauses or ends.
 func (s *Server) compatRunStream(c echo.Context) error {
-	run, err := s.compatStart(c)
+	run, err := s.compatStart(c, false)
 	if err != nil {
 		return err
 	}

@@ -63,7 +63,9 @@ func startFakeLLM(t *testing.T, args ...string) string {
 // lead to delegate reaches the subagent, and usage and cost come back.
 func TestFakeLLMCommandDelegatesAndReportsUsage(t *testing.T) {
 	t.Parallel()
-	url := startFakeLLM(t, "--latency", "40ms")
+	// Chunks far apart: a reply that arrives whole is logged without
+	// llm_delta events, and this one must stream.
+	url := startFakeLLM(t, "--latency", "40ms", "--chunk-delay", "50ms")
 	dir := t.TempDir()
 	prices := writeFile(t, dir, "prices.json", `{"gpt-5-mini": {"input": 0.25, "output": 2}}`)
 	c := newCLI(t, nil)
@@ -99,7 +101,7 @@ func TestFakeLLMCommandDelegatesAndReportsUsage(t *testing.T) {
 	if !strings.Contains(joined, engine.EvSubagentCallStart) || !strings.Contains(joined, engine.EvSubagentCallEnd) {
 		t.Errorf("no subagent call events: %s", joined)
 	}
-	if deltas == 0 { // the engine coalesces deltas, so one is all a short answer promises
+	if deltas == 0 { // the engine coalesces deltas, so one is all a streamed answer promises
 		t.Error("no llm_delta events from the lead")
 	}
 	res := lastJSON(t, out)

@@ -113,10 +113,10 @@ func gatedChain(steps int, prefix, typ string, data map[string]any, handle strin
 }
 
 // AgentStepEvents is how many events one agent step of AgentChainGraph
-// emits with the built-in fake's reply (it arrives at once, so its text is
-// one llm_delta): step_start, start_prompt, llm_delta, llm_response,
-// step_end.
-const AgentStepEvents = 5
+// emits with the built-in fake's reply: step_start, start_prompt,
+// llm_response, step_end (the reply arrives at once, so its text is logged
+// once, as the llm_response, with no llm_delta).
+const AgentStepEvents = 4
 
 // BusyGraph is start → approval → a chain of steps if nodes → agent: it
 // pauses at once, and once approved emits about 2×steps events in a few
