@@ -94,14 +94,21 @@ func openBenchStore(b testing.TB) *sqlite.Store {
 	return st
 }
 
-func benchPersistedRun(b *testing.B, g *graph.Graph, nodes int) {
-	st := openBenchStore(b)
-	e, err := engine.New(engine.Config{Store: st, LLM: instantLLM(b), ArtifactsRoot: b.TempDir(),
-		Logger: slog.New(slog.NewTextHandler(b.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
+// benchEngine is an engine on a fresh SQLite store with the instant LLM,
+// logging warnings only; both close when tb ends.
+func benchEngine(tb testing.TB) (*sqlite.Store, *engine.Engine) {
+	st := openBenchStore(tb)
+	e, err := engine.New(engine.Config{Store: st, LLM: instantLLM(tb), ArtifactsRoot: tb.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(tb.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	defer e.Close()
+	tb.Cleanup(e.Close)
+	return st, e
+}
+
+func benchPersistedRun(b *testing.B, g *graph.Graph, nodes int) {
+	st, e := benchEngine(b)
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -223,13 +230,7 @@ func BenchmarkEmitRealisticEvents(b *testing.B) {
 // and system) per run: the store's and the engine's share of the server's
 // CPU per run, plus the fake's handler and openai-go's client.
 func BenchmarkConcurrentShortRuns(b *testing.B) {
-	st := openBenchStore(b)
-	e, err := engine.New(engine.Config{Store: st, LLM: instantLLM(b), ArtifactsRoot: b.TempDir(),
-		Logger: slog.New(slog.NewTextHandler(b.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close()
+	st, e := benchEngine(b)
 	g := chain(2, graph.TypeAgent)
 	ctx := context.Background()
 	const clients = 32

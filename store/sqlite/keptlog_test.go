@@ -13,12 +13,7 @@ import (
 // event for event; a run that pauses, or logs more than the cap, is
 // answered without one (read from the store).
 func TestKeptLogIsTheStoredLog(t *testing.T) {
-	st := openBenchStore(t)
-	e, err := engine.New(engine.Config{Store: st, LLM: instantLLM(t), ArtifactsRoot: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	st, e := benchEngine(t)
 	ctx := context.Background()
 	paused := &graph.Graph{Nodes: []graph.Node{{ID: "s", Type: graph.TypeStart},
 		{ID: "ok", Type: graph.TypeApproval, Data: graph.NodeData{Prompt: "go?"}}},
