@@ -1,8 +1,11 @@
 package llm
 
 import (
+	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -92,5 +95,103 @@ func TestChatRequestMatchesOpenAIGo(t *testing.T) {
 		if !reflect.DeepEqual(a, b) {
 			t.Errorf("case %d:\n ours   %s\n theirs %s", i, ours, theirs)
 		}
+	}
+}
+
+// genString is a string of pieces that JSON escapes differently: plain
+// text, quotes and backslashes, control characters, HTML characters,
+// multi-byte runes, U+2028/U+2029 and invalid UTF-8.
+func genString(r *rand.Rand) string {
+	pieces := []string{"", "a", "hello world", `"`, `\`, "\n", "\r", "\t", "\b", "\f", "\x00", "\x1f", "\x7f",
+		"<", ">", "&", "é", "ünïcode", "日本", "🙂", "\u2028", "\u2029", "\xff", "\xe2\x82", "\xc3", "{\"k\":1}", " "}
+	var sb strings.Builder
+	for range r.IntN(8) {
+		sb.WriteString(pieces[r.IntN(len(pieces))])
+	}
+	return sb.String()
+}
+
+func genRequest(r *rand.Rand) Request {
+	req := Request{Model: genString(r)}
+	roles := []string{"system", "user", "assistant", "tool", "developer", ""}
+	for range r.IntN(6) {
+		m := Message{Role: roles[r.IntN(len(roles))], Content: genString(r)}
+		if r.IntN(2) == 0 {
+			m.ToolCallID = genString(r)
+		}
+		for range r.IntN(3) {
+			m.ToolCalls = append(m.ToolCalls, ToolCall{ID: genString(r), Name: genString(r), Arguments: genString(r)})
+		}
+		req.Messages = append(req.Messages, m)
+	}
+	for range r.IntN(3) {
+		t := ToolSpec{Name: genString(r), Description: genString(r)}
+		if r.IntN(2) == 0 {
+			t.Parameters = map[string]any{"type": "object", genString(r): genString(r)}
+		}
+		req.Tools = append(req.Tools, t)
+	}
+	if r.IntN(2) == 0 {
+		req.Effort = genString(r)
+	}
+	if r.IntN(3) == 0 {
+		req.Schema = map[string]any{"type": "object", "properties": map[string]any{genString(r): map[string]any{"type": "string"}}}
+	}
+	return req
+}
+
+// TestChatRequestEncoderMatchesReference: the hand-written encoder writes
+// the bytes encoding/json writes for the same request, on generated
+// requests full of characters JSON escapes.
+func TestChatRequestEncoderMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 20000 {
+		req := genRequest(r)
+		got, err := encodeChatRequest(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := encodeChatRequestReference(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("case %d (%+v):\n got  %s\n want %s", i, req, got, want)
+		}
+	}
+}
+
+// FuzzAppendJSONString: any string is written as encoding/json writes it.
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "plain", "a\"b\\c\n\t<>&", "\u2028\xff\x00", "🙂é"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("%q: got %s, want %s", s, got, want)
+		}
+	})
+}
+
+func BenchmarkEncodeChatRequest(b *testing.B) {
+	req := Request{Model: "gpt-5-mini", Messages: []Message{
+		{Role: "system", Content: "You are a helpful assistant.\nAnswer briefly."},
+		{Role: "user", Content: "Summarize the findings of the previous step: the build passed, 3 tests <flaky>."}}}
+	for _, c := range []struct {
+		name string
+		enc  func(Request) ([]byte, error)
+	}{{"hand", encodeChatRequest}, {"reference", encodeChatRequestReference}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				if _, err := c.enc(req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
