@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"testing"
 
@@ -13,22 +12,11 @@ import (
 	"github.com/switchyard/switchyard/llm"
 )
 
-// handlerTransport serves openai-go's requests from the fake's handler in
-// process: an instant LLM, so benchmarks measure the engine (and the SDK),
-// not loopback networking.
-type handlerTransport struct{ h http.Handler }
-
-func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	rec := httptest.NewRecorder()
-	t.h.ServeHTTP(rec, req)
-	return rec.Result(), nil
-}
-
 func instantLLM(b *testing.B) *llm.Client {
 	b.Helper()
 	fake := fakeopenai.New()
 	client, err := llm.New(llm.Config{BaseURL: "http://fake.invalid/v1", APIKey: "x",
-		HTTPClient: &http.Client{Transport: handlerTransport{fake.Handler()}}})
+		HTTPClient: &http.Client{Transport: fakeopenai.InProcess{H: fake.Handler()}}})
 	if err != nil {
 		b.Fatal(err)
 	}

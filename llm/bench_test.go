@@ -3,21 +3,10 @@ package llm
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/switchyard/switchyard/internal/fakeopenai"
 )
-
-// handlerTransport serves requests from an in-process handler: no
-// loopback networking in the measurement.
-type handlerTransport struct{ h http.Handler }
-
-func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	rec := httptest.NewRecorder()
-	t.h.ServeHTTP(rec, req)
-	return rec.Result(), nil
-}
 
 // BenchmarkComplete is one streamed chat completion through openai-go's
 // request building and our stream decoding, answered in process by the
@@ -25,7 +14,7 @@ func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 func BenchmarkComplete(b *testing.B) {
 	fake := fakeopenai.New()
 	c, err := New(Config{BaseURL: "http://fake.invalid/v1", APIKey: "x",
-		HTTPClient: &http.Client{Transport: handlerTransport{fake.Handler()}}})
+		HTTPClient: &http.Client{Transport: fakeopenai.InProcess{H: fake.Handler()}}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,7 +2,8 @@ package llm
 
 import (
 	"encoding/json"
-	"unicode/utf8"
+
+	"github.com/switchyard/switchyard/internal/jsonw"
 )
 
 // The body of a streamed chat completion request, encoded by us: the same
@@ -69,7 +70,7 @@ func encodeChatRequest(req Request) ([]byte, error) {
 	}
 	b := make([]byte, 0, n)
 	b = append(b, `{"model":`...)
-	b = appendJSONString(b, req.Model)
+	b = jsonw.AppendString(b, req.Model)
 	b = append(b, `,"messages":[`...)
 	first := true
 	for i := range req.Messages {
@@ -84,14 +85,14 @@ func encodeChatRequest(req Request) ([]byte, error) {
 		}
 		first = false
 		b = append(b, `{"role":`...)
-		b = appendJSONString(b, m.Role)
+		b = jsonw.AppendString(b, m.Role)
 		if m.Role != "assistant" || m.Content != "" {
 			b = append(b, `,"content":`...)
-			b = appendJSONString(b, m.Content)
+			b = jsonw.AppendString(b, m.Content)
 		}
 		if m.Role == "tool" && m.ToolCallID != "" {
 			b = append(b, `,"tool_call_id":`...)
-			b = appendJSONString(b, m.ToolCallID)
+			b = jsonw.AppendString(b, m.ToolCallID)
 		}
 		if m.Role == "assistant" && len(m.ToolCalls) > 0 {
 			b = append(b, `,"tool_calls":[`...)
@@ -100,11 +101,11 @@ func encodeChatRequest(req Request) ([]byte, error) {
 					b = append(b, ',')
 				}
 				b = append(b, `{"id":`...)
-				b = appendJSONString(b, tc.ID)
+				b = jsonw.AppendString(b, tc.ID)
 				b = append(b, `,"type":"function","function":{"arguments":`...)
-				b = appendJSONString(b, tc.Arguments)
+				b = jsonw.AppendString(b, tc.Arguments)
 				b = append(b, `,"name":`...)
-				b = appendJSONString(b, tc.Name)
+				b = jsonw.AppendString(b, tc.Name)
 				b = append(b, `}}`...)
 			}
 			b = append(b, ']')
@@ -125,7 +126,7 @@ func encodeChatRequest(req Request) ([]byte, error) {
 	}
 	if req.Effort != "" {
 		b = append(b, `,"reasoning_effort":`...)
-		b = appendJSONString(b, req.Effort)
+		b = jsonw.AppendString(b, req.Effort)
 	}
 	if req.Schema != nil {
 		j, err := json.Marshal(&chatRespFormatJSON{Type: "json_schema", JSONSchema: chatJSONSchema{Name: "output", Schema: req.Schema}})
@@ -176,61 +177,4 @@ func encodeChatRequestReference(req Request) ([]byte, error) {
 		body.ResponseFormat = &chatRespFormatJSON{Type: "json_schema", JSONSchema: chatJSONSchema{Name: "output", Schema: req.Schema}}
 	}
 	return json.Marshal(body)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as encoding/json writes a string (HTML
-// characters escaped, invalid UTF-8 as U+FFFD, U+2028 and U+2029
-// escaped).
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

@@ -161,22 +161,6 @@ func TestChatRequestEncoderMatchesReference(t *testing.T) {
 	}
 }
 
-// FuzzAppendJSONString: any string is written as encoding/json writes it.
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range []string{"", "plain", "a\"b\\c\n\t<>&", "\u2028\xff\x00", "🙂é"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
-			t.Fatalf("%q: got %s, want %s", s, got, want)
-		}
-	})
-}
-
 func BenchmarkEncodeChatRequest(b *testing.B) {
 	req := Request{Model: "gpt-5-mini", Messages: []Message{
 		{Role: "system", Content: "You are a helpful assistant.\nAnswer briefly."},

@@ -9,75 +9,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/graph"
-	"github.com/switchyard/switchyard/internal/fakeopenai"
-	"github.com/switchyard/switchyard/llm"
+	"github.com/switchyard/switchyard/store/storetest"
 )
-
-// inProcess serves openai-go's requests from the fake's handler without a
-// socket: an instant LLM, so the figures are the engine's and the store's.
-type inProcess struct{ h http.Handler }
-
-func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
-	rec := httptest.NewRecorder()
-	t.h.ServeHTTP(rec, req)
-	return rec.Result(), nil
-}
-
-func instantLLM(b *testing.B) *llm.Client {
-	b.Helper()
-	c, err := llm.New(llm.Config{BaseURL: "http://fake.invalid/v1", APIKey: "x",
-		HTTPClient: &http.Client{Transport: inProcess{fakeopenai.New().Handler()}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return c
-}
-
-// chain: start -> n nodes of typ in a line; the last one is an agent.
-func chain(n int, typ string) *graph.Graph {
-	g := &graph.Graph{Nodes: []graph.Node{{ID: "s", Type: graph.TypeStart}}}
-	prev, handle := "s", graph.HandleOutput
-	for i := range n {
-		id := fmt.Sprintf("n%d", i)
-		t := typ
-		if i == n-1 {
-			t = graph.TypeAgent
-		}
-		g.Nodes = append(g.Nodes, graph.Node{ID: id, Type: t, Data: graph.NodeData{UserPrompt: "hi"}})
-		g.Edges = append(g.Edges, graph.Edge{ID: "e" + id, Source: prev, Target: id, SourceHandle: handle})
-		prev, handle = id, graph.HandleOutput
-		if t == graph.TypeIf {
-			handle = graph.HandleFalse
-		}
-	}
-	return g
-}
-
-// fanout: start -> n branches of typ -> one joining agent.
-func fanout(n int, typ string) *graph.Graph {
-	g := &graph.Graph{Nodes: []graph.Node{{ID: "s", Type: graph.TypeStart},
-		{ID: "join", Type: graph.TypeAgent, Data: graph.NodeData{UserPrompt: "hi"}}}}
-	handle := graph.HandleOutput
-	if typ == graph.TypeIf {
-		handle = graph.HandleFalse
-	}
-	for i := range n {
-		id := fmt.Sprintf("b%d", i)
-		g.Nodes = append(g.Nodes, graph.Node{ID: id, Type: typ, Data: graph.NodeData{UserPrompt: "hi"}})
-		g.Edges = append(g.Edges,
-			graph.Edge{ID: "in" + id, Source: "s", Target: id, SourceHandle: graph.HandleOutput},
-			graph.Edge{ID: "out" + id, Source: id, Target: "join", SourceHandle: handle})
-	}
-	return g
-}
 
 func benchLogger(b *testing.B) *slog.Logger {
 	return slog.New(slog.NewTextHandler(b.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -95,7 +34,7 @@ func openBenchStore(b *testing.B) *Store {
 
 func benchPersistedRun(b *testing.B, g *graph.Graph, nodes int) {
 	st := openBenchStore(b)
-	e, err := engine.New(engine.Config{Store: st, LLM: instantLLM(b), ArtifactsRoot: b.TempDir(),
+	e, err := engine.New(engine.Config{Store: st, LLM: storetest.InProcessLLM(b), ArtifactsRoot: b.TempDir(),
 		Logger: benchLogger(b)})
 	if err != nil {
 		b.Fatal(err)
@@ -136,10 +75,10 @@ func benchPersistedRun(b *testing.B, g *graph.Graph, nodes int) {
 func BenchmarkEnginePersisted(b *testing.B) {
 	pg.Require(b)
 	const n = 1000
-	b.Run("chain1000/if", func(b *testing.B) { benchPersistedRun(b, chain(n, graph.TypeIf), n) })
-	b.Run("fanout1000/if", func(b *testing.B) { benchPersistedRun(b, fanout(n, graph.TypeIf), n) })
-	b.Run("chain1000/agent", func(b *testing.B) { benchPersistedRun(b, chain(n, graph.TypeAgent), n) })
-	b.Run("fanout1000/agent", func(b *testing.B) { benchPersistedRun(b, fanout(n, graph.TypeAgent), n) })
+	b.Run("chain1000/if", func(b *testing.B) { benchPersistedRun(b, storetest.Chain(n, graph.TypeIf), n) })
+	b.Run("fanout1000/if", func(b *testing.B) { benchPersistedRun(b, storetest.Fanout(n, graph.TypeIf), n) })
+	b.Run("chain1000/agent", func(b *testing.B) { benchPersistedRun(b, storetest.Chain(n, graph.TypeAgent), n) })
+	b.Run("fanout1000/agent", func(b *testing.B) { benchPersistedRun(b, storetest.Fanout(n, graph.TypeAgent), n) })
 }
 
 // agentEvents is the log of one agent node as the engine writes it (~4.5 KB

@@ -17,6 +17,7 @@ import (
 	"github.com/switchyard/switchyard/graph"
 	"github.com/switchyard/switchyard/internal/fakeopenai"
 	"github.com/switchyard/switchyard/llm"
+	"github.com/switchyard/switchyard/store/storetest"
 )
 
 // childDSN, in a child process's environment, is the database of the
@@ -151,7 +152,7 @@ func driveUntilKilled(t *testing.T, dsn string) {
 	mustOK(t, err, "Open")
 	fake := fakeopenai.New(fakeopenai.WithLatency(300 * time.Millisecond))
 	e := newEngine(t, s, "proc-A", fake)
-	run, err := e.StartGraph(ctx, chain(8, graph.TypeAgent), engine.StartOptions{Input: "x"})
+	run, err := e.StartGraph(ctx, storetest.Chain(8, graph.TypeAgent), engine.StartOptions{Input: "x"})
 	mustOK(t, err, "StartGraph")
 	fmt.Printf("RUN %s\n", run.ID)
 	time.Sleep(2 * time.Minute) // the parent kills us long before
@@ -166,7 +167,7 @@ func newEngine(t testing.TB, s *Store, owner string, fake *fakeopenai.Server) *e
 		fake = fakeopenai.New()
 	}
 	c, err := llm.New(llm.Config{BaseURL: "http://fake.invalid/v1", APIKey: "x",
-		HTTPClient: &http.Client{Transport: inProcess{fake.Handler()}}})
+		HTTPClient: &http.Client{Transport: fakeopenai.InProcess{H: fake.Handler()}}})
 	mustOK(t, err, "llm.New")
 	e, err := engine.New(engine.Config{Store: s, LLM: c, ArtifactsRoot: t.TempDir(), Owner: owner,
 		LeaseTTL: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)})

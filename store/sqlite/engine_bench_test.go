@@ -8,8 +8,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,69 +17,9 @@ import (
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/graph"
-	"github.com/switchyard/switchyard/internal/fakeopenai"
-	"github.com/switchyard/switchyard/llm"
 	"github.com/switchyard/switchyard/store/sqlite"
+	"github.com/switchyard/switchyard/store/storetest"
 )
-
-// inProcess serves openai-go's requests from the fake's handler without a
-// socket: an instant LLM, so the figures are the engine's and the store's.
-type inProcess struct{ h http.Handler }
-
-func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
-	rec := httptest.NewRecorder()
-	t.h.ServeHTTP(rec, req)
-	return rec.Result(), nil
-}
-
-func instantLLM(b testing.TB) *llm.Client {
-	b.Helper()
-	llm, err := llm.New(llm.Config{BaseURL: "http://fake.invalid/v1", APIKey: "x",
-		HTTPClient: &http.Client{Transport: inProcess{fakeopenai.New().Handler()}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return llm
-}
-
-// chain: start -> n nodes of typ in a line; the last one is an agent (a
-// valid leaf). if nodes pass their input through on the "false" branch.
-func chain(n int, typ string) *graph.Graph {
-	g := &graph.Graph{Nodes: []graph.Node{{ID: "s", Type: graph.TypeStart}}}
-	prev, handle := "s", graph.HandleOutput
-	for i := range n {
-		id := fmt.Sprintf("n%d", i)
-		t := typ
-		if i == n-1 {
-			t = graph.TypeAgent
-		}
-		g.Nodes = append(g.Nodes, graph.Node{ID: id, Type: t, Data: graph.NodeData{UserPrompt: "hi"}})
-		g.Edges = append(g.Edges, graph.Edge{ID: "e" + id, Source: prev, Target: id, SourceHandle: handle})
-		prev, handle = id, graph.HandleOutput
-		if t == graph.TypeIf {
-			handle = graph.HandleFalse
-		}
-	}
-	return g
-}
-
-// fanout: start -> n branches of typ -> one joining agent.
-func fanout(n int, typ string) *graph.Graph {
-	g := &graph.Graph{Nodes: []graph.Node{{ID: "s", Type: graph.TypeStart},
-		{ID: "join", Type: graph.TypeAgent, Data: graph.NodeData{UserPrompt: "hi"}}}}
-	handle := graph.HandleOutput
-	if typ == graph.TypeIf {
-		handle = graph.HandleFalse
-	}
-	for i := range n {
-		id := fmt.Sprintf("b%d", i)
-		g.Nodes = append(g.Nodes, graph.Node{ID: id, Type: typ, Data: graph.NodeData{UserPrompt: "hi"}})
-		g.Edges = append(g.Edges,
-			graph.Edge{ID: "in" + id, Source: "s", Target: id, SourceHandle: graph.HandleOutput},
-			graph.Edge{ID: "out" + id, Source: id, Target: "join", SourceHandle: handle})
-	}
-	return g
-}
 
 func openBenchStore(b testing.TB) *sqlite.Store {
 	b.Helper()
@@ -98,7 +36,7 @@ func openBenchStore(b testing.TB) *sqlite.Store {
 // logging warnings only; both close when tb ends.
 func benchEngine(tb testing.TB) (*sqlite.Store, *engine.Engine) {
 	st := openBenchStore(tb)
-	e, err := engine.New(engine.Config{Store: st, LLM: instantLLM(tb), ArtifactsRoot: tb.TempDir(),
+	e, err := engine.New(engine.Config{Store: st, LLM: storetest.InProcessLLM(tb), ArtifactsRoot: tb.TempDir(),
 		Logger: slog.New(slog.NewTextHandler(tb.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		tb.Fatal(err)
@@ -148,10 +86,10 @@ func mustLastRun(b *testing.B, st *sqlite.Store) string {
 // agent nodes add a goroutine and an openai-go call to an instant fake.
 func BenchmarkEnginePersisted(b *testing.B) {
 	const n = 1000
-	b.Run("chain1000/if", func(b *testing.B) { benchPersistedRun(b, chain(n, graph.TypeIf), n) })
-	b.Run("fanout1000/if", func(b *testing.B) { benchPersistedRun(b, fanout(n, graph.TypeIf), n) })
-	b.Run("chain1000/agent", func(b *testing.B) { benchPersistedRun(b, chain(n, graph.TypeAgent), n) })
-	b.Run("fanout1000/agent", func(b *testing.B) { benchPersistedRun(b, fanout(n, graph.TypeAgent), n) })
+	b.Run("chain1000/if", func(b *testing.B) { benchPersistedRun(b, storetest.Chain(n, graph.TypeIf), n) })
+	b.Run("fanout1000/if", func(b *testing.B) { benchPersistedRun(b, storetest.Fanout(n, graph.TypeIf), n) })
+	b.Run("chain1000/agent", func(b *testing.B) { benchPersistedRun(b, storetest.Chain(n, graph.TypeAgent), n) })
+	b.Run("fanout1000/agent", func(b *testing.B) { benchPersistedRun(b, storetest.Fanout(n, graph.TypeAgent), n) })
 }
 
 // agentEvents is the log of one agent node as the engine writes it: a
@@ -231,7 +169,7 @@ func BenchmarkEmitRealisticEvents(b *testing.B) {
 // CPU per run, plus the fake's handler and openai-go's client.
 func BenchmarkConcurrentShortRuns(b *testing.B) {
 	st, e := benchEngine(b)
-	g := chain(2, graph.TypeAgent)
+	g := storetest.Chain(2, graph.TypeAgent)
 	ctx := context.Background()
 	const clients = 32
 	work := make(chan struct{}, b.N)

@@ -20,6 +20,7 @@ var eventsTests = []test{
 	{"OnCommitSeesCommittedEventsInOrder", testOnCommitOrder},
 	{"BadEventDoesNotPoisonBatch", testBadEvent},
 	{"FirstEventsOfAPage", testFirstEvents},
+	{"KeptLogIsTheStoredLog", testKeptLog},
 }
 
 func event(runID string, seq int64) *engine.Event {

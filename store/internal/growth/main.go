@@ -48,16 +48,6 @@ import (
 	"github.com/switchyard/switchyard/server"
 )
 
-// inProcess serves openai-go's requests from the fake's handler without a
-// socket: an instant LLM, so the figures are the engine's and the store's.
-type inProcess struct{ h http.Handler }
-
-func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
-	rec := httptest.NewRecorder()
-	t.h.ServeHTTP(rec, req)
-	return rec.Result(), nil
-}
-
 const yamlSource = `name: Ask
 description: one prompt, then another
 nodes:
@@ -150,7 +140,7 @@ func (f *filler) open() (runStore, *engine.Engine, *server.Server, *server.YAMLW
 	}
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	client, err := llm.New(llm.Config{BaseURL: "http://fake.invalid/v1", APIKey: "x",
-		HTTPClient: &http.Client{Transport: inProcess{fakeopenai.New().Handler()}}})
+		HTTPClient: &http.Client{Transport: fakeopenai.InProcess{H: fakeopenai.New().Handler()}}})
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}

@@ -1,0 +1,23 @@
+package storetest
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/switchyard/switchyard/internal/fakeopenai"
+	"github.com/switchyard/switchyard/llm"
+)
+
+// InProcessLLM is an LLM client answered by the fake OpenAI server in
+// process ("echo: <input>"), at once unless opts say otherwise: the
+// engine's and the store's work, not the network's, in tests and
+// benchmarks.
+func InProcessLLM(tb testing.TB, opts ...fakeopenai.Option) *llm.Client {
+	tb.Helper()
+	c, err := llm.New(llm.Config{BaseURL: "http://fake.invalid/v1", APIKey: "x",
+		HTTPClient: &http.Client{Transport: fakeopenai.InProcess{H: fakeopenai.New(opts...).Handler()}}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
