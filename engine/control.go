@@ -53,6 +53,8 @@ func (e *Engine) WaitLog(ctx context.Context, runID string) (*Run, []*NodeState,
 		case <-ctx.Done():
 			return nil, nil, nil, ctx.Err()
 		}
+		// finished and lost are written by the loop before it closes
+		// exited, so reading them here is ordered after.
 		if r.finished && !r.lost {
 			run, nodes, err := r.snapshot()
 			r.emitMu.Lock()

@@ -6,35 +6,9 @@ import (
 	"github.com/switchyard/switchyard/internal/jsonw"
 )
 
-// The body of a streamed chat completion request, encoded by us: the same
-// JSON openai-go's params produce (TestChatRequestMatchesOpenAIGo), without
-// its reflection over every field of every message. openai-go still sends
-// the request (base URL, auth, headers, errors).
+// The parts of a chat completion request body that encodeChatRequest
+// leaves to encoding/json (tools, a response schema: maps of any).
 type (
-	chatRequestJSON struct {
-		Model           string              `json:"model"`
-		Messages        []chatMessageJSON   `json:"messages"`
-		Tools           []chatToolJSON      `json:"tools,omitempty"`
-		ReasoningEffort string              `json:"reasoning_effort,omitempty"`
-		ResponseFormat  *chatRespFormatJSON `json:"response_format,omitempty"`
-		StreamOptions   chatStreamOptions   `json:"stream_options"`
-		Stream          bool                `json:"stream"`
-	}
-	chatMessageJSON struct {
-		Role       string             `json:"role"`
-		Content    *string            `json:"content,omitempty"`
-		ToolCallID string             `json:"tool_call_id,omitempty"`
-		ToolCalls  []chatToolCallJSON `json:"tool_calls,omitempty"`
-	}
-	chatToolCallJSON struct {
-		ID       string           `json:"id"`
-		Type     string           `json:"type"`
-		Function chatFunctionCall `json:"function"`
-	}
-	chatFunctionCall struct {
-		Arguments string `json:"arguments"`
-		Name      string `json:"name"`
-	}
 	chatToolJSON struct {
 		Type     string       `json:"type"`
 		Function chatFunction `json:"function"`
@@ -52,14 +26,11 @@ type (
 		Name   string         `json:"name"`
 		Schema map[string]any `json:"schema"`
 	}
-	chatStreamOptions struct {
-		IncludeUsage bool `json:"include_usage"`
-	}
 )
 
 // encodeChatRequest encodes req as a streamed chat completion request:
-// the bytes json.Marshal gives for chatRequestJSON (the reference,
-// TestChatRequestEncoderMatchesReference), written directly. The model
+// the bytes encoding/json wrote for it (the former encoder, kept in the
+// tests as encodeChatRequestReference), written directly. The model
 // and the messages, what every call has, are appended by hand (json's
 // reflection over them was 3 % of a short run's CPU); tools and a
 // response schema, maps of any, go through json.Marshal.
@@ -137,44 +108,4 @@ func encodeChatRequest(req Request) ([]byte, error) {
 	}
 	b = append(b, `,"stream_options":{"include_usage":true},"stream":true}`...)
 	return b, nil
-}
-
-// encodeChatRequestReference is encodeChatRequest through encoding/json:
-// what the hand-written encoder must equal, byte for byte.
-func encodeChatRequestReference(req Request) ([]byte, error) {
-	body := chatRequestJSON{Model: req.Model, ReasoningEffort: req.Effort, Stream: true,
-		// Without this a streamed chat completion reports no usage at all;
-		// with it the server sends a last chunk with empty choices and the
-		// usage.
-		StreamOptions: chatStreamOptions{IncludeUsage: true},
-		Messages:      make([]chatMessageJSON, 0, len(req.Messages))}
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		cm := chatMessageJSON{Role: m.Role}
-		switch m.Role {
-		case "system", "user":
-			cm.Content = &m.Content
-		case "tool":
-			cm.Content, cm.ToolCallID = &m.Content, m.ToolCallID
-		case "assistant":
-			if m.Content != "" {
-				cm.Content = &m.Content
-			}
-			for _, tc := range m.ToolCalls {
-				cm.ToolCalls = append(cm.ToolCalls, chatToolCallJSON{ID: tc.ID, Type: "function",
-					Function: chatFunctionCall{Name: tc.Name, Arguments: tc.Arguments}})
-			}
-		default:
-			continue
-		}
-		body.Messages = append(body.Messages, cm)
-	}
-	for _, t := range req.Tools {
-		body.Tools = append(body.Tools, chatToolJSON{Type: "function",
-			Function: chatFunction(t)})
-	}
-	if req.Schema != nil {
-		body.ResponseFormat = &chatRespFormatJSON{Type: "json_schema", JSONSchema: chatJSONSchema{Name: "output", Schema: req.Schema}}
-	}
-	return json.Marshal(body)
 }

@@ -179,3 +179,75 @@ func BenchmarkEncodeChatRequest(b *testing.B) {
 		})
 	}
 }
+
+// The body of a streamed chat completion request as encoding/json writes
+// it (the former encoder): what encodeChatRequest must equal.
+type (
+	chatRequestJSON struct {
+		Model           string              `json:"model"`
+		Messages        []chatMessageJSON   `json:"messages"`
+		Tools           []chatToolJSON      `json:"tools,omitempty"`
+		ReasoningEffort string              `json:"reasoning_effort,omitempty"`
+		ResponseFormat  *chatRespFormatJSON `json:"response_format,omitempty"`
+		StreamOptions   chatStreamOptions   `json:"stream_options"`
+		Stream          bool                `json:"stream"`
+	}
+	chatMessageJSON struct {
+		Role       string             `json:"role"`
+		Content    *string            `json:"content,omitempty"`
+		ToolCallID string             `json:"tool_call_id,omitempty"`
+		ToolCalls  []chatToolCallJSON `json:"tool_calls,omitempty"`
+	}
+	chatToolCallJSON struct {
+		ID       string           `json:"id"`
+		Type     string           `json:"type"`
+		Function chatFunctionCall `json:"function"`
+	}
+	chatFunctionCall struct {
+		Arguments string `json:"arguments"`
+		Name      string `json:"name"`
+	}
+	chatStreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	}
+)
+
+// encodeChatRequestReference is encodeChatRequest through encoding/json:
+// what the hand-written encoder must equal, byte for byte.
+func encodeChatRequestReference(req Request) ([]byte, error) {
+	body := chatRequestJSON{Model: req.Model, ReasoningEffort: req.Effort, Stream: true,
+		// Without this a streamed chat completion reports no usage at all;
+		// with it the server sends a last chunk with empty choices and the
+		// usage.
+		StreamOptions: chatStreamOptions{IncludeUsage: true},
+		Messages:      make([]chatMessageJSON, 0, len(req.Messages))}
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		cm := chatMessageJSON{Role: m.Role}
+		switch m.Role {
+		case "system", "user":
+			cm.Content = &m.Content
+		case "tool":
+			cm.Content, cm.ToolCallID = &m.Content, m.ToolCallID
+		case "assistant":
+			if m.Content != "" {
+				cm.Content = &m.Content
+			}
+			for _, tc := range m.ToolCalls {
+				cm.ToolCalls = append(cm.ToolCalls, chatToolCallJSON{ID: tc.ID, Type: "function",
+					Function: chatFunctionCall{Name: tc.Name, Arguments: tc.Arguments}})
+			}
+		default:
+			continue
+		}
+		body.Messages = append(body.Messages, cm)
+	}
+	for _, t := range req.Tools {
+		body.Tools = append(body.Tools, chatToolJSON{Type: "function",
+			Function: chatFunction(t)})
+	}
+	if req.Schema != nil {
+		body.ResponseFormat = &chatRespFormatJSON{Type: "json_schema", JSONSchema: chatJSONSchema{Name: "output", Schema: req.Schema}}
+	}
+	return json.Marshal(body)
+}

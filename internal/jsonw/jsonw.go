@@ -5,8 +5,9 @@ package jsonw
 
 import "unicode/utf8"
 
-// AppendString appends s quoted as encoding/json writes a string (HTML-safe: <, > and &
-// escaped; U+2028 and U+2029 escaped; invalid UTF-8 as U+FFFD).
+// AppendString appends s quoted as encoding/json writes a string
+// (HTML-safe: <, > and & escaped; U+2028 and U+2029 escaped; invalid
+// UTF-8 as U+FFFD).
 func AppendString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
