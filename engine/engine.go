@@ -82,6 +82,8 @@ type Engine struct {
 	log    *slog.Logger
 	llmSem chan struct{}
 	execs  map[string]Executor
+	// workers run node executors and run loops (see workers).
+	workers *workers
 	// firstDelta overrides firstDeltaDelay (tests: a reply that surely
 	// arrives before its first llm_delta is due).
 	firstDelta time.Duration
@@ -176,6 +178,7 @@ func New(cfg Config) (*Engine, error) {
 		log:     cfg.Logger,
 		llmSem:  make(chan struct{}, cfg.MaxLLMCalls),
 		execs:   defaultExecutors(),
+		workers: newWorkers(workersIdleMax, workersIdleFor),
 		live:    make(map[string]*runner),
 		loading: make(map[string]chan struct{}),
 		stop:    make(chan struct{}),
@@ -262,4 +265,5 @@ func (e *Engine) Close() {
 	}
 	close(e.stop)
 	e.wg.Wait()
+	e.workers.close()
 }

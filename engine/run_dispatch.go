@@ -121,11 +121,11 @@ func (r *runner) launch(i int, x *Exec, fn func(ctx context.Context) (Result, er
 	}
 	ctx, cancel := context.WithCancel(r.ctx)
 	r.cancels[i] = cancel
-	go func() {
+	r.e.workers.Go(func() {
 		start := time.Now()
 		res, err := safeCall(ctx, fn)
 		r.done <- nodeDone{idx: i, res: res, err: err, elapsed: time.Since(start)}
-	}()
+	})
 }
 
 // safeCall turns an executor panic into a node error.
