@@ -182,6 +182,11 @@ func (s *Store) pruneBatch(ctx context.Context, at int64, cutID string, size int
 			}
 			got.Runs += n
 		}
+		if len(hashes) > 0 {
+			// Before the commit: no batch after it may take a
+			// definition deleted here for stored.
+			s.w.forgetDefs()
+		}
 		for h := range hashes {
 			n, err := execCount(ctx, tx, `DELETE FROM definitions WHERE hash = ?1
 AND NOT EXISTS (SELECT 1 FROM runs WHERE definition_hash = ?1)`, []byte(h))

@@ -69,6 +69,10 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 	}
 	evs := commit.CopyEvents(hdr.ID, events)
 	defHash := definitionHash(hdr.Definition)
+	var defKey string
+	if h, ok := defHash.([]byte); ok {
+		defKey = string(h)
+	}
 	err = s.w.doEvents(ctx, hdr, evs, func(t *wtx) error {
 		if checkWorkflow {
 			var one int
@@ -91,10 +95,12 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 		if n == 0 {
 			return reject(fmt.Errorf("run already exists: %w", engine.ErrConflict))
 		}
-		if defHash != nil { // the foreign key is checked at commit
+		if defHash != nil && !t.w.defStored(defKey) { // the foreign key is checked at commit
 			if _, err := t.exec(sqlInsertDefinition, defHash, string(hdr.Definition)); err != nil {
 				return err
 			}
+			t.w.defsWritten.Add(1)
+			t.newDefs = append(t.newDefs, defKey)
 		}
 		if len(evs) > 0 {
 			ins := t.stmt(s.w.insEventFenced) // the run was just created

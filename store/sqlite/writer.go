@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/store/internal/commit"
@@ -31,6 +33,9 @@ type wtx struct {
 	// transaction: later events of that owner skip the owner check (one
 	// index lookup per event) until an op may have changed the owner.
 	fenced map[string]string
+	// newDefs are the definition hashes this batch inserted: known stored
+	// once it commits (writer.defs).
+	newDefs []string
 }
 
 // ownerMayChange drops what fenced knows of runID; every op that can
@@ -75,6 +80,48 @@ type writer struct {
 	// prepared on the writer connection
 	insEvent, insEventFenced, updRun, updRunSame, upsNode *sql.Stmt
 	cache                                                 map[string]*sql.Stmt // writer goroutine only
+
+	// defs are hashes of definitions known to be in the definitions
+	// table, so a run of a graph already stored does not write its
+	// definition again: an insert that binds the whole text only to do
+	// nothing, once per run. A hash is added once the batch that inserted
+	// it commits, and the set is emptied by a prune (the only thing that
+	// deletes definitions) before it commits, so a hash in it is always in
+	// the table and the run's foreign key holds.
+	defsMu sync.Mutex
+	defs   map[string]struct{}
+	// defsWritten counts the definition inserts made (tests).
+	defsWritten atomic.Int64
+}
+
+// defsMax bounds writer.defs: past it the set starts again empty.
+const defsMax = 4096
+
+// defStored reports whether the definition with hash h is known stored.
+func (w *writer) defStored(h string) bool {
+	w.defsMu.Lock()
+	defer w.defsMu.Unlock()
+	_, ok := w.defs[h]
+	return ok
+}
+
+// addDefs records hashes of definitions a committed batch stored.
+func (w *writer) addDefs(hs []string) {
+	w.defsMu.Lock()
+	defer w.defsMu.Unlock()
+	if len(w.defs)+len(hs) > defsMax {
+		clear(w.defs)
+	}
+	for _, h := range hs {
+		w.defs[h] = struct{}{}
+	}
+}
+
+// forgetDefs empties the set: definitions are about to be deleted.
+func (w *writer) forgetDefs() {
+	w.defsMu.Lock()
+	defer w.defsMu.Unlock()
+	clear(w.defs)
 }
 
 const (
@@ -121,7 +168,7 @@ rejection = excluded.rejection, decision = excluded.decision`
 )
 
 func newWriter(ctx context.Context, s *Store, cfg commit.Config) (*writer, error) {
-	w := &writer{s: s}
+	w := &writer{s: s, defs: map[string]struct{}{}}
 	var err error
 	prep := func(q string) *sql.Stmt {
 		if err != nil {
@@ -236,6 +283,9 @@ loop:
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
+	}
+	if len(t.newDefs) > 0 {
+		w.addDefs(t.newDefs)
 	}
 	return nil
 }
