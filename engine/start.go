@@ -168,6 +168,6 @@ func (e *Engine) launch(r *runner) error {
 	e.live[r.run.ID] = r
 	r.acquiredAt = time.Now()
 	e.mu.Unlock()
-	e.workers.Go(r.loop)
+	go r.loop()
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 // agent step through openai-go and net/http needs tens of KB of stack): a
 // fresh goroutine starts small and copies its stack as it grows, which
 // was about 3 % of a short run's CPU (runtime.copystack). A kept worker
-// has grown already. Nothing waits for a free worker: when none is idle a
+// has grown already (copystack 0.75 %). Nothing waits for a free worker: when none is idle a
 // new one starts, so concurrency is never capped (branches run at once).
 type workers struct {
 	mu   sync.Mutex
