@@ -8,18 +8,6 @@ import (
 	"time"
 )
 
-// waitWorkers polls cond until it holds or a generous deadline passes.
-func waitWorkers(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func (p *workers) idleCount() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -50,7 +38,7 @@ func TestWorkersNeverCapConcurrency(t *testing.T) {
 	close(release)
 	done.Wait()
 	// At most max stay; the others end.
-	waitWorkers(t, "two idle workers", func() bool { return p.idleCount() == 2 })
+	waitFor(t, func() bool { return p.idleCount() == 2 }, "two idle workers")
 }
 
 // A worker that finished is reused: the next function runs on it instead
@@ -63,7 +51,7 @@ func TestWorkersReuseAndRunEachOnce(t *testing.T) {
 		p.Go(func() { ran.Add(1); close(done) })
 		<-done
 		// Let the worker go idle, as a run's loop does between steps.
-		waitWorkers(t, "a worker to go idle", func() bool { return p.idleCount() >= 1 })
+		waitFor(t, func() bool { return p.idleCount() >= 1 }, "a worker to go idle")
 	}
 	if got := ran.Load(); got != 1000 {
 		t.Fatalf("ran %d functions, want 1000", got)
@@ -85,8 +73,8 @@ func TestWorkersEndWhenIdle(t *testing.T) {
 	}
 	close(release)
 	wg.Wait()
-	waitWorkers(t, "idle workers to end", func() bool { return p.idleCount() == 0 })
-	waitWorkers(t, "their goroutines to exit", func() bool { return runtime.NumGoroutine() <= before })
+	waitFor(t, func() bool { return p.idleCount() == 0 }, "idle workers to end")
+	waitFor(t, func() bool { return runtime.NumGoroutine() <= before }, "their goroutines to exit")
 }
 
 // Work handed to a worker just as its idle time runs out is still run.
@@ -119,11 +107,11 @@ func TestWorkersClose(t *testing.T) {
 	}
 	close(release)
 	wg.Wait()
-	waitWorkers(t, "five idle workers", func() bool { return p.idleCount() == 5 })
+	waitFor(t, func() bool { return p.idleCount() == 5 }, "five idle workers")
 	p.close()
-	waitWorkers(t, "no idle workers", func() bool { return p.idleCount() == 0 })
+	waitFor(t, func() bool { return p.idleCount() == 0 }, "no idle workers")
 	done := make(chan struct{})
 	p.Go(func() { close(done) })
 	<-done
-	waitWorkers(t, "the late worker not kept", func() bool { return p.idleCount() == 0 })
+	waitFor(t, func() bool { return p.idleCount() == 0 }, "the late worker not kept")
 }

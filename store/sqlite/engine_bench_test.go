@@ -172,27 +172,42 @@ func BenchmarkConcurrentShortRuns(b *testing.B) {
 	st, e := benchEngine(b)
 	g := storetest.Chain(2, graph.TypeAgent)
 	ctx := context.Background()
-	const clients = 32
-	work := make(chan struct{}, b.N)
-	for range b.N {
-		work <- struct{}{}
-	}
-	close(work)
 	base := st.Stats()
+	cpu := clientsCPU(b, func(int) error {
+		run, err := e.StartGraph(ctx, g, engine.StartOptions{Input: "x"})
+		if err != nil {
+			return err
+		}
+		if r, err := e.Wait(ctx, run.ID); err != nil || r.Status != engine.StatusCompleted {
+			return fmt.Errorf("run: %v %v", err, r)
+		}
+		return nil
+	})
+	stats := st.Stats()
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/run")
+	b.ReportMetric(float64(stats.Batches-base.Batches)/float64(b.N), "commits/run")
+	b.ReportMetric(float64(stats.EventsWritten-base.EventsWritten)/float64(b.N), "events/run")
+}
+
+// clientsCPU calls one b.N times from 32 concurrent clients, as the load
+// tool's clients, and returns the CPU time the process used meanwhile.
+// The clock runs only while they do.
+func clientsCPU(b *testing.B, one func(i int) error) time.Duration {
+	const clients = 32
+	var next atomic.Int64
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := processCPU(b)
 	var wg sync.WaitGroup
 	for range clients {
 		wg.Go(func() {
-			for range work {
-				run, err := e.StartGraph(ctx, g, engine.StartOptions{Input: "x"})
-				if err != nil {
-					b.Error(err)
+			for {
+				i := next.Add(1)
+				if i > int64(b.N) {
 					return
 				}
-				if r, err := e.Wait(ctx, run.ID); err != nil || r.Status != engine.StatusCompleted {
-					b.Errorf("run: %v %v", err, r)
+				if err := one(int(i)); err != nil {
+					b.Error(err)
 					return
 				}
 			}
@@ -201,10 +216,7 @@ func BenchmarkConcurrentShortRuns(b *testing.B) {
 	wg.Wait()
 	cpu := processCPU(b) - cpu0
 	b.StopTimer()
-	stats := st.Stats()
-	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/run")
-	b.ReportMetric(float64(stats.Batches-base.Batches)/float64(b.N), "commits/run")
-	b.ReportMetric(float64(stats.EventsWritten-base.EventsWritten)/float64(b.N), "events/run")
+	return cpu
 }
 
 // processCPU is the CPU time (user and system) the process has used.
@@ -224,41 +236,21 @@ func BenchmarkCreateRunParallel(b *testing.B) {
 	st := openBenchStore(b)
 	ctx := context.Background()
 	def := []byte(`{"nodes":[` + strings.TrimSuffix(strings.Repeat(`{"id":"n","type":"agent","data":{"userPrompt":"summarize the input in one line"}},`, 16), ",") + `]}`)
-	const clients = 32
-	var next atomic.Int64
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := processCPU(b)
-	var wg sync.WaitGroup
-	for range clients {
-		wg.Go(func() {
-			for {
-				i := next.Add(1)
-				if i > int64(b.N) {
-					return
-				}
-				now := time.Now().UTC()
-				id := fmt.Sprintf("run-%d", i)
-				r := &engine.Run{ID: id, Kind: engine.KindGraph, Status: engine.StatusRunning, Input: "x",
-					Definition: def, CreatedAt: now, UpdatedAt: now, Owner: "bench", LeaseUntil: now.Add(time.Minute)}
-				nodes := []*engine.NodeState{
-					{NodeID: "s", Status: engine.NodeCompleted, Input: "x", Output: "x", Visits: 1, Attempts: 1, StartedAt: &now, FinishedAt: &now},
-					{NodeID: "n0", Status: engine.NodeQueued, Input: "x", Fired: []string{"e0"}},
-				}
-				evs := []*engine.Event{
-					{Seq: 1, RunID: id, NodeID: engine.SystemNodeID, Type: engine.EvRunStatus, Content: "running", Timestamp: now},
-					{Seq: 2, RunID: id, NodeID: "s", Type: engine.EvStepStart, Content: "Start node", Timestamp: now, Data: []byte(`{"type":"start","visit":1}`)},
-					{Seq: 3, RunID: id, NodeID: "s", Type: engine.EvStepEnd, Content: "completed", Timestamp: now, Data: []byte(`{"durationMs":0,"output":"x","status":"completed","visit":1}`)},
-				}
-				if err := st.CreateRun(ctx, r, nodes, evs); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	cpu := processCPU(b) - cpu0
-	b.StopTimer()
+	cpu := clientsCPU(b, func(i int) error {
+		now := time.Now().UTC()
+		id := fmt.Sprintf("run-%d", i)
+		r := &engine.Run{ID: id, Kind: engine.KindGraph, Status: engine.StatusRunning, Input: "x",
+			Definition: def, CreatedAt: now, UpdatedAt: now, Owner: "bench", LeaseUntil: now.Add(time.Minute)}
+		nodes := []*engine.NodeState{
+			{NodeID: "s", Status: engine.NodeCompleted, Input: "x", Output: "x", Visits: 1, Attempts: 1, StartedAt: &now, FinishedAt: &now},
+			{NodeID: "n0", Status: engine.NodeQueued, Input: "x", Fired: []string{"e0"}},
+		}
+		evs := []*engine.Event{
+			{Seq: 1, RunID: id, NodeID: engine.SystemNodeID, Type: engine.EvRunStatus, Content: "running", Timestamp: now},
+			{Seq: 2, RunID: id, NodeID: "s", Type: engine.EvStepStart, Content: "Start node", Timestamp: now, Data: []byte(`{"type":"start","visit":1}`)},
+			{Seq: 3, RunID: id, NodeID: "s", Type: engine.EvStepEnd, Content: "completed", Timestamp: now, Data: []byte(`{"durationMs":0,"output":"x","status":"completed","visit":1}`)},
+		}
+		return st.CreateRun(ctx, r, nodes, evs)
+	})
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/run")
 }
