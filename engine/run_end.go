@@ -141,14 +141,6 @@ func (r *runner) tryExit() bool {
 		}
 	}
 	e.mu.Unlock()
-	if releasing != nil {
-		defer func() {
-			e.mu.Lock()
-			delete(e.loading, r.run.ID)
-			close(releasing)
-			e.mu.Unlock()
-		}()
-	}
 	if r.finished {
 		// The terminal checkpoint released the run.
 	} else if !r.lost {
@@ -161,6 +153,16 @@ func (r *runner) tryExit() bool {
 		// takeover): release it when the store is back, if still ours.
 		e.addUnreleased(r.run.ID)
 	}
+	if releasing != nil {
+		e.mu.Lock()
+		delete(e.loading, r.run.ID)
+		close(releasing)
+		e.mu.Unlock()
+	}
+	// Last: whoever waited for the exit (Wait, Close) finds the run
+	// neither live nor loading here. Closed before the loading entry was
+	// gone, a release left pending for the run took it for a new driver
+	// and dropped itself (TestWaitReturnsAfterTheExitIsDone).
 	close(r.exited)
 	return true
 }
