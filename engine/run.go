@@ -94,6 +94,9 @@ type checkpointState struct {
 	// savedStatus is the status of this driver's last committed write of
 	// the run (its creation or a checkpoint); "" when unknown.
 	savedStatus RunStatus
+	// pausedSaved: the run's last committed status (as loaded, created or
+	// checkpointed) is paused. Snapshot reads it from any goroutine.
+	pausedSaved atomic.Bool
 	finished    bool // the terminal checkpoint committed, which released the run
 	lost        bool // another process took the run over: write nothing more
 	// While the store refuses checkpoints: since when, the next retry's
@@ -152,6 +155,7 @@ func newRunner(e *Engine, p *plan, run *Run, states []*NodeState, lastSeq int64,
 	for i, pn := range p.nodes {
 		r.nodes[i] = &NodeState{NodeID: pn.id}
 	}
+	r.pausedSaved.Store(run.Status == StatusPaused) // as stored: loaded, or not stored yet
 	r.restore(states, log)
 	return r
 }

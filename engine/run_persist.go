@@ -259,6 +259,7 @@ func (r *runner) checkpoint() error {
 	err := r.e.store.Checkpoint(ctx, h, nodes)
 	if err == nil {
 		r.savedStatus = h.Status
+		r.pausedSaved.Store(h.Status == StatusPaused)
 	}
 	if err != nil {
 		// Nothing was written: keep the changes for the next try.

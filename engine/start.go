@@ -142,6 +142,7 @@ func (e *Engine) start(ctx context.Context, p *plan, kind string, def json.RawMe
 		return nil, fmt.Errorf("create run: %w", err)
 	}
 	r.savedStatus = hdr.Status
+	r.pausedSaved.Store(hdr.Status == StatusPaused)
 	for _, ev := range events {
 		for _, s := range e.cfg.Sinks {
 			s.Emit(ev)
