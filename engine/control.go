@@ -84,21 +84,20 @@ func (e *Engine) Snapshot(ctx context.Context, runID string) (*Run, []*NodeState
 	e.mu.Unlock()
 	if r != nil {
 		run, nodes, err := r.snapshot()
-		if err == nil && run.Status == StatusPaused && !r.pausedSaved.Load() {
+		switch {
+		case err == nil && run.Status == StatusPaused && !r.pausedSaved.Load():
 			// Paused in memory, not yet in the store: a reader that saw it
 			// could be told of an approval that a crash now would undo
 			// (the run recovered runs its node again). The store has
 			// what is durable; the loop commits the pause at once.
-			r = nil
-		} else if err != nil || !run.Status.Terminal() {
+		case err != nil || !run.Status.Terminal():
 			return run, nodes, err
-		}
-	}
-	if r != nil {
-		select {
-		case <-r.exited:
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
+		default:
+			select {
+			case <-r.exited:
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
 		}
 	}
 	run, nodes, _, err := e.store.LoadRun(ctx, runID)

@@ -11,8 +11,9 @@ import (
 // agent step through openai-go and net/http needs tens of KB of stack): a
 // fresh goroutine starts small and copies its stack as it grows, which
 // was about 3 % of a short run's CPU (runtime.copystack). A kept worker
-// has grown already (copystack 0.75 %). Nothing waits for a free worker: when none is idle a
-// new one starts, so concurrency is never capped (branches run at once).
+// has grown already (copystack 0.75 %). Nothing waits for a free
+// worker: when none is idle a new one starts, so concurrency is never
+// capped (branches run at once).
 type workers struct {
 	mu   sync.Mutex
 	idle []*worker // most recently idle last: the busy ones stay warm
@@ -22,7 +23,7 @@ type workers struct {
 	idleFor time.Duration
 	spawned atomic.Int64  // goroutines started, for tests
 	stop    chan struct{} // closed by close: idle workers end at once
-	stopped atomic.Bool
+	stopped bool          // close was called (guarded by mu)
 }
 
 type worker struct {
@@ -64,7 +65,7 @@ func (p *workers) run(w *worker, fn func()) {
 		fn()
 		fn = nil // let what it held be collected while idle
 		p.mu.Lock()
-		if len(p.idle) >= p.max || p.stopped.Load() {
+		if len(p.idle) >= p.max || p.stopped {
 			p.mu.Unlock()
 			return
 		}
@@ -83,8 +84,8 @@ func (p *workers) run(w *worker, fn func()) {
 		case <-p.stop:
 			t.Stop()
 		}
-		// Idle too long, or the engine closed: leave, unless Go took this worker meanwhile,
-		// in which case its work is on the way.
+		// Idle too long, or the engine closed: leave, unless Go took
+		// this worker meanwhile, in which case its work is on the way.
 		p.mu.Lock()
 		for i, x := range p.idle {
 			if x == w {
@@ -103,7 +104,8 @@ func (p *workers) run(w *worker, fn func()) {
 func (p *workers) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.stopped.Swap(true) {
+	if !p.stopped {
+		p.stopped = true
 		close(p.stop)
 	}
 }
