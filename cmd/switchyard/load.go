@@ -34,6 +34,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	clients := fs.Int("clients", 0, "runs, approvals: concurrent clients (default 32 for runs, 8 for approvals)")
 	rate := fs.Float64("rate", 0, "runs: target runs started per second (0 = as fast as possible)")
 	width := fs.Int("width", 1000, "fanout: branches")
+	repeat := fs.Int("repeat", 1, "fanout: fan-outs run one after the other on the same server (the first opens the connections to the fake LLM, the next reuse them); wallsMs lists each one's time")
 	watchers := fs.Int("watchers", 50, "watchers: websocket watchers")
 	busyRuns := fs.Int("runs", 10, "watchers: busy runs watched; approvals: runs paused at an approval")
 	steps := fs.Int("steps", 200, "watchers: steps per busy run (an agent step emits 5 events, an if step 2)")
@@ -205,7 +206,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		res = rr
 	case "fanout":
-		res, err = loadgen.Fanout(ctx, c, loadgen.FanoutConfig{Width: *width, LLMLatency: *llmLatency})
+		res, err = loadgen.Fanout(ctx, c, loadgen.FanoutConfig{Width: *width, LLMLatency: *llmLatency, Repeat: *repeat})
 	case "watchers":
 		wcfg := loadgen.WatchersConfig{Watchers: *watchers, Runs: *busyRuns, Steps: *steps, EventsRate: *eventRate, Burst: *burst}
 		if len(others) > 0 {

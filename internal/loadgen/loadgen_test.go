@@ -75,8 +75,26 @@ func TestScenariosAgainstARealServer(t *testing.T) {
 	}
 	// The branches overlap: their LLM calls were in flight together (how
 	// many depends on how busy the machine is, not the wall time).
-	if fan.Status != "completed" || fan.WallMs < fan.IdealMs || fake.MaxConcurrent() < 2 {
+	if fan.Status != "completed" || fan.WallMs < fan.IdealMs || fake.MaxConcurrent() < 2 || fan.WallsMs != nil {
 		t.Errorf("fanout %+v, %d LLM calls at most in flight together: branches did not overlap", fan, fake.MaxConcurrent())
+	}
+	// Repeated: each fan-out is timed, the first is the one reported, and
+	// each one ran (its branches and the join called the fake).
+	fake.Reset()
+	fan, err = Fanout(ctx, c, FanoutConfig{Width: 10, LLMLatency: 50 * time.Millisecond, Repeat: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fan.Status != "completed" || len(fan.WallsMs) != 3 || fan.WallsMs[0] != fan.WallMs || fan.Width != 10 {
+		t.Errorf("repeated fanout %+v", fan)
+	}
+	for _, w := range fan.WallsMs {
+		if w < fan.IdealMs {
+			t.Errorf("a repeated fan-out took %v ms, under its ideal %v ms: %+v", w, fan.IdealMs, fan)
+		}
+	}
+	if n := len(fake.Requests()); n != 3*11 {
+		t.Errorf("repeated fanout: %d LLM calls, want 3 × (10 branches + a join)", n)
 	}
 
 	for _, burst := range []bool{false, true} {
