@@ -89,6 +89,9 @@ type Engine struct {
 	// firstDelta overrides firstDeltaDelay (tests: a reply that surely
 	// arrives before its first llm_delta is due).
 	firstDelta time.Duration
+	// inFlightDelay overrides inFlightPersistDelay (tests: steps that
+	// surely end before their running state would be flushed).
+	inFlightDelay time.Duration
 
 	mu      sync.Mutex
 	live    map[string]*runner

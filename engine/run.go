@@ -206,7 +206,7 @@ func (r *runner) loop() {
 				r.dispatch()
 			}
 			if r.running > 0 && len(r.dirty) > 0 && r.flushT == nil {
-				r.flushT = time.NewTimer(inFlightPersistDelay)
+				r.flushT = time.NewTimer(r.e.flushDelay())
 			}
 			if r.running == 0 && r.settle() && r.tryExit() {
 				return

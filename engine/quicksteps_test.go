@@ -1,0 +1,61 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchyard/switchyard/graph"
+)
+
+// runningSaves is a real MemStore that records which nodes its
+// checkpoints stored as running.
+type runningSaves struct {
+	*MemStore
+	mu      sync.Mutex
+	running []string
+}
+
+func (s *runningSaves) Checkpoint(ctx context.Context, r *Run, nodes []*NodeState) error {
+	s.mu.Lock()
+	for _, n := range nodes {
+		if n.Status == NodeRunning {
+			s.running = append(s.running, n.NodeID)
+		}
+	}
+	s.mu.Unlock()
+	return s.MemStore.Checkpoint(ctx, r, nodes)
+}
+
+// A step that ends before inFlightPersistDelay is stored once, ended: its
+// start is not committed on its own (the log's step_start says it was in
+// flight, which is what recovery needs). The first agent step after the
+// start node was: the start node's completion, applied before the run was
+// created, left the loop going round once more after it dispatched the
+// agent, and that round saved the agent as running, an extra commit per
+// run.
+func TestQuickStepsAreNotSavedRunning(t *testing.T) {
+	t.Parallel()
+	st := &runningSaves{MemStore: NewMemStore()}
+	e, _ := newLLMEngine(t, Config{Store: st})
+	e.inFlightDelay = time.Hour // steps never run that long here: no flush of in-flight state
+	g := (&gb{}).node("s", graph.TypeStart, graph.NodeData{InitialInput: "go"}).
+		node("a", graph.TypeAgent, graph.NodeData{AgentName: "A"}).
+		node("b", graph.TypeAgent, graph.NodeData{AgentName: "B"}).
+		edge("s", "output", "a").edge("a", "output", "b").build()
+	for range 5 {
+		run, err := e.StartGraph(context.Background(), g, StartOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := waitRun(t, e, run.ID); got.Status != StatusCompleted {
+			t.Fatalf("run %s: %s", got.Status, got.Error)
+		}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.running) > 0 {
+		t.Errorf("checkpoints stored these quick steps as running: %v", st.running)
+	}
+}
