@@ -59,3 +59,23 @@ func TestQuickStepsAreNotSavedRunning(t *testing.T) {
 		t.Errorf("checkpoints stored these quick steps as running: %v", st.running)
 	}
 }
+
+// The same for a YAML workflow: prompt nodes, a bash node between them.
+func TestQuickYAMLStepsAreNotSavedRunning(t *testing.T) {
+	t.Parallel()
+	st := &runningSaves{MemStore: NewMemStore()}
+	e, _ := newLLMEngine(t, Config{Store: st})
+	e.inFlightDelay = time.Hour
+	src := wf("  - id: a\n    prompt: one\n  - id: b\n    bash: echo two\n    depends_on: [a]\n  - id: c\n    prompt: three\n    depends_on: [b]\n")
+	for range 3 {
+		run := startYAMLT(t, e, src, "")
+		if got := waitRun(t, e, run.ID); got.Status != StatusCompleted {
+			t.Fatalf("run %s: %s", got.Status, got.Error)
+		}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.running) > 0 {
+		t.Errorf("checkpoints stored these quick steps as running: %v", st.running)
+	}
+}
