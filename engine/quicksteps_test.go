@@ -79,3 +79,38 @@ func TestQuickYAMLStepsAreNotSavedRunning(t *testing.T) {
 		t.Errorf("checkpoints stored these quick steps as running: %v", st.running)
 	}
 }
+
+// The same after a decision: the approval's completion, applied when the
+// decision arrives, left the loop going round once more after it
+// dispatched the next agent step, which was saved as running.
+func TestQuickStepsAfterADecisionAreNotSavedRunning(t *testing.T) {
+	t.Parallel()
+	st := &runningSaves{MemStore: NewMemStore()}
+	e, _ := newLLMEngine(t, Config{Store: st})
+	e.inFlightDelay = time.Hour
+	g := (&gb{}).node("s", graph.TypeStart, graph.NodeData{InitialInput: "go"}).
+		node("ok", graph.TypeApproval, graph.NodeData{Prompt: "go?"}).
+		node("a", graph.TypeAgent, graph.NodeData{AgentName: "A"}).
+		edge("s", "output", "ok").edge("ok", "approve", "a").build()
+	ctx := context.Background()
+	for range 3 {
+		run, err := e.StartGraph(ctx, g, StartOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := waitRun(t, e, run.ID); got.Status != StatusPaused {
+			t.Fatalf("run %s, want paused", got.Status)
+		}
+		if _, err := e.Resume(ctx, run.ID, "ok", Decision{Decision: "approve"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := waitRun(t, e, run.ID); got.Status != StatusCompleted {
+			t.Fatalf("run %s: %s", got.Status, got.Error)
+		}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.running) > 0 {
+		t.Errorf("checkpoints stored these quick steps as running: %v", st.running)
+	}
+}

@@ -174,6 +174,15 @@ func (r *runner) loop() {
 	defer r.closeMCP()
 	r.begin()
 	for {
+		// A wake asks for a round, and this is it: its token is taken
+		// before the inbox is read, so a request posted later still wakes
+		// the next round, while the token of one read here does not make
+		// an empty round (which saved the nodes just dispatched as running:
+		// the first step after every decision).
+		select {
+		case <-r.wake:
+		default:
+		}
 		r.drainInbox()
 		if r.stopping {
 			if r.running == 0 && r.tryExit() {
@@ -202,6 +211,14 @@ func (r *runner) loop() {
 			if !settling && !r.save() {
 				goto wait
 			}
+			// Completions applied so far this round (a decision from the
+			// inbox, pure nodes, the prefix before the loop) are evaluated
+			// and saved above: only those dispatch applies inline call for
+			// another round. Left set, the round went round again and saved
+			// the nodes just dispatched as running: a commit per run, and per
+			// decision, that recovery does not need (the log's step_start
+			// says they were in flight).
+			r.goAgain = false
 			if r.ending == "" && r.status() == StatusRunning {
 				r.dispatch()
 			}

@@ -230,12 +230,6 @@ func (r *runner) prefix() ([]*NodeState, []*Event) {
 	for r.ending == "" && r.status() == StatusRunning && r.dispatchWhere(isPure) {
 		r.evaluate()
 	}
-	// The completions applied here are evaluated already and stored with
-	// the run: nothing for the loop to go round for. Left set, its first
-	// round went round again after dispatching the first impure nodes and
-	// saved them as running, a commit per run that recovery does not need
-	// (the log's step_start says they were in flight).
-	r.goAgain = false
 	r.syncHeader()
 	nodes, _ := r.takeDirty()
 	r.headerChanged = false
