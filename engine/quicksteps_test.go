@@ -28,6 +28,36 @@ func (s *runningSaves) Checkpoint(ctx context.Context, r *Run, nodes []*NodeStat
 	return s.MemStore.Checkpoint(ctx, r, nodes)
 }
 
+// quickEngine is an engine talking to the fake LLM through a runningSaves
+// store, whose in-flight state would be flushed only after an hour: steps
+// never run that long here, so a running state saved is a commit of its
+// own that the loop made, not the flush.
+func quickEngine(t *testing.T) (*Engine, *runningSaves) {
+	t.Helper()
+	st := &runningSaves{MemStore: NewMemStore()}
+	e, _ := newLLMEngine(t, Config{Store: st})
+	e.inFlightDelay = time.Hour
+	return e, st
+}
+
+// finishAs waits for run to reach want.
+func finishAs(t *testing.T, e *Engine, run *Run, want RunStatus) {
+	t.Helper()
+	if got := waitRun(t, e, run.ID); got.Status != want {
+		t.Fatalf("run %s (%s), want %s", got.Status, got.Error, want)
+	}
+}
+
+// noneSavedRunning fails t if a checkpoint stored a node as running.
+func (s *runningSaves) noneSavedRunning(t *testing.T) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.running) > 0 {
+		t.Errorf("checkpoints stored these quick steps as running: %v", s.running)
+	}
+}
+
 // A step that ends before inFlightPersistDelay is stored once, ended: its
 // start is not committed on its own (the log's step_start says it was in
 // flight, which is what recovery needs). The first agent step after the
@@ -37,9 +67,7 @@ func (s *runningSaves) Checkpoint(ctx context.Context, r *Run, nodes []*NodeStat
 // run.
 func TestQuickStepsAreNotSavedRunning(t *testing.T) {
 	t.Parallel()
-	st := &runningSaves{MemStore: NewMemStore()}
-	e, _ := newLLMEngine(t, Config{Store: st})
-	e.inFlightDelay = time.Hour // steps never run that long here: no flush of in-flight state
+	e, st := quickEngine(t)
 	g := (&gb{}).node("s", graph.TypeStart, graph.NodeData{InitialInput: "go"}).
 		node("a", graph.TypeAgent, graph.NodeData{AgentName: "A"}).
 		node("b", graph.TypeAgent, graph.NodeData{AgentName: "B"}).
@@ -49,45 +77,28 @@ func TestQuickStepsAreNotSavedRunning(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := waitRun(t, e, run.ID); got.Status != StatusCompleted {
-			t.Fatalf("run %s: %s", got.Status, got.Error)
-		}
+		finishAs(t, e, run, StatusCompleted)
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if len(st.running) > 0 {
-		t.Errorf("checkpoints stored these quick steps as running: %v", st.running)
-	}
+	st.noneSavedRunning(t)
 }
 
 // The same for a YAML workflow: prompt nodes, a bash node between them.
 func TestQuickYAMLStepsAreNotSavedRunning(t *testing.T) {
 	t.Parallel()
-	st := &runningSaves{MemStore: NewMemStore()}
-	e, _ := newLLMEngine(t, Config{Store: st})
-	e.inFlightDelay = time.Hour
+	e, st := quickEngine(t)
 	src := wf("  - id: a\n    prompt: one\n  - id: b\n    bash: echo two\n    depends_on: [a]\n  - id: c\n    prompt: three\n    depends_on: [b]\n")
 	for range 3 {
-		run := startYAMLT(t, e, src, "")
-		if got := waitRun(t, e, run.ID); got.Status != StatusCompleted {
-			t.Fatalf("run %s: %s", got.Status, got.Error)
-		}
+		finishAs(t, e, startYAMLT(t, e, src, ""), StatusCompleted)
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if len(st.running) > 0 {
-		t.Errorf("checkpoints stored these quick steps as running: %v", st.running)
-	}
+	st.noneSavedRunning(t)
 }
 
-// The same after a decision: the approval's completion, applied when the
-// decision arrives, left the loop going round once more after it
-// dispatched the next agent step, which was saved as running.
+// The same after a decision: the decision's request left a wake token
+// that the round which read it did not take, so the loop went round once
+// more after it dispatched the next agent step, and saved it as running.
 func TestQuickStepsAfterADecisionAreNotSavedRunning(t *testing.T) {
 	t.Parallel()
-	st := &runningSaves{MemStore: NewMemStore()}
-	e, _ := newLLMEngine(t, Config{Store: st})
-	e.inFlightDelay = time.Hour
+	e, st := quickEngine(t)
 	g := (&gb{}).node("s", graph.TypeStart, graph.NodeData{InitialInput: "go"}).
 		node("ok", graph.TypeApproval, graph.NodeData{Prompt: "go?"}).
 		node("a", graph.TypeAgent, graph.NodeData{AgentName: "A"}).
@@ -98,19 +109,11 @@ func TestQuickStepsAfterADecisionAreNotSavedRunning(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := waitRun(t, e, run.ID); got.Status != StatusPaused {
-			t.Fatalf("run %s, want paused", got.Status)
-		}
+		finishAs(t, e, run, StatusPaused)
 		if _, err := e.Resume(ctx, run.ID, "ok", Decision{Decision: "approve"}); err != nil {
 			t.Fatal(err)
 		}
-		if got := waitRun(t, e, run.ID); got.Status != StatusCompleted {
-			t.Fatalf("run %s: %s", got.Status, got.Error)
-		}
+		finishAs(t, e, run, StatusCompleted)
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if len(st.running) > 0 {
-		t.Errorf("checkpoints stored these quick steps as running: %v", st.running)
-	}
+	st.noneSavedRunning(t)
 }
