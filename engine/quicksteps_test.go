@@ -31,7 +31,8 @@ func (s *runningSaves) Checkpoint(ctx context.Context, r *Run, nodes []*NodeStat
 // quickEngine is an engine talking to the fake LLM through a runningSaves
 // store, whose in-flight state would be flushed only after an hour: steps
 // never run that long here, so a running state saved is a commit of its
-// own that the loop made, not the flush.
+// own that the loop made, not the flush. Its tests are not parallel, as
+// no test of newLLMEngine is (it registers the fake in testFake).
 func quickEngine(t *testing.T) (*Engine, *runningSaves) {
 	t.Helper()
 	st := &runningSaves{MemStore: NewMemStore()}
@@ -66,7 +67,6 @@ func (s *runningSaves) noneSavedRunning(t *testing.T) {
 // agent, and that round saved the agent as running, an extra commit per
 // run.
 func TestQuickStepsAreNotSavedRunning(t *testing.T) {
-	t.Parallel()
 	e, st := quickEngine(t)
 	g := (&gb{}).node("s", graph.TypeStart, graph.NodeData{InitialInput: "go"}).
 		node("a", graph.TypeAgent, graph.NodeData{AgentName: "A"}).
@@ -84,7 +84,6 @@ func TestQuickStepsAreNotSavedRunning(t *testing.T) {
 
 // The same for a YAML workflow: prompt nodes, a bash node between them.
 func TestQuickYAMLStepsAreNotSavedRunning(t *testing.T) {
-	t.Parallel()
 	e, st := quickEngine(t)
 	src := wf("  - id: a\n    prompt: one\n  - id: b\n    bash: echo two\n    depends_on: [a]\n  - id: c\n    prompt: three\n    depends_on: [b]\n")
 	for range 3 {
@@ -97,7 +96,6 @@ func TestQuickYAMLStepsAreNotSavedRunning(t *testing.T) {
 // that the round which read it did not take, so the loop went round once
 // more after it dispatched the next agent step, and saved it as running.
 func TestQuickStepsAfterADecisionAreNotSavedRunning(t *testing.T) {
-	t.Parallel()
 	e, st := quickEngine(t)
 	g := (&gb{}).node("s", graph.TypeStart, graph.NodeData{InitialInput: "go"}).
 		node("ok", graph.TypeApproval, graph.NodeData{Prompt: "go?"}).
