@@ -131,6 +131,10 @@ func (m *Metrics) attach(s *Server) {
 				Name: "switchyard_store_events_written_total", Help: "Events committed by the store writer.",
 			}, func() float64 { return float64(s.st.Stats().EventsWritten) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "switchyard_store_commits_total",
+				Help: "Transactions the store writer committed; each holds whatever events and operations were queued (group commit).",
+			}, func() float64 { return float64(s.st.Stats().Batches) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
 				Name: "switchyard_store_events_dropped_total", Help: "Events the store gave up on.",
 			}, func() float64 { return float64(s.st.Stats().EventsDropped) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{

@@ -179,6 +179,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "runs":
 		cpu := startCPUMeter(srv)
 		fake0, fakeErr := loadgen.GetFakeStats(ctx, llmURL)
+		commits0, commitsErr := loadgen.Commits(ctx, via)
 		var rr *loadgen.RunsResult
 		n := *clients
 		if n <= 0 {
@@ -189,6 +190,11 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rr, err = loadgen.Runs(ctx, c, loadgen.RunsConfig{Route: *route, Graph: workload, Duration: *duration, Clients: n, Rate: *rate, Via: via}, prog)
 		if rr != nil && rr.Completed > 0 {
 			rr.ServerCPUPerRunUs, rr.DriverCPUPerRunUs = cpu.perRun(rr.Completed)
+		}
+		if rr != nil && rr.Completed > 0 && commitsErr == nil {
+			if commits1, err := loadgen.Commits(ctx, via); err == nil {
+				rr.CommitsPerRun = (commits1 - commits0) / float64(rr.Completed)
+			}
 		}
 		if rr != nil {
 			if fake1, err := loadgen.GetFakeStats(ctx, llmURL); err == nil && fakeErr == nil {

@@ -118,6 +118,11 @@ func TestLoadRunsRoutesAndGraphFile(t *testing.T) {
 			if r.FakeCalls != int64(r.Completed) {
 				t.Errorf("fake LLM calls %d, want one per completed run (%d)", r.FakeCalls, r.Completed)
 			}
+			// A run is created, its agent completes and it ends: at most
+			// three commits of its own, fewer as runs share them.
+			if r.CommitsPerRun <= 0 || r.CommitsPerRun > 3 {
+				t.Errorf("commitsPerRun %v, want in (0, 3]", r.CommitsPerRun)
+			}
 			if runtime.GOOS != "linux" {
 				return
 			}
@@ -144,6 +149,7 @@ type loadRunsResult struct {
 	DriverCPUPerRunUs float64 `json:"driverCpuPerRunUs"`
 	ServerCores       int     `json:"serverCores"`
 	ServerPeakRSSMB   float64 `json:"serverPeakRssMb"`
+	CommitsPerRun     float64 `json:"commitsPerRun"`
 }
 
 func loadRunsJSON(t *testing.T, args ...string) loadRunsResult {

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -125,6 +127,37 @@ func GetFakeStats(ctx context.Context, base string) (FakeStats, error) {
 	c := &Client{Base: strings.TrimSuffix(strings.TrimRight(base, "/"), "/v1"), HTTP: http.DefaultClient}
 	err := c.do(ctx, http.MethodGet, "/_stats", nil, &st)
 	return st, err
+}
+
+// Metric reads an unlabelled sample, such as a counter, from the
+// server's /metrics (Prometheus's text format).
+func (c *Client) Metric(ctx context.Context, name string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Base+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		data, _ := io.ReadAll(resp.Body)
+		return 0, &APIError{Status: resp.StatusCode, Body: string(data)}
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("/metrics has no %s", name)
 }
 
 // GetRun fetches a run.

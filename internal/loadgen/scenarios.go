@@ -204,6 +204,23 @@ type RunsResult struct {
 	// tool pinned it (--cores); ServerPeakRSSMB its peak resident memory.
 	ServerCores     int     `json:"serverCores,omitempty"`
 	ServerPeakRSSMB float64 `json:"serverPeakRssMb,omitempty"`
+	// CommitsPerRun is the store transactions of the servers (their
+	// switchyard_store_commits_total) per completed run: how well the
+	// writer groups commits, the other figure besides CPU to watch.
+	CommitsPerRun float64 `json:"commitsPerRun,omitempty"`
+}
+
+// Commits sums switchyard_store_commits_total over the servers of via.
+func Commits(ctx context.Context, via []*Client) (float64, error) {
+	var sum float64
+	for _, c := range via {
+		v, err := c.Metric(ctx, "switchyard_store_commits_total")
+		if err != nil {
+			return 0, err
+		}
+		sum += v
+	}
+	return sum, nil
 }
 
 // Runs starts runs for cfg.Duration from cfg.Clients clients and measures
