@@ -269,18 +269,24 @@ func (e *Engine) deliver(ctx context.Context, runID string, req request) (*Run, 
 		done := make(chan struct{})
 		e.loading[runID] = done
 		e.mu.Unlock()
-		r, err := e.load(ctx, runID, req.kind)
+		r, pending, err := e.load(ctx, runID, req.kind)
 		if err == nil {
 			r.post(req)
 			err = e.launch(r)
 			if err != nil {
-				_ = e.store.ReleaseRun(context.WithoutCancel(ctx), runID, e.cfg.Owner)
+				pending = !e.releaseNow(context.WithoutCancel(ctx), runID)
 			}
 		}
 		e.mu.Lock()
 		delete(e.loading, runID)
 		close(done)
 		e.mu.Unlock()
+		if pending {
+			// Only now: releasePending leaves a run that counts as loading
+			// to its loader.
+			e.log.Warn("release a run that did not load; will retry", "run", runID, "err", err)
+			e.addUnreleased(runID)
+		}
 		if err != nil {
 			return nil, err
 		}

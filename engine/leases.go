@@ -52,6 +52,14 @@ func (e *Engine) addUnreleased(runID string) {
 	e.unreleasedMu.Unlock()
 }
 
+// releaseNow releases runID's lease held by this process. It reports
+// false when the store could not be asked; a run that is no longer ours
+// (or gone) counts as released.
+func (e *Engine) releaseNow(ctx context.Context, runID string) bool {
+	err := e.store.ReleaseRun(ctx, runID, e.cfg.Owner)
+	return err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict)
+}
+
 // releasePending retries failed lease releases.
 func (e *Engine) releasePending(ctx context.Context) {
 	e.claimMu.Lock()
@@ -85,12 +93,12 @@ func (e *Engine) releasePending(ctx context.Context) {
 			e.unreleasedMu.Unlock()
 			continue
 		}
-		err := e.store.ReleaseRun(ctx, id, e.cfg.Owner)
+		released := e.releaseNow(ctx, id)
 		e.mu.Lock()
 		delete(e.loading, id)
 		close(done)
 		e.mu.Unlock()
-		if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) {
+		if released {
 			e.unreleasedMu.Lock()
 			delete(e.unreleased, id)
 			e.unreleasedMu.Unlock()

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -186,5 +187,76 @@ func TestClaimEndsPendingRelease(t *testing.T) {
 	}
 	if got, err := st.GetRun(ctx, run.ID); err != nil || got.Status != StatusRunning {
 		t.Fatalf("run %v %v, want running (driven by process-b)", got, err)
+	}
+}
+
+// downStore is a claimingStore whose reads of a run and lease releases
+// fail while down is set, as when the database goes away between a claim
+// and the load that follows it.
+type downStore struct {
+	*claimingStore
+	down atomic.Bool
+}
+
+var errDown = errors.New("database unavailable")
+
+func (s *downStore) GetRun(ctx context.Context, runID string) (*Run, error) {
+	if s.down.Load() {
+		return nil, errDown
+	}
+	return s.claimingStore.GetRun(ctx, runID)
+}
+
+func (s *downStore) ReleaseRun(ctx context.Context, runID, owner string) error {
+	if s.down.Load() {
+		return errDown
+	}
+	return s.claimingStore.ReleaseRun(ctx, runID, owner)
+}
+
+// TestClaimLeftUndrivenIsReleasedLater: a run claimed by Recover that
+// cannot be loaded (the database went away right after the claim) is
+// released; when that release fails too, it is retried with the other
+// pending releases. Before, it stayed leased to this process, whose lease
+// renewals (every run the owner holds) kept it from every process for
+// good, and the run never ended (PostgreSQL's TestRestartFailsNoRun saw
+// one run "running two minutes after the restart").
+func TestClaimLeftUndrivenIsReleasedLater(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := &downStore{claimingStore: &claimingStore{MemStore: NewMemStore()}}
+	a, _ := newTestEngine(t, Config{Store: st.MemStore, Owner: "process-a"})
+	run := startYAMLT(t, a, wf("  - id: slow\n    bash: sleep 300\n"), "")
+	waitFor(t, func() bool {
+		_, nodes, _ := a.Snapshot(ctx, run.ID)
+		for _, n := range nodes {
+			if n.NodeID == "slow" && n.Status == NodeRunning {
+				return true
+			}
+		}
+		return false
+	}, "the step to start")
+	a.Close() // the run is orphaned: running, unowned
+	b, _ := newTestEngine(t, Config{Store: st, Owner: "process-b"})
+	st.afterClaim = func([]string) { st.down.Store(true) }
+	took, err := b.Recover(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(took) != 0 {
+		t.Fatalf("recovered %v with the database down", took)
+	}
+	st.afterClaim = nil
+	st.down.Store(false)
+	b.releasePending(ctx) // what the lease loop does first, every third of a lease
+	held, err := st.HeldRuns(ctx, "process-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(held) > 0 {
+		t.Fatalf("process-b still holds %v once the database is back, without driving it: its renewals keep it from everyone", held)
+	}
+	if ids, err := st.ListOrphaned(ctx, time.Now()); err != nil || len(ids) != 1 || ids[0] != run.ID {
+		t.Fatalf("orphaned runs %v %v, want [%s]: recovery can take it again", ids, err, run.ID)
 	}
 }

@@ -266,22 +266,25 @@ func (r *runner) endAsLogged() {
 }
 
 // load rebuilds a runner from the store and takes the run's lease.
-func (e *Engine) load(ctx context.Context, runID string, kind reqKind) (*runner, error) {
+// A failure after the lease was taken releases it again; pending reports
+// that the store refused that release too (the caller retries it once the
+// run no longer counts as loading, see releasePending).
+func (e *Engine) load(ctx context.Context, runID string, kind reqKind) (r *runner, pending bool, err error) {
 	run, err := e.store.GetRun(ctx, runID)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if run.Status.Terminal() {
-		return nil, fmt.Errorf("run %s is %s: %w", runID, run.Status, ErrTerminal)
+		return nil, false, fmt.Errorf("run %s is %s: %w", runID, run.Status, ErrTerminal)
 	}
 	switch kind {
 	case reqDecision:
 		if run.Status != StatusPaused {
-			return nil, fmt.Errorf("run %s is %s: %w", runID, run.Status, ErrNotPaused)
+			return nil, false, fmt.Errorf("run %s is %s: %w", runID, run.Status, ErrNotPaused)
 		}
 	case reqContinue:
 		if run.Status == StatusPaused {
-			return nil, fmt.Errorf("run %s is paused: answer its approval instead: %w", runID, ErrNotWaiting)
+			return nil, false, fmt.Errorf("run %s is paused: answer its approval instead: %w", runID, ErrNotWaiting)
 		}
 	}
 	now := time.Now()
@@ -294,9 +297,9 @@ func (e *Engine) load(ctx context.Context, runID string, kind reqKind) (*runner,
 	}
 	if err != nil {
 		if errors.Is(err, ErrConflict) {
-			return nil, fmt.Errorf("run %s: %w: %w", runID, ErrDrivenElsewhere, err)
+			return nil, false, fmt.Errorf("run %s: %w: %w", runID, ErrDrivenElsewhere, err)
 		}
-		return nil, fmt.Errorf("run %s: take its lease: %w", runID, err)
+		return nil, false, fmt.Errorf("run %s: take its lease: %w", runID, err)
 	}
 	// Driven here again: a release left pending by an earlier driver of
 	// this process must not clear the new lease.
@@ -305,29 +308,26 @@ func (e *Engine) load(ctx context.Context, runID string, kind reqKind) (*runner,
 	e.unreleasedMu.Unlock()
 	run, nodes, lastSeq, err := e.store.LoadRun(ctx, runID)
 	if err != nil {
-		_ = e.store.ReleaseRun(context.WithoutCancel(ctx), runID, e.cfg.Owner)
-		return nil, err
+		return nil, !e.releaseNow(context.WithoutCancel(ctx), runID), err
 	}
 	p, err := e.planFor(run)
 	if err != nil {
-		_ = e.store.ReleaseRun(context.WithoutCancel(ctx), runID, e.cfg.Owner)
-		return nil, err
+		return nil, !e.releaseNow(context.WithoutCancel(ctx), runID), err
 	}
 	onLoad(p, run, nodes) // e.g. YAML always_run nodes run again on resume
 	// The event log may be ahead of the node states (a completion reported
 	// just before a crash): it is read so nothing reported is redone.
 	evs, err := e.store.Events(ctx, runID, 0, 0)
 	if err != nil {
-		_ = e.store.ReleaseRun(context.WithoutCancel(ctx), runID, e.cfg.Owner)
-		return nil, err
+		return nil, !e.releaseNow(context.WithoutCancel(ctx), runID), err
 	}
 	e.killLeftovers(runID, evs)
 	log := readLog(evs)
-	r := newRunner(e, p, run, nodes, lastSeq, log)
+	r = newRunner(e, p, run, nodes, lastSeq, log)
 	r.keepLoggedEnd(evs, log)
 	r.keepLoggedCancel(evs)
 	r.restoreFork(evs)
-	return r, nil
+	return r, false, nil
 }
 
 // Recover takes over runs whose owner died. With resume, they continue
@@ -384,10 +384,12 @@ func (e *Engine) Recover(ctx context.Context, resume bool) ([]string, error) {
 				e.log.Warn("recover run", "run", id, "err", err)
 				if claimed {
 					// Leased to us but not driven: let it go, or our lease
-					// renewals would keep it from everyone.
-					if err := e.store.ReleaseRun(ctx, id, e.cfg.Owner); err != nil {
-						e.log.Warn("release a claimed run", "run", id, "err", err)
-					}
+					// renewals would keep it from everyone. As a pending
+					// release: it is retried until the store takes it (the
+					// database may be what failed the load), and it waits
+					// for a load of the run here that is under way.
+					e.addUnreleased(id)
+					e.releasePending(ctx)
 				}
 				continue
 			}
