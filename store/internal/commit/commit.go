@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -333,6 +334,20 @@ func (q *Queue[J]) loop() {
 			batch = append(batch, o)
 		}
 		closed := q.drain(&batch)
+		// Before a batch is cut, the goroutines ready to run go first,
+		// once: under load they are about to queue more (the events and
+		// checkpoints of other runs' steps), and a batch cut the moment
+		// the writer wakes is small. Without this `load runs` on one core
+		// fell, in four passes of six, into cutting batches of a few ops:
+		// 0.36-0.43 commits per run instead of 0.18, 350-385 µs of CPU
+		// per run instead of 300, end-to-end p50 100-270 ms instead of
+		// 40, and peak RSS up to 126 MB. With it: 0.13 commits per run in
+		// every pass. An idle server loses nothing: with no one else
+		// ready, the yield returns at once.
+		if !closed && len(batch) < firstSlice {
+			runtime.Gosched()
+			closed = q.drain(&batch)
+		}
 		// A batch of events alone lingers briefly for more work: the events
 		// a step emits as it starts then share the commit of the checkpoint
 		// that follows, instead of paying for a commit of their own (WAL
