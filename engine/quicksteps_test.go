@@ -41,6 +41,17 @@ func quickEngine(t *testing.T) (*Engine, *runningSaves) {
 	return e, st
 }
 
+// startAndFinish starts g and waits for the run to reach want.
+func startAndFinish(t *testing.T, e *Engine, g *graph.Graph, want RunStatus) *Run {
+	t.Helper()
+	run, err := e.StartGraph(context.Background(), g, StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	finishAs(t, e, run, want)
+	return run
+}
+
 // finishAs waits for run to reach want.
 func finishAs(t *testing.T, e *Engine, run *Run, want RunStatus) {
 	t.Helper()
@@ -73,11 +84,7 @@ func TestQuickStepsAreNotSavedRunning(t *testing.T) {
 		node("b", graph.TypeAgent, graph.NodeData{AgentName: "B"}).
 		edge("s", "output", "a").edge("a", "output", "b").build()
 	for range 5 {
-		run, err := e.StartGraph(context.Background(), g, StartOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		finishAs(t, e, run, StatusCompleted)
+		startAndFinish(t, e, g, StatusCompleted)
 	}
 	st.noneSavedRunning(t)
 }
@@ -103,11 +110,7 @@ func TestQuickStepsAfterADecisionAreNotSavedRunning(t *testing.T) {
 		edge("s", "output", "ok").edge("ok", "approve", "a").build()
 	ctx := context.Background()
 	for range 3 {
-		run, err := e.StartGraph(ctx, g, StartOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		finishAs(t, e, run, StatusPaused)
+		run := startAndFinish(t, e, g, StatusPaused)
 		if _, err := e.Resume(ctx, run.ID, "ok", Decision{Decision: "approve"}); err != nil {
 			t.Fatal(err)
 		}

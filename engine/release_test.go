@@ -137,6 +137,25 @@ func (s *claimingStore) releases(runID, owner string) int64 {
 	return 0
 }
 
+// orphanedRun leaves a run in st as another process that stopped with
+// its step in flight leaves it: running and unowned (orphaned).
+func orphanedRun(t *testing.T, st *MemStore) *Run {
+	t.Helper()
+	a, _ := newTestEngine(t, Config{Store: st, Owner: "process-a"})
+	run := startYAMLT(t, a, wf("  - id: slow\n    bash: sleep 300\n"), "")
+	waitFor(t, func() bool {
+		_, nodes, _ := a.Snapshot(context.Background(), run.ID)
+		for _, n := range nodes {
+			if n.NodeID == "slow" && n.Status == NodeRunning {
+				return true
+			}
+		}
+		return false
+	}, "the step to start")
+	a.Close()
+	return run
+}
+
 // TestClaimEndsPendingRelease: a run this process claims back (Recover
 // on a store that claims) may have a lease release still pending from a
 // driver of this process that lost it earlier. That release must not end
@@ -147,20 +166,7 @@ func TestClaimEndsPendingRelease(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := &claimingStore{MemStore: NewMemStore()}
-	// Another process started the run and stopped with its step in flight:
-	// the run is running and unowned (orphaned).
-	a, _ := newTestEngine(t, Config{Store: st.MemStore, Owner: "process-a"})
-	run := startYAMLT(t, a, wf("  - id: slow\n    bash: sleep 300\n"), "")
-	waitFor(t, func() bool {
-		_, nodes, _ := a.Snapshot(ctx, run.ID)
-		for _, n := range nodes {
-			if n.NodeID == "slow" && n.Status == NodeRunning {
-				return true
-			}
-		}
-		return false
-	}, "the step to start")
-	a.Close()
+	run := orphanedRun(t, st.MemStore)
 	b, _ := newTestEngine(t, Config{Store: st, Owner: "process-b"})
 	b.addUnreleased(run.ID) // left by an earlier driver of run.ID in b
 	retried := make(chan struct{})
@@ -225,18 +231,7 @@ func TestClaimLeftUndrivenIsReleasedLater(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := &downStore{claimingStore: &claimingStore{MemStore: NewMemStore()}}
-	a, _ := newTestEngine(t, Config{Store: st.MemStore, Owner: "process-a"})
-	run := startYAMLT(t, a, wf("  - id: slow\n    bash: sleep 300\n"), "")
-	waitFor(t, func() bool {
-		_, nodes, _ := a.Snapshot(ctx, run.ID)
-		for _, n := range nodes {
-			if n.NodeID == "slow" && n.Status == NodeRunning {
-				return true
-			}
-		}
-		return false
-	}, "the step to start")
-	a.Close() // the run is orphaned: running, unowned
+	run := orphanedRun(t, st.MemStore)
 	b, _ := newTestEngine(t, Config{Store: st, Owner: "process-b"})
 	st.afterClaim = func([]string) { st.down.Store(true) }
 	took, err := b.Recover(ctx, true)
