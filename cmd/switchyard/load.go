@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -307,18 +306,8 @@ func (s *childServer) memory(base string) (rssMB float64, goroutines int) {
 			}
 		}
 	}
-	req, _ := http.NewRequest("GET", base+"/metrics", nil)
-	if s.token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.token)
-	}
-	if res, err := http.DefaultClient.Do(req); err == nil {
-		sc := bufio.NewScanner(res.Body)
-		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
-				goroutines, _ = strconv.Atoi(strings.TrimSpace(v))
-			}
-		}
-		res.Body.Close()
+	if v, err := loadgen.NewClient(base, s.token).Metric(context.Background(), "go_goroutines"); err == nil {
+		goroutines = int(v)
 	}
 	return rssMB, goroutines
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/internal/fakeopenai"
+	"github.com/switchyard/switchyard/internal/loadgen"
 )
 
 // serveAddrRE finds the bound address in the start-up log line.
@@ -443,22 +443,11 @@ func TestServeStartsWithoutStartupGarbage(t *testing.T) {
 		t.Fatalf("metrics: %d %s", status, body)
 	}
 	const name, limit = "go_memstats_heap_inuse_bytes", 12 << 20 // an idle server's live heap is about 5 MiB
-	v, ok := promValue(string(body), name)
+	v, ok := loadgen.PromValue(string(body), name)
 	if !ok {
 		t.Fatalf("no %s in /metrics", name)
 	}
 	if v > limit {
 		t.Errorf("idle server right after start: %s = %.1f MiB, want at most %d MiB", name, v/(1<<20), limit>>20)
 	}
-}
-
-// promValue reads an unlabelled sample from Prometheus's text format.
-func promValue(text, name string) (float64, bool) {
-	for _, line := range strings.Split(text, "\n") {
-		if rest, ok := strings.CutPrefix(line, name+" "); ok {
-			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			return v, err == nil
-		}
-	}
-	return 0, false
 }

@@ -1,7 +1,6 @@
 package loadgen
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -43,17 +42,31 @@ func (e *APIError) Error() string {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
+	var raw []byte
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return err
 		}
-		rd = bytes.NewReader(b)
+		raw = b
+	}
+	data, err := c.send(ctx, method, path, raw)
+	if err != nil || out == nil {
+		return err
+	}
+	return json.Unmarshal(data, out)
+}
+
+// send makes a request (body, when not nil, is JSON) and returns the
+// response body of a 2xx answer; any other is an *APIError.
+func (c *Client) send(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, rd)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -63,20 +76,17 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if resp.StatusCode/100 != 2 {
-		return &APIError{Status: resp.StatusCode, Body: string(data)}
+		return nil, &APIError{Status: resp.StatusCode, Body: string(data)}
 	}
-	if out != nil {
-		return json.Unmarshal(data, out)
-	}
-	return nil
+	return data, nil
 }
 
 // RunView is the part of a run the load tool reads.
@@ -132,32 +142,26 @@ func GetFakeStats(ctx context.Context, base string) (FakeStats, error) {
 // Metric reads an unlabelled sample, such as a counter, from the
 // server's /metrics (Prometheus's text format).
 func (c *Client) Metric(ctx context.Context, name string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Base+"/metrics", nil)
+	data, err := c.send(ctx, http.MethodGet, "/metrics", nil)
 	if err != nil {
 		return 0, err
 	}
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
-	}
-	resp, err := c.HTTP.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		data, _ := io.ReadAll(resp.Body)
-		return 0, &APIError{Status: resp.StatusCode, Body: string(data)}
-	}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(v), 64)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
+	if v, ok := PromValue(string(data), name); ok {
+		return v, nil
 	}
 	return 0, fmt.Errorf("/metrics has no %s", name)
+}
+
+// PromValue reads the unlabelled sample name from Prometheus's text
+// format.
+func PromValue(text, name string) (float64, bool) {
+	for _, line := range strings.Split(text, "\n") {
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
 }
 
 // GetRun fetches a run.
