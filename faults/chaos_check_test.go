@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/store/sqlite"
 )
 
 // storedRun is a run's row.
@@ -129,13 +130,43 @@ func (s sqliteChaosDB) events(ctx context.Context, types ...string) (map[string]
 		return nil, err
 	}
 	defer db.Close()
-	q, args := eventsQuery("ts", types, func(int) string { return "?" })
-	rows, err := db.QueryContext(ctx, q, args...)
+	return sqliteEvents(ctx, db, types...)
+}
+
+// sqliteEvents reads the logs of an SQLite database (only events of
+// types, when given), by run, in seq order. A row may hold several events
+// (a pack): they are expanded as the store does.
+func sqliteEvents(ctx context.Context, db *sql.DB, types ...string) (map[string][]engine.Event, error) {
+	rows, err := db.QueryContext(ctx, `SELECT run_id, seq, node_id, type, content, ts, data, n, more
+FROM run_events ORDER BY run_id, seq`)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	return scanEvents(rows)
+	out := map[string][]engine.Event{}
+	var evs []engine.Event
+	for rows.Next() {
+		var ev engine.Event
+		var data *string
+		var ts, n int64
+		var more []byte
+		if err := rows.Scan(&ev.RunID, &ev.Seq, &ev.NodeID, &ev.Type, &ev.Content, &ts, &data, &n, &more); err != nil {
+			return nil, err
+		}
+		ev.Timestamp = time.UnixMicro(ts)
+		if data != nil {
+			ev.Data = json.RawMessage(*data)
+		}
+		if evs, err = sqlite.ExpandEvents(evs[:0], ev, n, more); err != nil {
+			return nil, err
+		}
+		for _, e := range evs {
+			if len(types) == 0 || slices.Contains(types, e.Type) {
+				out[e.RunID] = append(out[e.RunID], e)
+			}
+		}
+	}
+	return out, rows.Err()
 }
 
 // pgChaosDB reads a PostgreSQL database, a connection per read (the

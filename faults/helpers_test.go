@@ -764,27 +764,20 @@ func completedInDB(t *testing.T, data string) map[string]map[string]bool {
 	}
 	db := openDB(t, data, 5000)
 	defer db.Close()
-	rows, err := db.Query(`SELECT run_id, node_id, data FROM run_events WHERE type = 'step_end'`)
+	logs, err := sqliteEvents(context.Background(), db, "step_end")
 	if err != nil {
 		t.Fatalf("read step_end events: %v", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var run, node string
-		var data sql.NullString
-		if err := rows.Scan(&run, &node, &data); err != nil {
-			t.Fatal(err)
+	for run, evs := range logs {
+		for _, ev := range evs {
+			if stepOf(ev.Data).Status != string(engine.NodeCompleted) {
+				continue
+			}
+			if out[run] == nil {
+				out[run] = map[string]bool{}
+			}
+			out[run][ev.NodeID] = true
 		}
-		if stepOf(json.RawMessage(data.String)).Status != string(engine.NodeCompleted) {
-			continue
-		}
-		if out[run] == nil {
-			out[run] = map[string]bool{}
-		}
-		out[run][node] = true
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return out
 }

@@ -381,7 +381,7 @@ func runStates(t *testing.T, data string) (map[string]engine.RunStatus, map[stri
 	}
 	db := openDB(t, data, 5000)
 	defer db.Close()
-	rows, err := db.Query(`SELECT r.id, r.status, COALESCE((SELECT max(seq) FROM run_events e WHERE e.run_id = r.id), 0) FROM runs r`)
+	rows, err := db.Query(`SELECT r.id, r.status, COALESCE((SELECT max(seq + n - 1) FROM run_events e WHERE e.run_id = r.id), 0) FROM runs r`)
 	if err != nil {
 		t.Fatalf("read runs: %v", err)
 	}

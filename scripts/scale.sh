@@ -14,6 +14,9 @@
 # server's CPU µs per run and the fake LLM's CPU µs per call. The fake's
 # figure is the same work on every line: when it moves, the machine (not
 # the server) changed speed. SCALE_GRAPH=file.json runs that drawn graph.
+# SCALE_PROFILES=dir writes the server's CPU and lock-contention profiles
+# of each line there (cpu-ROUTE-N.pprof, mutex-ROUTE-N.pprof; go tool
+# pprof): what grows with cores shows in the second.
 set -euo pipefail
 
 bin=${1:?usage: scale.sh SWITCHYARD_BINARY [duration] [cores...]}
@@ -52,7 +55,12 @@ echo "# $ncpu CPUs; server on 0..N-1, $where; $dur per line"
 printf '%-7s %-6s %10s %16s %16s %10s\n' route cores runs/s "server µs/run" "fake µs/call" "peak RSS MB"
 for route in runs compat; do
 	for n in "${counts[@]}"; do
-		out=$(GOMAXPROCS=$driver_procs taskset -c "$driver_cpus" "$bin" load runs --route "$route" \
+		prof_env=()
+		if [ -n "${SCALE_PROFILES:-}" ]; then
+			mkdir -p "$SCALE_PROFILES"
+			prof_env=(SWITCHYARD_CPUPROFILE="$SCALE_PROFILES/cpu-$route-$n.pprof" SWITCHYARD_MUTEXPROFILE="$SCALE_PROFILES/mutex-$route-$n.pprof")
+		fi
+		out=$(env "${prof_env[@]}" GOMAXPROCS=$driver_procs taskset -c "$driver_cpus" "$bin" load runs --route "$route" \
 			--duration "$dur" --quiet --json --cores "$n" "${fake_args[@]}" "${graph_args[@]}") || {
 			echo "scale.sh: load failed for $route at $n cores" >&2
 			exit 1

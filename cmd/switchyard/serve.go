@@ -54,6 +54,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	logLevel := fs.String("log-level", envOr("SWITCHYARD_LOG_LEVEL", "info"), "log level: debug, info, warn or error (default $SWITCHYARD_LOG_LEVEL or info)")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
 	cpuProfile := fs.String("cpuprofile", os.Getenv("SWITCHYARD_CPUPROFILE"), "write a CPU profile to this file until shutdown (default $SWITCHYARD_CPUPROFILE)")
+	mutexProfile := fs.String("mutexprofile", os.Getenv("SWITCHYARD_MUTEXPROFILE"), "write a profile of lock contention to this file at shutdown (default $SWITCHYARD_MUTEXPROFILE)")
 	maxParallel := fs.Int("max-parallel", envInt("SWITCHYARD_MAX_PARALLEL", 16), "nodes of one run executing at once (default $SWITCHYARD_MAX_PARALLEL or 16)")
 	maxConns := fs.Int("max-conns", envInt("SWITCHYARD_MAX_CONNS", server.DefaultMaxConns), "concurrent connections; at the cap idle keep-alive ones are closed first, then new ones wait (default $SWITCHYARD_MAX_CONNS or 4096)")
 	maxLLM := fs.Int("max-llm-calls", envInt("SWITCHYARD_MAX_LLM_CALLS", 64), "concurrent LLM calls across all runs (default $SWITCHYARD_MAX_LLM_CALLS or 64)")
@@ -202,6 +203,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		defer stop()
 	}
+	if *mutexProfile != "" {
+		stop, err := startMutexProfile(*mutexProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "switchyard serve: --mutexprofile: %v\n", err)
+			return exitUsage
+		}
+		defer stop()
+	}
 	var mcpCfg mcp.Config
 	if *mcpConfig != "" {
 		if mcpCfg, err = mcp.LoadConfigFile(*mcpConfig); err != nil {
@@ -292,6 +301,27 @@ func startCPUProfile(path string) (stop func(), err error) {
 		f.Close()
 	}, nil
 }
+
+// startMutexProfile samples lock contention (one event in
+// mutexProfileRate) and writes it to path when stop is called: where the
+// CPU per run grows with cores, what serializes shows here as the time
+// goroutines waited on each lock.
+func startMutexProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	prev := runtime.SetMutexProfileFraction(mutexProfileRate)
+	return func() {
+		if err := pprof.Lookup("mutex").WriteTo(f, 0); err != nil {
+			slog.Warn("mutex profile not written", "path", path, "err", err)
+		}
+		runtime.SetMutexProfileFraction(prev)
+		f.Close()
+	}, nil
+}
+
+const mutexProfileRate = 5
 
 type serveOptions struct {
 	addr, data, token, workflows string

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -449,5 +450,30 @@ func TestServeStartsWithoutStartupGarbage(t *testing.T) {
 	}
 	if v > limit {
 		t.Errorf("idle server right after start: %s = %.1f MiB, want at most %d MiB", name, v/(1<<20), limit>>20)
+	}
+}
+
+// TestServeWritesProfiles: --cpuprofile and --mutexprofile (the load
+// tool's way of showing where a run's CPU goes and what serializes) are
+// written, as gzipped pprof, when the server stops on a signal.
+func TestServeWritesProfiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cpu, mutex := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "mutex.pprof")
+	p := startServe(t, []string{"SWITCHYARD_MUTEXPROFILE=" + mutex}, "--addr", "127.0.0.1:0", "--data", dir, "--cpuprofile", cpu)
+	if status, _, body := p.get(t, "/api/health", ""); status != http.StatusOK {
+		t.Fatalf("health: %d %s", status, body)
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("serve exited %d:\n%s", code, p.log())
+	}
+	for _, f := range []string{cpu, mutex} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatalf("profile not written: %v\n%s", err, p.log())
+		}
+		if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			t.Errorf("%s: %d bytes, not a gzipped pprof profile", f, len(b))
+		}
 	}
 }

@@ -117,9 +117,11 @@ prompt_tokens, completion_tokens, total_tokens, cost_usd, hex(definition_hash) F
 				`SELECT run_id, node_id, status, input, output, handle, error, visits, attempts, fired, wait,
 started_at, finished_at, rejection, decision FROM node_states ORDER BY rowid`,
 				micros(11, 12), &st.Nodes},
+			// A row of SQLite's may hold several events (a pack): they
+			// are expanded, one PostgreSQL row each.
 			{"run_events", []string{"run_id", "seq", "node_id", "type", "content", "ts", "data"},
-				`SELECT run_id, seq, node_id, type, content, ts, data FROM run_events ORDER BY run_id, seq`,
-				micros(5), &st.Events},
+				`SELECT run_id, seq, node_id, type, content, ts, data, n, more FROM run_events ORDER BY run_id, seq`,
+				nil, &st.Events},
 			// Signed-out sessions stay signed out on the new database.
 			{"revoked_sessions", []string{"id", "expires_at"},
 				`SELECT id, expires_at FROM revoked_sessions`, micros(1), nil},
@@ -131,11 +133,19 @@ started_at, finished_at, rejection, decision FROM node_states ORDER BY rowid`,
 			if err != nil {
 				return fmt.Errorf("read %s: %w", s.table, err)
 			}
-			src := &sqliteRows{rows: rows, n: len(s.cols), convert: s.convert}
+			var src interface {
+				pgx.CopyFromSource
+				failed() error
+			}
+			if s.table == "run_events" {
+				src = &eventRows{rows: rows}
+			} else {
+				src = &sqliteRows{rows: rows, n: len(s.cols), convert: s.convert}
+			}
 			n, err := tx.CopyFrom(ctx, pgx.Identifier{s.table}, s.cols, src)
 			rows.Close()
 			if err == nil {
-				err = src.err
+				err = src.failed()
 			}
 			if err != nil {
 				return fmt.Errorf("copy %s: %w", s.table, err)
@@ -164,7 +174,11 @@ started_at, finished_at, rejection, decision FROM node_states ORDER BY rowid`,
 func verifyCopy(ctx context.Context, from *sql.Tx, to pgx.Tx, tables []string) error {
 	for _, t := range tables {
 		var a, b int64
-		if err := from.QueryRowContext(ctx, `SELECT count(*) FROM `+t).Scan(&a); err != nil {
+		count := `SELECT count(*) FROM ` + t
+		if t == "run_events" {
+			count = `SELECT coalesce(sum(n), 0) FROM run_events` // events, not packs
+		}
+		if err := from.QueryRowContext(ctx, count).Scan(&a); err != nil {
 			return fmt.Errorf("verify %s: %w", t, err)
 		}
 		if err := to.QueryRow(ctx, `SELECT count(*) FROM `+t).Scan(&b); err != nil {
@@ -175,7 +189,7 @@ func verifyCopy(ctx context.Context, from *sql.Tx, to pgx.Tx, tables []string) e
 		}
 	}
 	want := map[string]int64{}
-	rows, err := from.QueryContext(ctx, `SELECT run_id, max(seq) FROM run_events GROUP BY run_id`)
+	rows, err := from.QueryContext(ctx, `SELECT run_id, max(seq + n - 1) FROM run_events GROUP BY run_id`)
 	if err != nil {
 		return fmt.Errorf("verify last seqs: %w", err)
 	}
@@ -259,6 +273,55 @@ func (r *sqliteRows) Next() bool {
 
 func (r *sqliteRows) Values() ([]any, error) { return r.vals, nil }
 func (r *sqliteRows) Err() error             { return r.err }
+func (r *sqliteRows) failed() error          { return r.err }
+
+// eventRows reads SQLite's run_events rows, which may each hold several
+// events (sqlite.ExpandEvents), as one PostgreSQL row per event.
+type eventRows struct {
+	rows    *sql.Rows
+	pending []engine.Event
+	vals    []any
+	err     error
+}
+
+func (r *eventRows) Next() bool {
+	for len(r.pending) == 0 {
+		if !r.rows.Next() {
+			r.err = r.rows.Err()
+			return false
+		}
+		var ev engine.Event
+		var ts, n int64
+		var data sql.NullString
+		var more []byte
+		if err := r.rows.Scan(&ev.RunID, &ev.Seq, &ev.NodeID, &ev.Type, &ev.Content, &ts, &data, &n, &more); err != nil {
+			r.err = err
+			return false
+		}
+		ev.Timestamp = time.UnixMicro(ts).UTC()
+		if data.Valid {
+			ev.Data = []byte(data.String)
+		}
+		evs, err := sqlite.ExpandEvents(r.pending[:0], ev, n, more)
+		if err != nil {
+			r.err = err
+			return false
+		}
+		r.pending = evs
+	}
+	ev := r.pending[0]
+	r.pending = r.pending[1:]
+	var data any
+	if ev.Data != nil {
+		data = string(ev.Data)
+	}
+	r.vals = []any{ev.RunID, ev.Seq, ev.NodeID, ev.Type, ev.Content, ev.Timestamp.UTC(), data}
+	return true
+}
+
+func (r *eventRows) Values() ([]any, error) { return r.vals, nil }
+func (r *eventRows) Err() error             { return r.err }
+func (r *eventRows) failed() error          { return r.err }
 
 // micros converts the given columns from SQLite's unix microseconds
 // (NULL stays NULL) to times.

@@ -80,7 +80,7 @@ const (
 ORDER BY finished_at DESC, id DESC LIMIT 1 OFFSET ?`
 	sqlPruneBatch = `SELECT id, definition_hash FROM runs INDEXED BY runs_finished WHERE ` + prunable + `
 AND (finished_at < ?1 OR (finished_at = ?1 AND id < ?2)) ORDER BY finished_at, id LIMIT ?3`
-	sqlPruneCount = `SELECT count(*), coalesce(sum((SELECT count(*) FROM run_events e WHERE e.run_id = r.id)), 0)
+	sqlPruneCount = `SELECT count(*), coalesce(sum((SELECT sum(n) FROM run_events e WHERE e.run_id = r.id)), 0)
 FROM runs r INDEXED BY runs_finished WHERE ` + prunable + ` AND (finished_at < ?1 OR (finished_at = ?1 AND id < ?2))`
 )
 
@@ -168,8 +168,11 @@ func (s *Store) pruneBatch(ctx context.Context, at int64, cutID string, size int
 			return err
 		}
 		for _, id := range ids {
-			n, err := execCount(ctx, tx, `DELETE FROM run_events WHERE run_id = ?`, id)
-			if err != nil {
+			var n int64 // events, not rows: a row may hold several
+			if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM run_events WHERE run_id = ?`, id).Scan(&n); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM run_events WHERE run_id = ?`, id); err != nil {
 				return err
 			}
 			got.Events += n

@@ -102,18 +102,11 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 			t.w.defsWritten.Add(1)
 			t.newDefs = append(t.newDefs, defKey)
 		}
-		if len(evs) > 0 {
-			ins := t.stmt(s.w.insEventFenced) // the run was just created
-			for i := range evs {
-				e := &evs[i]
-				if _, err := ins.ExecContext(t.ctx, e.RunID, e.Seq, e.NodeID, e.Type, e.Content,
-					toMicros(e.Timestamp), nullText(e.Data)); err != nil {
-					return fmt.Errorf("event %d: %w", e.Seq, err)
-				}
-			}
-			if hdr.Owner != "" {
-				t.fenced[hdr.ID] = hdr.Owner
-			}
+		if err := t.writeCreated(evs); err != nil {
+			return err
+		}
+		if len(evs) > 0 && hdr.Owner != "" {
+			t.fenced[hdr.ID] = hdr.Owner
 		}
 		return upsertNodes(t, t.stmt(s.w.upsNode), nargs)
 	})
@@ -579,8 +572,7 @@ attempts, fired, wait, started_at, finished_at, rejection, decision FROM node_st
 		return nil, nil, 0, err
 	}
 	var maxSeq int64
-	if err := rtx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?`,
-		runID).Scan(&maxSeq); err != nil {
+	if err := rtx.QueryRowContext(ctx, sqlLastSeq, runID).Scan(&maxSeq); err != nil {
 		return nil, nil, 0, err
 	}
 	return r, nodes, maxSeq, nil
@@ -644,30 +636,54 @@ func listRunsQuery(f engine.RunFilter) (string, []any) {
 	return q, append(args, limit)
 }
 
+const (
+	// sqlEvents reads a run's events from the row holding after+1 (the
+	// last one starting at or before it): rows are packs (packs.go).
+	sqlEvents = `SELECT seq, node_id, type, content, ts, data, n, more FROM run_events
+WHERE run_id = ? AND seq >= COALESCE((SELECT seq FROM run_events WHERE run_id = ? AND seq <= ?
+ORDER BY seq DESC LIMIT 1), 0) ORDER BY seq LIMIT ?`
+	// sqlLastSeq is a run's last event seq, 0 for none.
+	sqlLastSeq = `SELECT COALESCE((SELECT seq + n - 1 FROM run_events WHERE run_id = ?
+ORDER BY seq DESC LIMIT 1), 0)`
+)
+
 // Events implements engine.Store. ErrNotFound for an unknown run.
 func (s *Store) Events(ctx context.Context, runID string, after int64, limit int) ([]engine.Event, error) {
-	if limit <= 0 {
-		limit = -1 // SQLite: no limit
+	rowLimit := -1 // SQLite: no limit
+	if limit > 0 {
+		rowLimit = limit + 1 // the first row may hold only events at or before after
 	}
-	rows, err := s.rd().QueryContext(ctx, `SELECT seq, node_id, type, content, ts, data FROM run_events
-WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, after, limit)
+	rows, err := s.rd().QueryContext(ctx, sqlEvents, runID, runID, after+1, rowLimit)
 	if err != nil {
 		return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
 	}
 	defer rows.Close()
 	events := []engine.Event{}
-	for rows.Next() {
+	for rows.Next() && (limit <= 0 || len(events) < limit) {
 		ev := engine.Event{RunID: runID}
-		var ts int64
+		var ts, n int64
 		var data sql.NullString
-		if err := rows.Scan(&ev.Seq, &ev.NodeID, &ev.Type, &ev.Content, &ts, &data); err != nil {
+		var more []byte
+		if err := rows.Scan(&ev.Seq, &ev.NodeID, &ev.Type, &ev.Content, &ts, &data, &n, &more); err != nil {
 			return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
 		}
 		ev.Timestamp = fromMicros(ts)
 		if data.Valid {
 			ev.Data = json.RawMessage(data.String)
 		}
-		events = append(events, ev)
+		if ev.Seq > after && n == 1 {
+			events = append(events, ev)
+			continue
+		}
+		all, err := ExpandEvents(nil, ev, n, more)
+		if err != nil {
+			return nil, fmt.Errorf("store: events of run %s: %w", runID, err)
+		}
+		for _, e := range all {
+			if e.Seq > after && (limit <= 0 || len(events) < limit) {
+				events = append(events, e)
+			}
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: events of run %s: %w", runID, err)

@@ -525,7 +525,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 	s := openStore(t)
 	for _, q := range []string{sqlInsertEvent, sqlInsertEventFenced, sqlUpdateRun, sqlUpsertNode, sqlInsertRun,
 		sqlInsertDefinition, sqlAcquireRun, sqlReleaseRun, sqlRenewLeases, sqlExpireLeases, sqlCancelPending, sqlTakeCancels,
-		sqlListOrphaned, sqlUnnamedRuns} {
+		sqlListOrphaned, sqlUnnamedRuns, sqlEvents, sqlLastSeq} {
 		rows, err := s.rdb.Query("EXPLAIN QUERY PLAN "+q, make([]any, strings.Count(q, "?"))...)
 		mustOK(t, err, "explain "+q)
 		for rows.Next() {

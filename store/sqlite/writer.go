@@ -36,6 +36,13 @@ type wtx struct {
 	// newDefs are the definition hashes this batch inserted: known stored
 	// once it commits (writer.defs).
 	newDefs []string
+	// held are the emitted events of each run not yet written: they are
+	// written packed, before the next op of their run (flushRun) or at
+	// the end of the batch.
+	held map[string][]heldEvent
+	// evs and more are scratch space of writeEvents.
+	evs  []*engine.Event
+	more []byte
 }
 
 // ownerMayChange drops what fenced knows of runID; every op that can
@@ -125,20 +132,29 @@ func (w *writer) forgetDefs() {
 }
 
 const (
-	// The run id is bound twice rather than as ?1: numbered parameters cost
-	// the driver a name lookup per bind, and this runs once per event.
-	// WHERE EXISTS turns an event of an unknown run into a skipped row
-	// instead of a foreign key error that would fail the whole batch.
-	// The owner test fences a process whose lease was taken over: its late
-	// events are skipped instead of landing in another owner's log.
-	sqlInsertEvent = `INSERT INTO run_events (run_id, seq, node_id, type, content, ts, data)
-SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND (? = '' OR owner = ?))
+	// An event row holds n consecutive events of one run (a pack, see
+	// packEvents). The run id is bound more than once rather than as ?1:
+	// numbered parameters cost the driver a name lookup per bind, and this
+	// runs once per row. WHERE EXISTS turns an event of an unknown run into
+	// a skipped row instead of a foreign key error that would fail the
+	// whole batch. The owner test fences a process whose lease was taken
+	// over: its late events are skipped instead of landing in another
+	// owner's log. sqlNoOverlap skips a row any of whose seqs is stored
+	// already: the row with the highest seq at or below the last holds one
+	// of them exactly when it reaches the first (one index seek).
+	sqlInsertEvent = `INSERT INTO run_events (run_id, seq, node_id, type, content, ts, data, n, more)
+SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND (? = '' OR owner = ?))
+AND ` + sqlNoOverlap + `
 ON CONFLICT (run_id, seq) DO NOTHING`
 
-	// sqlInsertEventFenced is for an event whose run and owner were
-	// checked earlier in the same transaction.
-	sqlInsertEventFenced = `INSERT INTO run_events (run_id, seq, node_id, type, content, ts, data)
-VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, seq) DO NOTHING`
+	// sqlInsertEventFenced is for events whose run and owner were checked
+	// earlier in the same transaction.
+	sqlInsertEventFenced = `INSERT INTO run_events (run_id, seq, node_id, type, content, ts, data, n, more)
+SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE ` + sqlNoOverlap + `
+ON CONFLICT (run_id, seq) DO NOTHING`
+
+	sqlNoOverlap = `COALESCE((SELECT seq + n FROM run_events WHERE run_id = ? AND seq <= ?
+ORDER BY seq DESC LIMIT 1), 0) <= ?`
 
 	sqlUpdateRun = `UPDATE runs SET status = ?, input = ?, waiting_for_input = ?, current_node_id = ?,
 pending_approvals = ?, error = ?, work_dir = ?, updated_at = ?, finished_at = ?,
@@ -233,49 +249,38 @@ func (w *writer) writeBatch(batch []op) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	t := &wtx{ctx: ctx, tx: tx, w: w, stmts: make(map[*sql.Stmt]*sql.Stmt, 4), fenced: map[string]string{}}
-	ins, insFenced := t.stmt(w.insEvent), t.stmt(w.insEventFenced)
+	t := &wtx{ctx: ctx, tx: tx, w: w, stmts: make(map[*sql.Stmt]*sql.Stmt, 4), fenced: map[string]string{},
+		held: map[string][]heldEvent{}}
 	var fatal error
 loop:
 	for i := range batch {
 		o := &batch[i]
 		switch o.Kind {
 		case commit.Event:
-			e := &o.Ev
-			var (
-				res sql.Result
-				err error
-			)
-			known := e.Owner != "" && t.fenced[e.RunID] == e.Owner
-			if known {
-				res, err = insFenced.ExecContext(ctx, e.RunID, e.Seq, e.NodeID, e.Type, e.Content,
-					toMicros(e.Timestamp), nullText(e.Data))
-			} else {
-				res, err = ins.ExecContext(ctx, e.RunID, e.Seq, e.NodeID, e.Type, e.Content,
-					toMicros(e.Timestamp), nullText(e.Data), e.RunID, e.Owner, e.Owner)
-			}
-			if err != nil {
-				fatal = fmt.Errorf("append event %s#%d: %w", e.RunID, e.Seq, err)
-				break loop
-			}
-			n, err := res.RowsAffected()
-			if err != nil {
-				fatal = err
-				break loop
-			}
-			o.Written = n == 1
-			if o.Written && !known && e.Owner != "" {
-				t.fenced[e.RunID] = e.Owner
-			}
+			t.held[o.Ev.RunID] = append(t.held[o.Ev.RunID], heldEvent{&o.Ev, &o.Written})
 		case commit.Sync:
 			if o.Skip() {
 				continue
 			}
-			if err := o.Settle(o.Job(t)); err != nil {
+			// What the op reads or changes of its run (the owner, the
+			// status) comes after the run's events handed over before it.
+			var err error
+			if o.Run != nil {
+				err = t.flushRun(o.Run.ID)
+			} else {
+				err = t.flushAll()
+			}
+			if err == nil {
+				err = o.Settle(o.Job(t))
+			}
+			if err != nil {
 				fatal = err
 				break loop
 			}
 		}
+	}
+	if fatal == nil {
+		fatal = t.flushAll()
 	}
 	if fatal != nil {
 		_ = tx.Rollback() // may fail if SQLite already rolled back; nothing to do then
