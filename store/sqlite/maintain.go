@@ -144,6 +144,9 @@ func wrapPrune(err error) error {
 func (s *Store) pruneBatch(ctx context.Context, at int64, cutID string, size int) (store.Pruned, error) {
 	var got store.Pruned
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		// Before the commit: the writer's next batch, which waits for
+		// this transaction, forgets what it knew of the runs deleted.
+		s.w.runsDeleted.Add(1)
 		got = store.Pruned{}
 		rows, err := tx.QueryContext(ctx, sqlPruneBatch, at, cutID, size)
 		if err != nil {

@@ -91,7 +91,7 @@ func (t *wtx) writeHeld(ops []heldEvent) error {
 // writeEvents inserts evs (one run and owner, consecutive seqs, at most
 // maxPack) as one row, and reports whether it did: not when the run is
 // unknown, its owner is another, or one of the seqs is stored. created
-// says the run was made in this transaction by evs' owner (no owner test).
+// says the run was made in this transaction by evs' owner.
 func (t *wtx) writeEvents(evs []*engine.Event, created bool) (bool, error) {
 	e := evs[0]
 	last := evs[len(evs)-1].Seq
@@ -100,28 +100,48 @@ func (t *wtx) writeEvents(evs []*engine.Event, created bool) (bool, error) {
 		t.more = packEvents(t.more[:0], evs[1:])
 		more = t.more
 	}
-	known := created || (e.Owner != "" && t.fenced[e.RunID] == e.Owner)
-	var (
-		n   int64
-		err error
-	)
-	if known {
-		n, err = t.execStmt(t.w.insEventFenced, e.RunID, e.Seq, e.NodeID, e.Type, e.Content,
-			toMicros(e.Timestamp), nullText(e.Data), len(evs), more,
-			e.RunID, last, e.Seq)
-	} else {
-		n, err = t.execStmt(t.w.insEvent, e.RunID, e.Seq, e.NodeID, e.Type, e.Content,
-			toMicros(e.Timestamp), nullText(e.Data), len(evs), more,
-			e.RunID, e.Owner, e.Owner,
-			e.RunID, last, e.Seq)
+	w := t.w
+	tail, ok := w.tails[e.RunID]
+	if created {
+		tail, ok = 1, true
 	}
+	if !ok {
+		// Once per run and process (or after forgetRuns): a log the writer
+		// has not written yet in this process.
+		if err := t.stmt(w.eventsTail).QueryRowContext(t.ctx, e.RunID).Scan(&tail); err != nil {
+			return false, fmt.Errorf("append events %s#%d-%d: tail: %w", e.RunID, e.Seq, last, err)
+		}
+	}
+	owned := !created && !(e.Owner != "" && w.fenced[e.RunID] == e.Owner)
+	checked := e.Seq < tail // fills a gap or repeats a seq: rare
+	args := append(t.args[:0], e.RunID, e.Seq, e.NodeID, e.Type, e.Content, toMicros(e.Timestamp), nullText(e.Data),
+		len(evs), more)
+	if owned {
+		args = append(args, e.RunID, e.Owner, e.Owner)
+	}
+	if checked {
+		args = append(args, e.RunID, last, e.Seq)
+	}
+	t.args = args[:0]
+	n, err := t.execStmt(w.insEvent[b2i(owned)][b2i(checked)], args...)
 	if err != nil {
 		return false, fmt.Errorf("append events %s#%d-%d: %w", e.RunID, e.Seq, last, err)
 	}
-	if n == 1 && e.Owner != "" {
-		t.fenced[e.RunID] = e.Owner
+	if n != 1 {
+		return false, nil
 	}
-	return n == 1, nil
+	if e.Owner != "" {
+		w.fenced[e.RunID] = e.Owner
+	}
+	w.tails[e.RunID] = max(tail, last+1)
+	return true, nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // execStmt runs the prepared ps in the batch's transaction.

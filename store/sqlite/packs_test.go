@@ -3,11 +3,13 @@ package sqlite
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/store"
 )
 
 // packedEvent is the i-th event of a run in these tests: node, type,
@@ -187,4 +189,89 @@ func FuzzExpandEvents(f *testing.F) {
 		_, _ = ExpandEvents(nil, first, int64(count), []byte(content))
 		_, _ = ExpandEvents(nil, first, int64(count), data)
 	})
+}
+
+// TestWriterForgetsRunsOnPrune: what the writer knows of runs' logs and
+// owners (so it can leave out the guards of an event row) is dropped once
+// a prune deleted runs, and a deleted run's late event is skipped, not a
+// foreign key error that fails its batch.
+func TestWriterForgetsRunsOnPrune(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	s := openStore(t)
+	r := newRun("run-pruned")
+	r.Owner, r.LeaseUntil = "A", t0.Add(time.Hour)
+	mustOK(t, s.CreateRun(ctx, r, nil, []*engine.Event{{RunID: r.ID, Seq: 1, NodeID: "n", Type: "x", Timestamp: t0, Owner: "A"}}), "CreateRun")
+	mustOK(t, s.CreateRun(ctx, newRun("run-kept"), nil, nil), "CreateRun")
+	for seq := int64(2); seq <= 4; seq++ {
+		e := packedEvent(r.ID, seq)
+		e.Owner = "A"
+		s.Emit(e)
+	}
+	fin := *r
+	fin.Status, fin.FinishedAt = engine.StatusCompleted, &t0
+	mustOK(t, s.Checkpoint(ctx, &fin, nil), "finish")
+	if s.w.tails[r.ID] != 5 {
+		t.Fatalf("writer's tail of the run: %d, want 5", s.w.tails[r.ID])
+	}
+	got, err := s.PruneRuns(ctx, store.Prune{Before: t0.Add(time.Hour)})
+	mustOK(t, err, "PruneRuns")
+	if got.Runs != 1 || got.Events != 4 {
+		t.Fatalf("pruned %+v, want 1 run and its 4 events", got)
+	}
+	s.Emit(packedEvent(r.ID, 5))
+	s.Emit(packedEvent("run-kept", 1))
+	mustOK(t, s.Checkpoint(ctx, newRun("run-kept"), nil), "barrier")
+	if _, ok := s.w.tails[r.ID]; ok {
+		t.Errorf("the writer still knows the pruned run's log")
+	}
+	evs, err := s.Events(ctx, "run-kept", 0, 0)
+	mustOK(t, err, "Events")
+	if len(evs) != 1 {
+		t.Errorf("run-kept: %d events, want the one emitted beside the pruned run's", len(evs))
+	}
+}
+
+// TestWriterSeesOtherProcessesWrites: two stores on one file (two
+// processes): once B takes a run over, A's late events are skipped even
+// though A's writer had checked A as the owner before, and a log B wrote
+// meanwhile is not overwritten by A's idea of where it ends.
+func TestWriterSeesOtherProcessesWrites(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	path := filepath.Join(t.TempDir(), "switchyard.db")
+	a, b := openAt(t, path), openAt(t, path)
+	r := newRun("run-shared")
+	mustOK(t, a.CreateRun(ctx, r, nil, nil), "CreateRun")
+	mustOK(t, a.AcquireRun(ctx, r.ID, "A", "", t0, t0.Add(time.Second)), "AcquireRun A")
+	for seq := int64(1); seq <= 3; seq++ {
+		e := packedEvent(r.ID, seq)
+		e.Owner = "A"
+		a.Emit(e)
+	}
+	hdr := *r
+	hdr.Owner = "A"
+	mustOK(t, a.Checkpoint(ctx, &hdr, nil), "A's barrier")
+
+	// B takes the run over (A's lease ran out) and writes on.
+	mustOK(t, b.AcquireRun(ctx, r.ID, "B", "", t0.Add(time.Minute), t0.Add(time.Hour)), "AcquireRun B")
+	for seq := int64(4); seq <= 5; seq++ {
+		e := packedEvent(r.ID, seq)
+		e.Owner, e.Content = "B", fmt.Sprintf("from B %d", seq)
+		b.Emit(e)
+	}
+	hdr.Owner = "B"
+	mustOK(t, b.Checkpoint(ctx, &hdr, nil), "B's barrier")
+
+	for _, seq := range []int64{4, 6} { // over B's log, and past it
+		late := packedEvent(r.ID, seq)
+		late.Owner, late.Content = "A", "late from A"
+		a.Emit(late)
+	}
+	mustOK(t, a.CreateRun(ctx, newRun("run-a-barrier"), nil, nil), "A's barrier")
+	evs, err := b.Events(ctx, r.ID, 0, 0)
+	mustOK(t, err, "Events")
+	if len(evs) != 5 || evs[3].Content != "from B 4" || evs[4].Content != "from B 5" {
+		t.Fatalf("log after the takeover: %+v", evs)
+	}
 }

@@ -106,7 +106,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 			return err
 		}
 		if len(evs) > 0 && hdr.Owner != "" {
-			t.fenced[hdr.ID] = hdr.Owner
+			t.w.fenced[hdr.ID] = hdr.Owner
 		}
 		return upsertNodes(t, t.stmt(s.w.upsNode), nargs)
 	})

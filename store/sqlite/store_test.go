@@ -523,7 +523,7 @@ func TestTimesComeBackUTCAtMicroseconds(t *testing.T) {
 func TestQueriesUseIndexes(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
-	for _, q := range []string{sqlInsertEvent, sqlInsertEventFenced, sqlUpdateRun, sqlUpsertNode, sqlInsertRun,
+	for _, q := range []string{sqlInsertEvent, sqlInsertEventOwned, sqlInsertEventNew, sqlInsertEventOwnedNew, sqlEventsTail, sqlUpdateRun, sqlUpsertNode, sqlInsertRun,
 		sqlInsertDefinition, sqlAcquireRun, sqlReleaseRun, sqlRenewLeases, sqlExpireLeases, sqlCancelPending, sqlTakeCancels,
 		sqlListOrphaned, sqlUnnamedRuns, sqlEvents, sqlLastSeq} {
 		rows, err := s.rdb.Query("EXPLAIN QUERY PLAN "+q, make([]any, strings.Count(q, "?"))...)

@@ -29,10 +29,6 @@ type wtx struct {
 	tx    *sql.Tx
 	w     *writer
 	stmts map[*sql.Stmt]*sql.Stmt
-	// fenced remembers, per run, the owner whose event was written in this
-	// transaction: later events of that owner skip the owner check (one
-	// index lookup per event) until an op may have changed the owner.
-	fenced map[string]string
 	// newDefs are the definition hashes this batch inserted: known stored
 	// once it commits (writer.defs).
 	newDefs []string
@@ -40,14 +36,15 @@ type wtx struct {
 	// written packed, before the next op of their run (flushRun) or at
 	// the end of the batch.
 	held map[string][]heldEvent
-	// evs and more are scratch space of writeEvents.
+	// evs, more and args are scratch space of writeEvents.
 	evs  []*engine.Event
 	more []byte
+	args []any
 }
 
-// ownerMayChange drops what fenced knows of runID; every op that can
-// change a run's owner calls it.
-func (t *wtx) ownerMayChange(runID string) { delete(t.fenced, runID) }
+// ownerMayChange drops what the writer knows of runID's owner
+// (writer.fenced); every op that can change a run's owner calls it.
+func (t *wtx) ownerMayChange(runID string) { delete(t.w.fenced, runID) }
 
 // stmt returns ps bound to the batch's transaction.
 func (t *wtx) stmt(ps *sql.Stmt) *sql.Stmt {
@@ -85,8 +82,11 @@ type writer struct {
 	s *Store
 
 	// prepared on the writer connection
-	insEvent, insEventFenced, updRun, updRunSame, upsNode *sql.Stmt
-	cache                                                 map[string]*sql.Stmt // writer goroutine only
+	// insEvent[owned][checked]: an event row with or without each guard
+	insEvent                    [2][2]*sql.Stmt
+	eventsTail                  *sql.Stmt
+	updRun, updRunSame, upsNode *sql.Stmt
+	cache                       map[string]*sql.Stmt // writer goroutine only
 
 	// defs are hashes of definitions known to be in the definitions
 	// table, so a run of a graph already stored does not write its
@@ -99,6 +99,59 @@ type writer struct {
 	defs   map[string]struct{}
 	// defsWritten counts the definition inserts made (tests).
 	defsWritten atomic.Int64
+
+	// What the writer knows of runs' event logs, so that most event rows
+	// are inserted without the lookups that guard them (each an index
+	// seek, together as costly as the insert). Only the writer goroutine
+	// uses them. They hold while nothing but the writer's batches writes
+	// logs and owners; what else may is checked for at the start of each
+	// batch (checkRunsKept): other processes on the same file (two serve
+	// --data DIR, switchyard run) and prunes on the writer's connection.
+	//
+	// fenced is, per run, the owner its events were last checked against:
+	// later events of that owner skip the owner check until an op may have
+	// changed the owner (wtx.ownerMayChange).
+	fenced map[string]string
+	// tails is, per run, a seq above every event of it stored: an event row
+	// from there on cannot overlap the log and skips that check.
+	tails map[string]int64
+	// runsDeleted counts prunes; keptAt is the count fenced and tails
+	// were last emptied at, dataVersion the file's data_version then.
+	runsDeleted atomic.Uint64
+	keptAt      uint64
+	dataVersion int64
+	readVersion *sql.Stmt // PRAGMA data_version
+}
+
+// runsKnownMax bounds writer.fenced and writer.tails: past it they start
+// again empty (a miss costs a lookup, not a wrong answer).
+const runsKnownMax = 8192
+
+// forgetRuns empties what the writer knows of runs: after a batch that
+// did not commit (what it learnt may be rolled back) or a prune.
+func (w *writer) forgetRuns() {
+	clear(w.fenced)
+	clear(w.tails)
+}
+
+// checkRunsKept forgets what the writer knows of runs if anything but its
+// batches may have changed logs or owners since the last batch: another
+// connection committed (PRAGMA data_version changes exactly then; the
+// batch holds the write lock from BEGIN IMMEDIATE, so none can commit
+// after it is read), or a prune ran on the writer's own connection (it
+// counts itself before it commits, and the batch waits for that commit
+// to get the connection). Also past runsKnownMax.
+func (t *wtx) checkRunsKept() error {
+	w := t.w
+	var v int64
+	if err := t.stmt(w.readVersion).QueryRowContext(t.ctx).Scan(&v); err != nil {
+		return fmt.Errorf("data_version: %w", err)
+	}
+	if n := w.runsDeleted.Load(); n != w.keptAt || v != w.dataVersion || len(w.fenced)+len(w.tails) > runsKnownMax {
+		w.keptAt, w.dataVersion = n, v
+		w.forgetRuns()
+	}
+	return nil
 }
 
 // defsMax bounds writer.defs: past it the set starts again empty.
@@ -132,29 +185,38 @@ func (w *writer) forgetDefs() {
 }
 
 const (
-	// An event row holds n consecutive events of one run (a pack, see
-	// packEvents). The run id is bound more than once rather than as ?1:
-	// numbered parameters cost the driver a name lookup per bind, and this
-	// runs once per row. WHERE EXISTS turns an event of an unknown run into
-	// a skipped row instead of a foreign key error that would fail the
-	// whole batch. The owner test fences a process whose lease was taken
-	// over: its late events are skipped instead of landing in another
-	// owner's log. sqlNoOverlap skips a row any of whose seqs is stored
-	// already: the row with the highest seq at or below the last holds one
-	// of them exactly when it reaches the first (one index seek).
+	// An event row holds n consecutive events of one run (a pack,
+	// packs.go). Two guards, each an index seek, are left out where the
+	// writer knows they hold (writer.fenced, writer.tails):
+	//   - sqlRunOwned: the run exists (an event of an unknown run is a
+	//     skipped row, not a foreign key error that would fail the whole
+	//     batch) and the event's owner holds it (a process whose lease was
+	//     taken over has its late events skipped instead of landing in
+	//     another owner's log);
+	//   - sqlNoOverlap: none of the row's seqs is stored: the row with the
+	//     highest seq at or below the last holds one exactly when it
+	//     reaches the first.
+	// The run id is bound more than once rather than as ?1: numbered
+	// parameters cost the driver a name lookup per bind, and this runs once
+	// per row.
 	sqlInsertEvent = `INSERT INTO run_events (run_id, seq, node_id, type, content, ts, data, n, more)
-SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND (? = '' OR owner = ?))
-AND ` + sqlNoOverlap + `
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, seq) DO NOTHING`
+	sqlInsertEventOwned = `INSERT INTO run_events (run_id, seq, node_id, type, content, ts, data, n, more)
+SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE ` + sqlRunOwned + `
 ON CONFLICT (run_id, seq) DO NOTHING`
-
-	// sqlInsertEventFenced is for events whose run and owner were checked
-	// earlier in the same transaction.
-	sqlInsertEventFenced = `INSERT INTO run_events (run_id, seq, node_id, type, content, ts, data, n, more)
+	sqlInsertEventNew = `INSERT INTO run_events (run_id, seq, node_id, type, content, ts, data, n, more)
 SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE ` + sqlNoOverlap + `
 ON CONFLICT (run_id, seq) DO NOTHING`
+	sqlInsertEventOwnedNew = `INSERT INTO run_events (run_id, seq, node_id, type, content, ts, data, n, more)
+SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE ` + sqlRunOwned + ` AND ` + sqlNoOverlap + `
+ON CONFLICT (run_id, seq) DO NOTHING`
 
+	sqlRunOwned  = `EXISTS (SELECT 1 FROM runs WHERE id = ? AND (? = '' OR owner = ?))`
 	sqlNoOverlap = `COALESCE((SELECT seq + n FROM run_events WHERE run_id = ? AND seq <= ?
 ORDER BY seq DESC LIMIT 1), 0) <= ?`
+	// sqlEventsTail is a seq above every stored event of a run.
+	sqlEventsTail = `SELECT COALESCE((SELECT seq + n FROM run_events WHERE run_id = ?
+ORDER BY seq DESC LIMIT 1), 1)`
 
 	sqlUpdateRun = `UPDATE runs SET status = ?, input = ?, waiting_for_input = ?, current_node_id = ?,
 pending_approvals = ?, error = ?, work_dir = ?, updated_at = ?, finished_at = ?,
@@ -184,7 +246,7 @@ rejection = excluded.rejection, decision = excluded.decision`
 )
 
 func newWriter(ctx context.Context, s *Store, cfg commit.Config) (*writer, error) {
-	w := &writer{s: s, defs: map[string]struct{}{}}
+	w := &writer{s: s, defs: map[string]struct{}{}, fenced: map[string]string{}, tails: map[string]int64{}}
 	var err error
 	prep := func(q string) *sql.Stmt {
 		if err != nil {
@@ -194,8 +256,10 @@ func newWriter(ctx context.Context, s *Store, cfg commit.Config) (*writer, error
 		st, err = s.wdb.PrepareContext(ctx, q)
 		return st
 	}
-	w.insEvent = prep(sqlInsertEvent)
-	w.insEventFenced = prep(sqlInsertEventFenced)
+	w.insEvent = [2][2]*sql.Stmt{{prep(sqlInsertEvent), prep(sqlInsertEventNew)},
+		{prep(sqlInsertEventOwned), prep(sqlInsertEventOwnedNew)}}
+	w.eventsTail = prep(sqlEventsTail)
+	w.readVersion = prep(`PRAGMA data_version`)
 	w.updRun = prep(sqlUpdateRun)
 	w.updRunSame = prep(sqlUpdateRunSameStatus)
 	w.upsNode = prep(sqlUpsertNode)
@@ -216,7 +280,8 @@ func newWriter(ctx context.Context, s *Store, cfg commit.Config) (*writer, error
 
 func (w *writer) closeStmts() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{w.insEvent, w.insEventFenced, w.updRun, w.updRunSame, w.upsNode} {
+	for _, st := range []*sql.Stmt{w.insEvent[0][0], w.insEvent[0][1], w.insEvent[1][0], w.insEvent[1][1],
+		w.eventsTail, w.readVersion, w.updRun, w.updRunSame, w.upsNode} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -249,8 +314,11 @@ func (w *writer) writeBatch(batch []op) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	t := &wtx{ctx: ctx, tx: tx, w: w, stmts: make(map[*sql.Stmt]*sql.Stmt, 4), fenced: map[string]string{},
-		held: map[string][]heldEvent{}}
+	t := &wtx{ctx: ctx, tx: tx, w: w, stmts: make(map[*sql.Stmt]*sql.Stmt, 4), held: map[string][]heldEvent{}}
+	if err := t.checkRunsKept(); err != nil {
+		_ = tx.Rollback()
+		return fmt.Errorf("begin: %w", err)
+	}
 	var fatal error
 loop:
 	for i := range batch {
@@ -284,9 +352,11 @@ loop:
 	}
 	if fatal != nil {
 		_ = tx.Rollback() // may fail if SQLite already rolled back; nothing to do then
+		w.forgetRuns()    // what it learnt in the transaction may be undone
 		return fatal
 	}
 	if err := tx.Commit(); err != nil {
+		w.forgetRuns()
 		return fmt.Errorf("commit: %w", err)
 	}
 	if len(t.newDefs) > 0 {
