@@ -42,8 +42,16 @@ type Config struct {
 	RetryBase time.Duration
 	// RequestTimeout bounds one HTTP exchange (default 10 minutes).
 	RequestTimeout time.Duration
-	HTTPClient     *http.Client
+	// MaxConns is how many calls may be in flight at once (the engine's
+	// cap on LLM calls): the default client keeps that many connections
+	// open between calls, at least defaultIdleConns. Ignored with
+	// HTTPClient.
+	MaxConns   int
+	HTTPClient *http.Client
 }
+
+// defaultIdleConns is the least the default client keeps open.
+const defaultIdleConns = 512
 
 // DefaultModel is the model used when neither the node nor the
 // configuration names one.
@@ -120,10 +128,14 @@ func New(cfg Config) (*Client, error) {
 	if hc == nil {
 		// Go's default keeps 2 idle connections per host: with many LLM
 		// calls in flight against one endpoint, connections would be
-		// closed and dialed again for nearly every call.
+		// closed and dialed again for nearly every call. As many as may
+		// be in flight: a fan-out of 1,000 branches (serve
+		// --max-llm-calls 1008) kept 512 and dialed the rest again each
+		// time, 30 ms of its 490 (switchyard load fanout --repeat).
+		idle := max(cfg.MaxConns, defaultIdleConns)
 		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConns = 512
-		tr.MaxIdleConnsPerHost = 512
+		tr.MaxIdleConns = idle
+		tr.MaxIdleConnsPerHost = idle
 		// A request (headers, system prompt, history, tool schemas) is
 		// often over the default 4 KiB buffer, which splits it into two
 		// writes; 64 KiB sends most in one.

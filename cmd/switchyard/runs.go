@@ -530,12 +530,14 @@ func show(ctx context.Context, env *cliEnv, runID string, events bool, stdout, s
 // (ANTHROPIC_API_KEY). ok is false when there is no OpenAI-compatible one.
 func llmFromEnv(cfg *engine.Config) (ok bool, err error) {
 	if lc, has := llm.ConfigFromEnv(); has {
+		lc.MaxConns = cfg.MaxLLMCalls
 		if cfg.LLM, err = llm.New(lc); err != nil {
 			return false, err
 		}
 		ok = true
 	}
 	if cc, has := llm.ClaudeConfigFromEnv(); has {
+		cc.MaxConns = cfg.MaxLLMCalls
 		if cfg.Claude, err = llm.New(cc); err != nil {
 			return ok, fmt.Errorf("claude: %w", err)
 		}

@@ -1,0 +1,63 @@
+package llm
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchyard/switchyard/internal/fakeopenai"
+)
+
+// TestClientKeepsAConnectionPerCallInFlight: with MaxConns calls in flight
+// at once (a fan-out as wide as the engine's cap), the next wave reuses
+// the connections of the first instead of dialing most of them again (it
+// kept 512: a 1,000-branch fan-out dialed ~500 each time).
+func TestClientKeepsAConnectionPerCallInFlight(t *testing.T) {
+	const wave = 600
+	var dialed atomic.Int64
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: fakeopenai.New(fakeopenai.WithLatency(100 * time.Millisecond)).Handler(),
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				dialed.Add(1)
+			}
+		}}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	c, err := New(Config{BaseURL: "http://" + ln.Addr().String() + "/v1", APIKey: "x", MaxConns: wave})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := Request{Messages: []Message{{Role: "user", Content: "hi"}}}
+	run := func() {
+		var wg sync.WaitGroup
+		for range wave {
+			wg.Go(func() {
+				if _, err := c.Complete(context.Background(), req, func(string) {}, nil); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	run()
+	first := dialed.Load()
+	if first < wave/2 {
+		t.Fatalf("first wave dialed %d connections: the calls did not overlap", first)
+	}
+	// A connection goes back to the pool just after its call returns.
+	time.Sleep(200 * time.Millisecond)
+	run()
+	// Slack for a call of the second wave that started before a connection
+	// of the first was back in the pool.
+	if again := dialed.Load() - first; again > wave/20 {
+		t.Errorf("second wave dialed %d new connections (first %d): idle connections were closed", again, first)
+	}
+}
