@@ -195,18 +195,16 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// scripts (and `switchyard load`) read the bound address from them.
 	announce, _ := newLogger(stderr, *logFormat, "debug")
 	tuneGC()
-	if *cpuProfile != "" {
-		stop, err := startCPUProfile(*cpuProfile)
-		if err != nil {
-			fmt.Fprintf(stderr, "switchyard serve: --cpuprofile: %v\n", err)
-			return exitUsage
+	for _, p := range []struct {
+		flag, path string
+		start      func(string) (func(), error)
+	}{{"cpuprofile", *cpuProfile, startCPUProfile}, {"mutexprofile", *mutexProfile, startMutexProfile}} {
+		if p.path == "" {
+			continue
 		}
-		defer stop()
-	}
-	if *mutexProfile != "" {
-		stop, err := startMutexProfile(*mutexProfile)
+		stop, err := p.start(p.path)
 		if err != nil {
-			fmt.Fprintf(stderr, "switchyard serve: --mutexprofile: %v\n", err)
+			fmt.Fprintf(stderr, "switchyard serve: --%s: %v\n", p.flag, err)
 			return exitUsage
 		}
 		defer stop()
