@@ -1,10 +1,12 @@
 package sqlite
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -273,5 +275,41 @@ func TestWriterSeesOtherProcessesWrites(t *testing.T) {
 	mustOK(t, err, "Events")
 	if len(evs) != 5 || evs[3].Content != "from B 4" || evs[4].Content != "from B 5" {
 		t.Fatalf("log after the takeover: %+v", evs)
+	}
+}
+
+// TestEventPacksDownMigration: going down from migration 00012 is refused
+// while a row holds several events (SQL cannot unpack them, and an older
+// binary would read only the first), and goes through once none does.
+func TestEventPacksDownMigration(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	path := filepath.Join(t.TempDir(), "switchyard.db")
+	s := openAt(t, path)
+	mustOK(t, s.CreateRun(ctx, newRun("run-packed"), nil, []*engine.Event{packedEvent("run-packed", 1), packedEvent("run-packed", 2)}), "CreateRun")
+	if rows := eventRows(t, s, "run-packed"); rows != 1 {
+		t.Fatalf("a run created with 2 events: %d rows, want 1 pack", rows)
+	}
+	mustOK(t, s.Close(), "Close")
+
+	db, err := sql.Open("sqlite", dsn(path, false))
+	mustOK(t, err, "open")
+	defer db.Close()
+	p, err := newProvider(db)
+	mustOK(t, err, "provider")
+	if _, err := p.DownTo(ctx, 11); err == nil || !strings.Contains(err.Error(), "CHECK constraint") {
+		t.Fatalf("down to 11 with a pack stored: %v, want a CHECK constraint failure", err)
+	}
+	if v, err := p.GetDBVersion(ctx); err != nil || v != 12 {
+		t.Fatalf("after the refused down: version %d, %v; want 12", v, err)
+	}
+	_, err = db.ExecContext(ctx, `DELETE FROM run_events WHERE n > 1`)
+	mustOK(t, err, "delete packs")
+	_, err = p.DownTo(ctx, 11)
+	mustOK(t, err, "down to 11 without packs")
+	var cols int
+	mustOK(t, db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('run_events') WHERE name IN ('n', 'more')`).Scan(&cols), "columns")
+	if cols != 0 {
+		t.Errorf("after down: %d of n and more left", cols)
 	}
 }
