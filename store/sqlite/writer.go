@@ -82,7 +82,8 @@ type writer struct {
 	s *Store
 
 	// prepared on the writer connection
-	// insEvent[owned][checked]: an event row with or without each guard
+	// insEvent[checkOwner][checkOverlap]: an event row with or without
+	// each guard (sqlRunOwned, sqlNoOverlap)
 	insEvent                    [2][2]*sql.Stmt
 	eventsTail                  *sql.Stmt
 	updRun, updRunSame, upsNode *sql.Stmt
