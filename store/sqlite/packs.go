@@ -58,18 +58,16 @@ func (t *wtx) flushAll() error {
 // they allow: a row ends where the seqs stop following each other, the
 // owner changes or it is full. Each op is marked Written or not.
 func (t *wtx) writeHeld(ops []heldEvent) error {
-	for len(ops) > 0 {
-		k := 1
-		for k < len(ops) && k < maxPack && ops[k].ev.Seq == ops[k-1].ev.Seq+1 && ops[k].ev.Owner == ops[0].ev.Owner {
-			k++
-		}
+	t.evs = t.evs[:0]
+	for _, o := range ops {
+		t.evs = append(t.evs, o.ev)
+	}
+	for evs := t.evs; len(ops) > 0; {
+		k := packLen(evs)
 		seg := ops[:k]
 		ops = ops[k:]
-		t.evs = t.evs[:0]
-		for _, o := range seg {
-			t.evs = append(t.evs, o.ev)
-		}
-		written, err := t.writeEvents(t.evs, false)
+		written, err := t.writeEvents(evs[:k], false)
+		evs = evs[k:]
 		if err != nil {
 			return err
 		}
@@ -237,23 +235,31 @@ func ExpandEvents(out []engine.Event, first engine.Event, n int64, more []byte) 
 // writeCreated writes the events a run is created with, packed: the run
 // was made in this transaction, so they are its first.
 func (t *wtx) writeCreated(evs []engine.Event) error {
-	for len(evs) > 0 {
-		k := 1
-		for k < len(evs) && k < maxPack && evs[k].Seq == evs[k-1].Seq+1 {
-			k++
-		}
-		t.evs = t.evs[:0]
-		for i := range evs[:k] {
-			t.evs = append(t.evs, &evs[i])
-		}
-		written, err := t.writeEvents(t.evs, true)
+	t.evs = t.evs[:0]
+	for i := range evs {
+		t.evs = append(t.evs, &evs[i])
+	}
+	for all := t.evs; len(all) > 0; {
+		k := packLen(all)
+		written, err := t.writeEvents(all[:k], true)
 		if err != nil {
 			return err
 		}
 		if !written {
-			return fmt.Errorf("events %d-%d of a new run: not written (seqs out of order?)", evs[0].Seq, evs[k-1].Seq)
+			return fmt.Errorf("events %d-%d of a new run: not written (seqs out of order?)", all[0].Seq, all[k-1].Seq)
 		}
-		evs = evs[k:]
+		all = all[k:]
 	}
 	return nil
+}
+
+// packLen is how many of evs (one run's, in order) the next row takes: up
+// to where the seqs stop following each other, the owner changes, or
+// maxPack.
+func packLen(evs []*engine.Event) int {
+	k := 1
+	for k < len(evs) && k < maxPack && evs[k].Seq == evs[k-1].Seq+1 && evs[k].Owner == evs[0].Owner {
+		k++
+	}
+	return k
 }
