@@ -23,7 +23,26 @@ func TestClientKeepsAConnectionPerCallInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: fakeopenai.New(fakeopenai.WithLatency(100 * time.Millisecond)).Handler(),
+	// Each wave's requests wait for one another at the server, so every
+	// call of a wave is in flight at once however slow the machine: the
+	// first wave needs wave connections, and so does the second.
+	fake := fakeopenai.New().Handler()
+	var mu sync.Mutex
+	arrived, all := 0, make(chan struct{})
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if arrived++; arrived == wave {
+			close(all)
+		}
+		ready := all
+		mu.Unlock()
+		select {
+		case <-ready:
+		case <-time.After(time.Minute): // a wave that never fills fails below, not by hanging
+		}
+		fake.ServeHTTP(w, r)
+	})
+	srv := &http.Server{Handler: handler,
 		ConnState: func(_ net.Conn, s http.ConnState) {
 			if s == http.StateNew {
 				dialed.Add(1)
@@ -37,6 +56,9 @@ func TestClientKeepsAConnectionPerCallInFlight(t *testing.T) {
 	}
 	req := Request{Messages: []Message{{Role: "user", Content: "hi"}}}
 	run := func() {
+		mu.Lock()
+		arrived, all = 0, make(chan struct{})
+		mu.Unlock()
 		var wg sync.WaitGroup
 		for range wave {
 			wg.Go(func() {
@@ -49,8 +71,8 @@ func TestClientKeepsAConnectionPerCallInFlight(t *testing.T) {
 	}
 	run()
 	first := dialed.Load()
-	if first < wave/2 {
-		t.Fatalf("first wave dialed %d connections: the calls did not overlap", first)
+	if first != wave {
+		t.Fatalf("first wave dialed %d connections, want %d (one per call in flight)", first, wave)
 	}
 	// A connection goes back to the pool just after its call returns.
 	time.Sleep(200 * time.Millisecond)
