@@ -272,15 +272,19 @@ func (e *Engine) deliver(ctx context.Context, runID string, req request) (*Run, 
 		r, pending, err := e.load(ctx, runID, req.kind)
 		if err == nil {
 			r.post(req)
-			err = e.launch(r)
-			if err != nil {
+			// launch ends the loading entry as the run goes live.
+			if err = e.launch(r, done); err != nil {
 				pending = !e.releaseNow(context.WithoutCancel(ctx), runID)
+			} else if e.afterLaunch != nil {
+				e.afterLaunch()
 			}
 		}
-		e.mu.Lock()
-		delete(e.loading, runID)
-		close(done)
-		e.mu.Unlock()
+		if err != nil {
+			e.mu.Lock()
+			delete(e.loading, runID)
+			close(done)
+			e.mu.Unlock()
+		}
 		if pending {
 			// Only now: releasePending leaves a run that counts as loading
 			// to its loader.

@@ -122,6 +122,9 @@ type Engine struct {
 	// onEvaluate, set only by tests (export_test.go), is called on the
 	// loop goroutine each time it is about to decide pending nodes.
 	onEvaluate func(r *runner)
+	// afterLaunch, set only by tests, is called by deliver once the run it
+	// loaded is live.
+	afterLaunch func()
 }
 
 // StartOptions are the per-run inputs.

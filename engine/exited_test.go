@@ -76,3 +76,87 @@ func TestSnapshotReportsAPauseOnceDurable(t *testing.T) {
 		return err == nil && got.Status == StatusPaused && len(got.PendingApprovals) == 1
 	}, "the run reported paused once stored")
 }
+
+// heldRelease is a real MemStore whose next lease release, once armed,
+// waits at a gate; it records an AcquireRun of a run while a release of
+// it is held there.
+type heldRelease struct {
+	*MemStore
+	armed, inRelease, acquiredMeanwhile atomic.Bool
+	entered, gate                       chan struct{}
+}
+
+func (s *heldRelease) ReleaseRun(ctx context.Context, id, owner string) error {
+	if s.armed.CompareAndSwap(true, false) {
+		s.inRelease.Store(true)
+		close(s.entered)
+		<-s.gate
+		defer s.inRelease.Store(false)
+	}
+	return s.MemStore.ReleaseRun(ctx, id, owner)
+}
+
+func (s *heldRelease) AcquireRun(ctx context.Context, id, owner string, expect RunStatus, now, until time.Time) error {
+	if s.inRelease.Load() {
+		s.acquiredMeanwhile.Store(true)
+	}
+	return s.MemStore.AcquireRun(ctx, id, owner, expect, now, until)
+}
+
+// A run resumed from the store that pauses again at once lets go of its
+// lease while the resume that loaded it may still be finishing. The next
+// resume must wait for that release: taken first, its lease would be
+// ended by it (same owner), and its claim of the answer refused ("not
+// owned by"), as TestModelGraphs once saw. The test holds the resume that
+// loads the run until the run has paused again and is releasing.
+func TestResumeWaitsForTheReleaseOfARunThatPausedAgain(t *testing.T) {
+	t.Parallel()
+	st := &heldRelease{MemStore: NewMemStore(), entered: make(chan struct{}), gate: make(chan struct{})}
+	e, _ := newTestEngine(t, Config{Store: st})
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(st.gate)
+		}
+	}
+	t.Cleanup(release)
+	run := startYAMLT(t, e, wf("  - id: a1\n    approval: {message: one}\n  - id: a2\n    approval: {message: two}\n    depends_on: [a1]\n"), "")
+	if got := waitRun(t, e, run.ID); got.Status != StatusPaused {
+		t.Fatalf("run %s, want paused at a1", got.Status)
+	}
+	st.armed.Store(true)
+	e.afterLaunch = func() {
+		e.afterLaunch = nil
+		select {
+		case <-st.entered:
+		case <-time.After(60 * time.Second):
+			t.Error("the resumed run never released its lease at a2")
+		}
+	}
+	ctx := context.Background()
+	if _, err := e.Resume(ctx, run.ID, "a1", Decision{Decision: "approve"}); err != nil {
+		t.Fatalf("resume a1: %v", err)
+	}
+	// The run is paused at a2 and its release is held. A resume of a2 now
+	// must not take the lease before the release is done.
+	second := make(chan error, 1)
+	go func() {
+		_, err := e.Resume(ctx, run.ID, "a2", Decision{Decision: "approve"})
+		second <- err
+	}()
+	// Give a wrong order every chance to happen before the release goes on.
+	for i := 0; i < 200 && !st.acquiredMeanwhile.Load(); i++ {
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	if err := <-second; err != nil {
+		t.Fatalf("resume a2: %v", err)
+	}
+	if st.acquiredMeanwhile.Load() {
+		t.Fatal("the resume of a2 took the run's lease while the release of the earlier driver was under way")
+	}
+	if got := waitRun(t, e, run.ID); got.Status != StatusCompleted {
+		t.Fatalf("run %s (%s), want completed", got.Status, got.Error)
+	}
+}

@@ -149,14 +149,21 @@ func (e *Engine) start(ctx context.Context, p *plan, kind string, def json.RawMe
 		}
 	}
 	snap := r.header()
-	if err := e.launch(r); err != nil {
+	if err := e.launch(r, nil); err != nil {
 		return nil, err
 	}
 	return snap, nil
 }
 
-// launch registers r as live and starts its loop.
-func (e *Engine) launch(r *runner) error {
+// launch registers r as live and starts its loop. loaded is the loading
+// entry of the deliver that loaded r (nil for a new run): it ends in the
+// same step, and only if r goes live. A run is never live and loading at
+// once: a loop that exits at once (a resumed run that pauses again) then
+// finds its run not loading, so it guards its lease release with a
+// loading entry of its own (tryExit), and the next resume waits for that
+// release. Ended after launch, the loader's entry let the loop skip the
+// guard, and the next resume take the lease before the release ended it.
+func (e *Engine) launch(r *runner, loaded chan struct{}) error {
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
@@ -168,6 +175,10 @@ func (e *Engine) launch(r *runner) error {
 	}
 	e.live[r.run.ID] = r
 	r.acquiredAt = time.Now()
+	if loaded != nil {
+		delete(e.loading, r.run.ID)
+		close(loaded)
+	}
 	e.mu.Unlock()
 	go r.loop()
 	return nil
