@@ -61,15 +61,23 @@ type toolLoop struct {
 	// nested loops (subagents) cannot pause for a reviewer: a call that
 	// needs approval there is refused with an error result.
 	nested bool
-	label  string // "agent \"n1\"", for errors
+	// what errors name the loop by: `agent "n1"` (formatted only for an
+	// error: two fmt.Sprintf per step were a tenth of its allocations
+	// outside the LLM client).
+	labelKind, labelID string
 }
+
+func (l *toolLoop) label() string { return fmt.Sprintf("%s %q", l.labelKind, l.labelID) }
 
 func newToolLoop(a *agentCall, session string, req llm.Request, tools []*agentTool, maxTurns int) *toolLoop {
 	if maxTurns <= 0 {
 		maxTurns = DefaultMaxTurns
 	}
 	l := &toolLoop{a: a, session: session, req: req, tools: tools, maxTurns: maxTurns,
-		byName: make(map[string]*agentTool, len(tools)), label: fmt.Sprintf("node %q", a.x.NodeID())}
+		labelKind: "node", labelID: a.x.NodeID()}
+	if len(tools) > 0 {
+		l.byName = make(map[string]*agentTool, len(tools))
+	}
 	for _, t := range tools {
 		l.byName[t.spec.Name] = t
 		l.req.Tools = append(l.req.Tools, t.spec)
@@ -102,7 +110,7 @@ func (l *toolLoop) run(ctx context.Context, msgs []llm.Message, tr *transcript) 
 	for {
 		if pending == nil {
 			if turns >= l.maxTurns {
-				return "", msgs, nil, fmt.Errorf("%s: %w (%d turns; raise max_turns)", l.label, ErrMaxTurns, l.maxTurns)
+				return "", msgs, nil, fmt.Errorf("%s: %w (%d turns; raise max_turns)", l.label(), ErrMaxTurns, l.maxTurns)
 			}
 			req := l.req
 			req.Messages = msgs
@@ -125,7 +133,7 @@ func (l *toolLoop) run(ctx context.Context, msgs []llm.Message, tr *transcript) 
 		// The turn's results are durable before the model sees them: a
 		// crash from here on never runs these calls again.
 		if err := l.a.x.Sync(ctx); err != nil {
-			return "", msgs, nil, fmt.Errorf("%s: save tool results: %w", l.label, err)
+			return "", msgs, nil, fmt.Errorf("%s: save tool results: %w", l.label(), err)
 		}
 		msgs = append(msgs, pending.messages()...)
 		pending = nil

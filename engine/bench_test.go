@@ -14,7 +14,7 @@ import (
 
 func instantLLM(b *testing.B) *llm.Client {
 	b.Helper()
-	fake := fakeopenai.New()
+	fake := fakeopenai.New(fakeopenai.WithRequestLogLimit(0)) // no one reads its request log
 	client, err := llm.New(llm.Config{BaseURL: "http://fake.invalid/v1", APIKey: "x",
 		HTTPClient: &http.Client{Transport: fakeopenai.InProcess{H: fake.Handler()}}})
 	if err != nil {

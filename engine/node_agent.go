@@ -255,7 +255,7 @@ func (a *agentCall) run(ctx context.Context, n graph.Node, system, user string, 
 		tools, DefaultMaxTurns)
 	l.frame = f
 	l.approve = pol.approve
-	l.label = fmt.Sprintf("agent %q", n.ID)
+	l.labelKind, l.labelID = "agent", n.ID
 	if depth == 0 {
 		l.deltas = newCoalescer(a.x)
 	} else {

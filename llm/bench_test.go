@@ -12,7 +12,7 @@ import (
 // request building and our stream decoding, answered in process by the
 // fake ("echo: hi", usage).
 func BenchmarkComplete(b *testing.B) {
-	fake := fakeopenai.New()
+	fake := fakeopenai.New(fakeopenai.WithRequestLogLimit(0)) // no one reads its request log
 	c, err := New(Config{BaseURL: "http://fake.invalid/v1", APIKey: "x",
 		HTTPClient: &http.Client{Transport: fakeopenai.InProcess{H: fake.Handler()}}})
 	if err != nil {

@@ -31,7 +31,7 @@ type Request struct {
 	IncludeUsage       bool            // chat stream_options.include_usage
 	ResponseFormat     *ResponseFormat // nil when the request did not ask for one
 	PreviousResponseID string          // Responses previous_response_id
-	Header             http.Header     // cloned request headers (Authorization included)
+	Header             http.Header     // request headers (Authorization included); the request log keeps a copy
 	Body               []byte          // raw request body
 	Received           time.Time
 	// ParseError is set when the body could not be understood; the client got a 400.

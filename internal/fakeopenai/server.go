@@ -319,7 +319,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return // otherwise the client went away mid-body
 	}
 
-	req := &Request{Seq: seq, Header: r.Header.Clone(), Body: body, Received: time.Now()}
+	// The header is the live request's: record copies it for the log,
+	// which outlives the request.
+	req := &Request{Seq: seq, Header: r.Header, Body: body, Received: time.Now()}
 	perr := parseRequest(api, body, req)
 	if perr != nil {
 		req.ParseError = perr.Error()
@@ -371,11 +373,13 @@ func (s *Server) record(req *Request) {
 	if s.cfg.logLimit <= 0 {
 		return
 	}
+	c := *req
+	c.Header = req.Header.Clone()
 	s.mu.Lock()
 	if len(s.log) < s.cfg.logLimit {
-		s.log = append(s.log, *req)
+		s.log = append(s.log, c)
 	} else {
-		s.log[s.logStart] = *req
+		s.log[s.logStart] = c
 		s.logStart = (s.logStart + 1) % len(s.log)
 	}
 	s.mu.Unlock()
