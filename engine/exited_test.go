@@ -77,32 +77,6 @@ func TestSnapshotReportsAPauseOnceDurable(t *testing.T) {
 	}, "the run reported paused once stored")
 }
 
-// heldRelease is a real MemStore whose next lease release, once armed,
-// waits at a gate; it records an AcquireRun of a run while a release of
-// it is held there.
-type heldRelease struct {
-	*MemStore
-	armed, inRelease, acquiredMeanwhile atomic.Bool
-	entered, gate                       chan struct{}
-}
-
-func (s *heldRelease) ReleaseRun(ctx context.Context, id, owner string) error {
-	if s.armed.CompareAndSwap(true, false) {
-		s.inRelease.Store(true)
-		close(s.entered)
-		<-s.gate
-		defer s.inRelease.Store(false)
-	}
-	return s.MemStore.ReleaseRun(ctx, id, owner)
-}
-
-func (s *heldRelease) AcquireRun(ctx context.Context, id, owner string, expect RunStatus, now, until time.Time) error {
-	if s.inRelease.Load() {
-		s.acquiredMeanwhile.Store(true)
-	}
-	return s.MemStore.AcquireRun(ctx, id, owner, expect, now, until)
-}
-
 // A run resumed from the store that pauses again at once lets go of its
 // lease while the resume that loaded it may still be finishing. The next
 // resume must wait for that release: taken first, its lease would be
@@ -111,26 +85,13 @@ func (s *heldRelease) AcquireRun(ctx context.Context, id, owner string, expect R
 // loads the run until the run has paused again and is releasing.
 func TestResumeWaitsForTheReleaseOfARunThatPausedAgain(t *testing.T) {
 	t.Parallel()
-	st := &heldRelease{MemStore: NewMemStore(), entered: make(chan struct{}), gate: make(chan struct{})}
-	e, _ := newTestEngine(t, Config{Store: st})
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			close(st.gate)
-		}
-	}
-	t.Cleanup(release)
-	run := startYAMLT(t, e, wf("  - id: a1\n    approval: {message: one}\n  - id: a2\n    approval: {message: two}\n    depends_on: [a1]\n"), "")
-	if got := waitRun(t, e, run.ID); got.Status != StatusPaused {
-		t.Fatalf("run %s, want paused at a1", got.Status)
-	}
-	st.armed.Store(true)
+	e, st, run := pausedOverSlowRelease(t, "  - id: a1\n    approval: {message: one}\n  - id: a2\n    approval: {message: two}\n    depends_on: [a1]\n")
+	st.releasing.Store(true) // the next release waits at the gate
 	e.afterLaunch = func() {
 		e.afterLaunch = nil
 		select {
 		case <-st.entered:
-		case <-time.After(60 * time.Second):
+		case <-time.After(time.Minute):
 			t.Error("the resumed run never released its lease at a2")
 		}
 	}
@@ -145,15 +106,16 @@ func TestResumeWaitsForTheReleaseOfARunThatPausedAgain(t *testing.T) {
 		_, err := e.Resume(ctx, run.ID, "a2", Decision{Decision: "approve"})
 		second <- err
 	}()
-	// Give a wrong order every chance to happen before the release goes on.
-	for i := 0; i < 200 && !st.acquiredMeanwhile.Load(); i++ {
-		time.Sleep(time.Millisecond)
-	}
-	release()
+	// Opened by an AcquireRun made too early (the bug), or else after a
+	// while (the resume is waiting for the release, as it should).
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		st.open()
+	}()
 	if err := <-second; err != nil {
 		t.Fatalf("resume a2: %v", err)
 	}
-	if st.acquiredMeanwhile.Load() {
+	if st.overlap.Load() {
 		t.Fatal("the resume of a2 took the run's lease while the release of the earlier driver was under way")
 	}
 	if got := waitRun(t, e, run.ID); got.Status != StatusCompleted {

@@ -9,11 +9,13 @@ import (
 	"time"
 )
 
-// slowRelease is a real MemStore whose ReleaseRun waits at a gate, and
-// which notes an AcquireRun made while a release is in flight.
+// slowRelease is a real MemStore whose next ReleaseRun, once armed, waits
+// at a gate, and which notes an AcquireRun made while that release is in
+// flight.
 type slowRelease struct {
 	*MemStore
-	releasing atomic.Bool
+	releasing atomic.Bool   // armed: the next release waits at the gate
+	inFlight  atomic.Bool   // that release is at the gate or under way
 	entered   chan struct{} // closed when a release reaches the gate
 	gate      chan struct{}
 	enterOnce sync.Once
@@ -24,20 +26,37 @@ type slowRelease struct {
 func (s *slowRelease) open() { s.gateOnce.Do(func() { close(s.gate) }) }
 
 func (s *slowRelease) ReleaseRun(ctx context.Context, runID, owner string) error {
-	if s.releasing.Load() {
-		s.enterOnce.Do(func() { close(s.entered) })
-		<-s.gate
-		defer s.releasing.Store(false)
+	if !s.releasing.CompareAndSwap(true, false) {
+		return s.MemStore.ReleaseRun(ctx, runID, owner)
 	}
-	return s.MemStore.ReleaseRun(ctx, runID, owner)
+	s.inFlight.Store(true)
+	s.enterOnce.Do(func() { close(s.entered) })
+	<-s.gate
+	err := s.MemStore.ReleaseRun(ctx, runID, owner)
+	s.inFlight.Store(false)
+	return err
 }
 
 func (s *slowRelease) AcquireRun(ctx context.Context, runID, owner string, expect RunStatus, now, until time.Time) error {
-	if s.releasing.Load() {
+	if s.inFlight.Load() {
 		s.overlap.Store(true)
 		s.open() // the release then ends the lease just taken
 	}
 	return s.MemStore.AcquireRun(ctx, runID, owner, expect, now, until)
+}
+
+// pausedOverSlowRelease starts a YAML workflow of steps on an engine over
+// a slowRelease store and waits for the run to pause.
+func pausedOverSlowRelease(t *testing.T, steps string) (*Engine, *slowRelease, *Run) {
+	t.Helper()
+	st := &slowRelease{MemStore: NewMemStore(), entered: make(chan struct{}), gate: make(chan struct{})}
+	e, _ := newTestEngine(t, Config{Store: st})
+	t.Cleanup(st.open) // before the engine closes: cleanups run last first
+	run := startYAMLT(t, e, wf(steps), "")
+	if got := waitRun(t, e, run.ID); got.Status != StatusPaused {
+		t.Fatalf("run %s, want paused", got.Status)
+	}
+	return e, st, run
 }
 
 // TestReleasePendingBeforeReload: a release left pending by a driver that
@@ -47,13 +66,7 @@ func (s *slowRelease) AcquireRun(ctx context.Context, runID, owner string, expec
 // and another process would drive the run too.
 func TestReleasePendingBeforeReload(t *testing.T) {
 	t.Parallel()
-	st := &slowRelease{MemStore: NewMemStore(), entered: make(chan struct{}), gate: make(chan struct{})}
-	e, _ := newTestEngine(t, Config{Store: st})
-	t.Cleanup(st.open) // before the engine closes: cleanups run last first
-	run := startYAMLT(t, e, wf("  - id: ok\n    approval: {message: proceed}\n  - id: b\n    bash: echo b\n    depends_on: [ok]\n"), "")
-	if got := waitRun(t, e, run.ID); got.Status != StatusPaused {
-		t.Fatalf("run %s, want paused", got.Status)
-	}
+	e, st, run := pausedOverSlowRelease(t, "  - id: ok\n    approval: {message: proceed}\n  - id: b\n    bash: echo b\n    depends_on: [ok]\n")
 	// As a claim by this process leaves it: leased here, not live, with a
 	// release pending from the driver that lost it.
 	ctx := context.Background()
