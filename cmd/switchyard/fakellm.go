@@ -161,7 +161,7 @@ func startFakeWithStats(addr string, opts ...fakeopenai.Option) (*fakeWithStats,
 		// itself is not one of them.
 		cpu, _ := procCPU(os.Getpid())
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(fakeStats{Requests: fake.TotalRequests(), CPUUs: cpu.Microseconds()})
+		_ = json.NewEncoder(w).Encode(fakeStats{Requests: fake.TotalRequests(), CPUUs: cpu.total().Microseconds()})
 	})
 	mux.Handle("/", api)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

@@ -188,7 +188,8 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		rr, err = loadgen.Runs(ctx, c, loadgen.RunsConfig{Route: *route, Graph: workload, Duration: *duration, Clients: n, Rate: *rate, Via: via}, prog)
 		if rr != nil && rr.Completed > 0 {
-			rr.ServerCPUPerRunUs, rr.DriverCPUPerRunUs = cpu.perRun(rr.Completed)
+			c := cpu.perRun(rr.Completed)
+			rr.ServerCPUPerRunUs, rr.ServerSysCPUPerRunUs, rr.DriverCPUPerRunUs = c.server, c.serverSys, c.driver
 		}
 		if rr != nil && rr.Completed > 0 && commitsErr == nil {
 			if commits1, err := loadgen.Commits(ctx, via); err == nil {
@@ -247,7 +248,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // spend during a scenario (Linux; zero elsewhere or for --server).
 type cpuMeter struct {
 	srvPIDs       []int // the server and its peers (--servers)
-	srv0, self0   time.Duration
+	srv0, self0   procTimes
 	srvOK, selfOK bool
 }
 
@@ -265,32 +266,37 @@ func startCPUMeter(srv *childServer) *cpuMeter {
 }
 
 // serversCPU is the CPU time of every server process, summed.
-func (m *cpuMeter) serversCPU() (time.Duration, bool) {
-	var sum time.Duration
+func (m *cpuMeter) serversCPU() (procTimes, bool) {
+	var sum procTimes
 	for _, pid := range m.srvPIDs {
 		t, ok := procCPU(pid)
 		if !ok {
-			return 0, false
+			return procTimes{}, false
 		}
-		sum += t
+		sum.user += t.user
+		sum.sys += t.sys
 	}
 	return sum, len(m.srvPIDs) > 0
 }
 
-// perRun returns microseconds of CPU per run for the servers (all of
-// them) and the driver.
-func (m *cpuMeter) perRun(runs int) (server, driver float64) {
+// cpuPerRun is microseconds of CPU per run: the servers' (all of them),
+// the part of it in the kernel, and the driver's.
+type cpuPerRun struct{ server, serverSys, driver float64 }
+
+func (m *cpuMeter) perRun(runs int) (c cpuPerRun) {
+	us := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(runs) }
 	if m.srvOK {
 		if t, ok := m.serversCPU(); ok {
-			server = float64((t - m.srv0).Microseconds()) / float64(runs)
+			c.server = us(t.total() - m.srv0.total())
+			c.serverSys = us(t.sys - m.srv0.sys)
 		}
 	}
 	if m.selfOK {
 		if t, ok := procCPU(os.Getpid()); ok {
-			driver = float64((t - m.self0).Microseconds()) / float64(runs)
+			c.driver = us(t.total() - m.self0.total())
 		}
 	}
-	return server, driver
+	return c
 }
 
 // memory reports the server's resident memory in MB (from /proc, after a
@@ -327,28 +333,33 @@ func (s *childServer) peakRSS() float64 {
 	return 0
 }
 
-// procCPU reads a process's user+system time from /proc/PID/stat.
-func procCPU(pid int) (time.Duration, bool) {
+// procTimes is a process's CPU time in user space and in the kernel.
+type procTimes struct{ user, sys time.Duration }
+
+func (t procTimes) total() time.Duration { return t.user + t.sys }
+
+// procCPU reads a process's user and system time from /proc/PID/stat.
+func procCPU(pid int) (procTimes, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, false
+		return procTimes{}, false
 	}
 	// The command name (field 2) may hold spaces: fields count from its ")".
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, false
+		return procTimes{}, false
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 13 {
-		return 0, false
+		return procTimes{}, false
 	}
 	ut, err1 := strconv.ParseInt(f[11], 10, 64) // utime, field 14
 	st, err2 := strconv.ParseInt(f[12], 10, 64) // stime, field 15
 	if err1 != nil || err2 != nil {
-		return 0, false
+		return procTimes{}, false
 	}
 	const clockTicks = 100 // USER_HZ, 100 on every Linux build we run on
-	return time.Duration(ut+st) * time.Second / clockTicks, true
+	return procTimes{user: time.Duration(ut) * time.Second / clockTicks, sys: time.Duration(st) * time.Second / clockTicks}, true
 }
 
 func flagSet(fs *flag.FlagSet, name string) bool {

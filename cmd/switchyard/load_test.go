@@ -31,10 +31,11 @@ func TestLoadRunsReportsCPUAndProfiles(t *testing.T) {
 	var got struct {
 		Scenario string `json:"scenario"`
 		Result   struct {
-			Completed         int     `json:"completed"`
-			Failed            int     `json:"failed"`
-			ServerCPUPerRunUs float64 `json:"serverCpuPerRunUs"`
-			DriverCPUPerRunUs float64 `json:"driverCpuPerRunUs"`
+			Completed            int     `json:"completed"`
+			Failed               int     `json:"failed"`
+			ServerCPUPerRunUs    float64 `json:"serverCpuPerRunUs"`
+			ServerSysCPUPerRunUs float64 `json:"serverSysCpuPerRunUs"`
+			DriverCPUPerRunUs    float64 `json:"driverCpuPerRunUs"`
 		} `json:"result"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
@@ -46,6 +47,11 @@ func TestLoadRunsReportsCPUAndProfiles(t *testing.T) {
 	}
 	if r.ServerCPUPerRunUs <= 0 || r.DriverCPUPerRunUs <= 0 {
 		t.Errorf("CPU per run not measured: server %v µs, driver %v µs", r.ServerCPUPerRunUs, r.DriverCPUPerRunUs)
+	}
+	// The kernel's part is part of the server's CPU (it may round to zero
+	// in so short a run: /proc counts in 10 ms ticks).
+	if r.ServerSysCPUPerRunUs < 0 || r.ServerSysCPUPerRunUs > r.ServerCPUPerRunUs {
+		t.Errorf("server CPU per run %v µs, of it in the kernel %v µs", r.ServerCPUPerRunUs, r.ServerSysCPUPerRunUs)
 	}
 	for _, p := range []string{driverProf, serverProf} {
 		if st, err := os.Stat(p); err != nil || st.Size() == 0 {

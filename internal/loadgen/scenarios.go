@@ -193,7 +193,11 @@ type RunsResult struct {
 	// it (the CLI, for the server it started, on Linux): throughput on a
 	// shared machine varies, CPU per run much less.
 	ServerCPUPerRunUs float64 `json:"serverCpuPerRunUs,omitempty"`
-	DriverCPUPerRunUs float64 `json:"driverCpuPerRunUs,omitempty"`
+	// ServerSysCPUPerRunUs is the part of ServerCPUPerRunUs spent in the
+	// kernel (system time): syscalls, and on loopback the delivery of what
+	// the server sends to the fake and the driver.
+	ServerSysCPUPerRunUs float64 `json:"serverSysCpuPerRunUs,omitempty"`
+	DriverCPUPerRunUs    float64 `json:"driverCpuPerRunUs,omitempty"`
 	// The fake LLM's requests during the scenario and its CPU time per
 	// request (from its GET /_stats): the same work on every run, so the
 	// ratio of the server's CPU per run to it is the figure to compare on
