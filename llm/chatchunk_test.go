@@ -89,3 +89,32 @@ func BenchmarkParseChatChunk(b *testing.B) {
 		}
 	})
 }
+
+// The stream decoder reuses its buffer for the next event, and
+// parseChatChunk reads the chunk in place: nothing it returns may point
+// into the bytes it was given. Overwritten after the call, they change
+// nothing in the chunk.
+func TestParseChatChunkKeepsNothingOfItsInput(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{
+		`{"choices":[{"index":0,"delta":{"content":"echo: hi"},"finish_reason":"stop"}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"Read","arguments":"{\"path\":\"a\"}"}}]}}]}`,
+		`{"error":{"message":"overloaded"}}`,
+	} {
+		buf := []byte(in)
+		var got chatChunk
+		if err := parseChatChunk(buf, &got); err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		var want chatChunk
+		if err := json.Unmarshal([]byte(in), &want); err != nil {
+			t.Fatal(err)
+		}
+		for i := range buf {
+			buf[i] = 'X'
+		}
+		if !reflect.DeepEqual(normChunk(got), normChunk(want)) {
+			t.Errorf("%s: after its bytes were overwritten the chunk reads\n  %+v\nwant\n  %+v", in, got, want)
+		}
+	}
+}
