@@ -3,9 +3,12 @@ package llm
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/switchyard/switchyard/internal/fakeopenai"
 )
@@ -63,4 +66,32 @@ func TestChatStreamDecoding(t *testing.T) {
 func isTransient(err error) bool {
 	var ce *CallError
 	return errors.As(err, &ce) && ce.Transient
+}
+
+// A stream's decoder gives its buffers back to a pool when the stream
+// ends, and the next stream reuses them: an error that carries the event
+// it failed on keeps a copy of the event, intact after other streams.
+func TestStreamErrorKeepsItsEvent(t *testing.T) {
+	// Longer than the next streams' events, which then reuse its buffer
+	// in place.
+	errChunk := `{"error":{"message":"overloaded: ` + strings.Repeat("try again later ", 8) + `","type":"server_error"}}`
+	stream := func(s string) *sseDecoder { return newSSEDecoder(io.NopCloser(strings.NewReader(s))) }
+	dec := stream("data: " + errChunk + "\n\n")
+	_, err := decodeChatStream(dec, nil, func() {})
+	dec.Close()
+	var se *ssestream.StreamError
+	if !errors.As(err, &se) || !strings.Contains(se.Message, "overloaded") {
+		t.Fatalf("error chunk: %v", err)
+	}
+	for range 3 {
+		other := `data: {"choices":[{"delta":{"content":"zzz"},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n"
+		d := stream(other)
+		if resp, err := decodeChatStream(d, nil, func() {}); err != nil || resp.Text != "zzz" {
+			t.Fatalf("next stream: %+v %v", resp, err)
+		}
+		d.Close()
+	}
+	if got := strings.TrimSpace(string(se.Event.Data)); got != errChunk {
+		t.Fatalf("the error's event after other streams: %q, want %q", got, errChunk)
+	}
 }

@@ -446,6 +446,8 @@ func decodeChatStream(dec ssestream.Decoder, onDelta func(string), touch func())
 			return nil, fmt.Errorf("decode stream chunk: %w", err)
 		}
 		if len(chunk.Error) > 0 && string(chunk.Error) != "null" {
+			// A copy: the decoder's buffer goes back to its pool.
+			ev.Data = bytes.Clone(ev.Data)
 			return nil, &ssestream.StreamError{Message: "received error while streaming: " + string(chunk.Error), Event: ev}
 		}
 		if u := chunk.Usage; u != nil && (u.TotalTokens > 0 || u.PromptTokens > 0 || u.CompletionTokens > 0) {

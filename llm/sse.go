@@ -14,11 +14,13 @@ import (
 // does (data lines joined with a newline after each, events dispatched on
 // a blank line, comments and unknown fields skipped, LF or CRLF line ends,
 // a last event without its blank line dropped), with less garbage: the
-// line reader comes from a pool and one data buffer serves every event of
-// the stream. An Event's Data is valid until the next call to Next.
+// line reader and the data buffer come from a pool, and the buffer serves
+// every event of the stream. An Event's Data is valid until the next call
+// to Next, and not after the stream ends (Next returned false, or Close).
 type sseDecoder struct {
 	rc   io.ReadCloser
-	rd   *bufio.Reader
+	bufs *sseBufs
+	rd   *bufio.Reader // bufs.rd until released
 	data []byte
 	line []byte // a line longer than the reader's buffer, assembled
 	evt  ssestream.Event
@@ -30,12 +32,23 @@ const maxSSEData = bufio.MaxScanTokenSize << 9
 
 var errSSETooLong = errors.New("server-sent event too long")
 
-var sseReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+// sseBufs is what a decoder borrows from the pool: the line reader and the
+// data buffer (a stream's events grew a new one, about 0.8 KB a call).
+type sseBufs struct {
+	rd   *bufio.Reader
+	data []byte
+}
+
+var ssePool = sync.Pool{New: func() any { return &sseBufs{rd: bufio.NewReaderSize(nil, 4096)} }}
+
+// maxPooledSSEData: a larger data buffer (one huge event) is dropped, not
+// kept in the pool.
+const maxPooledSSEData = 64 << 10
 
 func newSSEDecoder(rc io.ReadCloser) *sseDecoder {
-	rd := sseReaders.Get().(*bufio.Reader)
-	rd.Reset(rc)
-	return &sseDecoder{rc: rc, rd: rd}
+	b := ssePool.Get().(*sseBufs)
+	b.rd.Reset(rc)
+	return &sseDecoder{rc: rc, bufs: b, rd: b.rd, data: b.data[:0]}
 }
 
 // readLine returns the next line without its line end; the slice is valid
@@ -104,11 +117,17 @@ func (s *sseDecoder) Next() bool {
 
 // release returns the line reader to the pool once the stream is over.
 func (s *sseDecoder) release() {
-	if s.rd != nil {
-		s.rd.Reset(nil)
-		sseReaders.Put(s.rd)
-		s.rd = nil
+	if s.rd == nil {
+		return
 	}
+	s.rd.Reset(nil)
+	s.bufs.data = nil
+	if cap(s.data) <= maxPooledSSEData {
+		s.bufs.data = s.data[:0]
+	}
+	ssePool.Put(s.bufs)
+	s.rd, s.bufs, s.data = nil, nil, nil
+	s.evt = ssestream.Event{}
 }
 
 func (s *sseDecoder) Event() ssestream.Event { return s.evt }
