@@ -56,3 +56,39 @@ func TestInProcessResponse(t *testing.T) {
 		})
 	}
 }
+
+// Closing a response's body gives its buffer to the next response: the
+// next body reads only its own bytes, and the closed one reads nothing.
+func TestInProcessBodyReuse(t *testing.T) {
+	say := func(s string) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, s) }
+	}
+	get := func(h http.Handler) *http.Response {
+		req, err := http.NewRequest(http.MethodGet, "http://fake.invalid/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := InProcess{H: h}.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	first := get(say("a long first answer"))
+	if b, err := io.ReadAll(first.Body); err != nil || string(b) != "a long first answer" {
+		t.Fatalf("first body %q %v", b, err)
+	}
+	_ = first.Body.Close()
+	_ = first.Body.Close() // twice is harmless
+	if n, err := first.Body.Read(make([]byte, 8)); n != 0 || err == nil {
+		t.Fatalf("read after close: %d bytes, %v", n, err)
+	}
+	for _, s := range []string{"second", "third, longer than the second"} {
+		resp := get(say(s))
+		b, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if err != nil || string(b) != s {
+			t.Fatalf("body %q %v, want %q", b, err, s)
+		}
+	}
+}
