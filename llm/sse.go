@@ -19,8 +19,7 @@ import (
 // to Next, and not after the stream ends (Next returned false, or Close).
 type sseDecoder struct {
 	rc   io.ReadCloser
-	bufs *sseBufs
-	rd   *bufio.Reader // bufs.rd until released
+	bufs *sseBufs // nil once released
 	data []byte
 	line []byte // a line longer than the reader's buffer, assembled
 	evt  ssestream.Event
@@ -48,20 +47,20 @@ const maxPooledSSEData = 64 << 10
 func newSSEDecoder(rc io.ReadCloser) *sseDecoder {
 	b := ssePool.Get().(*sseBufs)
 	b.rd.Reset(rc)
-	return &sseDecoder{rc: rc, bufs: b, rd: b.rd, data: b.data[:0]}
+	return &sseDecoder{rc: rc, bufs: b, data: b.data[:0]}
 }
 
 // readLine returns the next line without its line end; the slice is valid
 // until the next call.
 func (s *sseDecoder) readLine() ([]byte, error) {
-	b, err := s.rd.ReadSlice('\n')
+	b, err := s.bufs.rd.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
 		s.line = append(s.line[:0], b...)
 		for errors.Is(err, bufio.ErrBufferFull) {
 			if len(s.line) > maxSSEData {
 				return nil, errSSETooLong
 			}
-			b, err = s.rd.ReadSlice('\n')
+			b, err = s.bufs.rd.ReadSlice('\n')
 			s.line = append(s.line, b...)
 		}
 		b = s.line
@@ -74,7 +73,7 @@ func (s *sseDecoder) readLine() ([]byte, error) {
 }
 
 func (s *sseDecoder) Next() bool {
-	if s.err != nil || s.rd == nil {
+	if s.err != nil || s.bufs == nil {
 		return false
 	}
 	event := ""
@@ -115,18 +114,19 @@ func (s *sseDecoder) Next() bool {
 	}
 }
 
-// release returns the line reader to the pool once the stream is over.
+// release returns the line reader and the data buffer to the pool once the
+// stream is over.
 func (s *sseDecoder) release() {
-	if s.rd == nil {
+	if s.bufs == nil {
 		return
 	}
-	s.rd.Reset(nil)
+	s.bufs.rd.Reset(nil)
 	s.bufs.data = nil
 	if cap(s.data) <= maxPooledSSEData {
 		s.bufs.data = s.data[:0]
 	}
 	ssePool.Put(s.bufs)
-	s.rd, s.bufs, s.data = nil, nil, nil
+	s.bufs, s.data = nil, nil
 	s.evt = ssestream.Event{}
 }
 
