@@ -1,9 +1,12 @@
 package llm
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -13,8 +16,9 @@ import (
 // would, for the fields chatChunk names, without reflection: the fields
 // are picked from the raw bytes (gjson) after one validity pass. Invalid
 // JSON and a field of the wrong type are errors, as they are for
-// json.Unmarshal; other fields are not looked at, and keys match exactly
-// (encoding/json would also take "Choices"). It was the largest part
+// json.Unmarshal; other fields are not looked at, and a key matches a
+// field's name as in encoding/json (exactly, or else ignoring case:
+// "Choices" is choices). It was the largest part
 // of the LLM client's CPU per call: every chunk also carries id, object,
 // created, model and system_fingerprint, which encoding/json walked too.
 //
@@ -35,7 +39,7 @@ func parseChatChunk(data []byte, c *chatChunk) error {
 	}
 	var err error
 	root.ForEach(func(key, v gjson.Result) bool {
-		switch key.Str {
+		switch name(key.Str, "choices", "usage", "error") {
 		case "choices":
 			err = parseChoices(v, c)
 		case "usage":
@@ -77,7 +81,7 @@ func parseChoice(ch gjson.Result, out *chatChoice) error {
 	}
 	var err error
 	ch.ForEach(func(key, v gjson.Result) bool {
-		switch key.Str {
+		switch name(key.Str, "finish_reason", "delta") {
 		case "finish_reason":
 			out.FinishReason, err = str("finish_reason", v)
 		case "delta":
@@ -97,7 +101,7 @@ func parseDelta(d gjson.Result, out *chatChoice) error {
 	}
 	var err error
 	d.ForEach(func(key, v gjson.Result) bool {
-		switch key.Str {
+		switch name(key.Str, "content", "tool_calls") {
 		case "content":
 			out.Delta.Content, err = str("content", v)
 		case "tool_calls":
@@ -125,7 +129,7 @@ func parseToolCalls(v gjson.Result, out *chatChoice) error {
 			return false
 		}
 		tc.ForEach(func(key, f gjson.Result) bool {
-			switch key.Str {
+			switch name(key.Str, "index", "id", "function") {
 			case "index":
 				var n int64
 				n, err = integer("index", f)
@@ -139,7 +143,7 @@ func parseToolCalls(v gjson.Result, out *chatChoice) error {
 					err = fieldErr("function", "an object", f)
 				default:
 					f.ForEach(func(k, x gjson.Result) bool {
-						switch k.Str {
+						switch name(k.Str, "name", "arguments") {
 						case "name":
 							one.Function.Name, err = str("name", x)
 						case "arguments":
@@ -167,10 +171,14 @@ func parseUsage(v gjson.Result, c *chatChunk) error {
 	case !v.IsObject():
 		return fieldErr("usage", "an object", v)
 	}
-	u := &chatUsage{}
+	// A repeated key fills in the same struct, as in json.Unmarshal.
+	u := c.Usage
+	if u == nil {
+		u = &chatUsage{}
+	}
 	var err error
 	v.ForEach(func(key, x gjson.Result) bool {
-		switch key.Str {
+		switch name(key.Str, "prompt_tokens", "completion_tokens", "total_tokens") {
 		case "prompt_tokens":
 			u.PromptTokens, err = integer("prompt_tokens", x)
 		case "completion_tokens":
@@ -184,29 +192,105 @@ func parseUsage(v gjson.Result, c *chatChunk) error {
 	return err
 }
 
+// name returns the field of names that key stands for, "" for none: the
+// one it equals, or else the first it equals ignoring case (Unicode
+// simple folding), as encoding/json matches keys to a struct's fields.
+func name(key string, names ...string) string {
+	for _, n := range names {
+		if key == n {
+			return n
+		}
+	}
+	// Folding keeps an ASCII key's length (only non-ASCII letters such as
+	// the Kelvin sign fold to a letter of another length), so most keys
+	// of other fields are passed over without EqualFold.
+	ascii := true
+	for i := 0; i < len(key); i++ {
+		if key[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	for _, n := range names {
+		if (!ascii || len(key) == len(n)) && strings.EqualFold(key, n) {
+			return n
+		}
+	}
+	return ""
+}
+
 // str reads a string field; null leaves it empty, as json.Unmarshal does.
 // The string is a copy: v may point into the chunk's reused buffer.
 func str(name string, v gjson.Result) (string, error) {
 	switch v.Type {
 	case gjson.String:
-		return strings.Clone(v.Str), nil
+		if hasSurrogateEscape(v.Raw) {
+			// gjson reads a lone or broken surrogate escape (\ud800\u0041)
+			// differently from encoding/json; such strings are rare
+			// enough to take the reference's path.
+			var s string
+			if err := json.Unmarshal([]byte(v.Raw), &s); err != nil {
+				return "", fieldErr(name, "a string", v)
+			}
+			return s, nil
+		}
+		return validUTF8(v.Str), nil
 	case gjson.Null:
 		return "", nil
 	}
 	return "", fieldErr(name, "a string", v)
 }
 
-// integer reads an integer field; null is 0, a fraction an error.
+// integer reads an integer field; null is 0. Like json.Unmarshal into an
+// int64, it takes only a plain integer literal: a fraction, an exponent
+// (1e0) or a number past int64 is an error.
 func integer(name string, v gjson.Result) (int64, error) {
 	switch v.Type {
 	case gjson.Null:
 		return 0, nil
 	case gjson.Number:
-		if n := v.Int(); float64(n) == v.Num {
+		if n, err := strconv.ParseInt(v.Raw, 10, 64); err == nil {
 			return n, nil
 		}
 	}
 	return 0, fieldErr(name, "an integer", v)
+}
+
+// hasSurrogateEscape reports whether raw, a JSON string literal, may hold
+// a \u escape of a UTF-16 surrogate (D800 to DFFF). A false positive
+// (an escaped backslash before "ud8") only takes the slower path.
+func hasSurrogateEscape(raw string) bool {
+	for {
+		i := strings.Index(raw, `\u`)
+		if i < 0 || i+3 >= len(raw) {
+			return false
+		}
+		if c, d := raw[i+2], raw[i+3]; (c == 'd' || c == 'D') && strings.IndexByte("89abAB", d) >= 0 {
+			return true
+		}
+		raw = raw[i+2:]
+	}
+}
+
+// validUTF8 returns a copy of s with each byte that is not part of valid
+// UTF-8 replaced by U+FFFD, as json.Unmarshal does: gjson passes a
+// string's bytes through as they are.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return strings.Clone(s)
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }
 
 func fieldErr(name, want string, v gjson.Result) error {
