@@ -191,6 +191,11 @@ func (d *Doc) Apply(e Edit) error {
 	if line, err := d.duplicateID(); err != nil {
 		return fail(line, "%v", err)
 	}
+	// So does a key a mapping holds twice: the edit would change the
+	// first, and the loader refuses the file either way.
+	if line, err := d.duplicateKey(); err != nil {
+		return fail(line, "%v", err)
+	}
 	saved := *d
 	err := d.apply(e, fail)
 	if err != nil {
@@ -350,6 +355,54 @@ func (d *Doc) duplicateID() (int, error) {
 		seen[id] = v.Line
 	}
 	return 0, nil
+}
+
+// duplicateKey refuses a file where a mapping holds a key twice (YAML
+// does not allow it, and yamlflow refuses such a file), naming the key,
+// its node where it is in one, and both lines.
+func (d *Doc) duplicateKey() (int, error) {
+	nodes := d.nodesList()
+	var walk func(n *yaml.Node, node string) (int, error)
+	walk = func(n *yaml.Node, node string) (int, error) {
+		if n.Kind == yaml.MappingNode {
+			seen := map[string]int{}
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i]
+				if k.Kind != yaml.ScalarNode {
+					continue
+				}
+				if first, ok := seen[k.Value]; ok {
+					where := ""
+					if node != "" {
+						where = fmt.Sprintf("node %q: ", node)
+					}
+					return k.Line, fmt.Errorf("%sfield %q is defined twice (lines %d and %d): remove one before editing", where, k.Value, first, k.Line)
+				}
+				seen[k.Value] = k.Line
+			}
+		}
+		for _, c := range n.Content {
+			in := node
+			if n == nodes && c.Kind == yaml.MappingNode {
+				if _, id := lookup(c, "id"); id != nil && id.Kind == yaml.ScalarNode {
+					in = strings.TrimSpace(id.Value)
+				}
+			}
+			if line, err := walk(c, in); err != nil {
+				return line, err
+			}
+		}
+		return 0, nil
+	}
+	return walk(d.root, "")
+}
+
+// nodesList is the top-level `nodes:` sequence, or nil.
+func (d *Doc) nodesList() *yaml.Node {
+	if _, v := lookup(d.topMap(), "nodes"); v != nil && v.Kind == yaml.SequenceNode {
+		return v
+	}
+	return nil
 }
 
 // lookup finds key in mapping m: the key's index and the value.
