@@ -29,7 +29,8 @@ import (
 // are handled apart: inside an arithmetic expression ($(( )), (( ))) the
 // value must be an integer (bash would evaluate anything else as code), and
 // inside a quoted here-document (<<'EOF') the value is inserted as text,
-// refused if one of its lines would end the here-document early. A
+// refused if one of its lines would end the here-document early (or, in a
+// command substitution, if it holds the byte 0x01, which bash drops). A
 // reference inside backquotes is refused (use $( ) instead).
 
 // Token marks the place of substituted value i in a script until
@@ -67,6 +68,7 @@ type heredocSpec struct {
 	delim  string
 	quoted bool
 	dash   bool
+	inSub  bool // inside a command substitution
 }
 
 type shLexer struct {
@@ -407,6 +409,9 @@ func (l *shLexer) comment() {
 func (l *shLexer) heredocStart() error {
 	l.copyN(2)
 	h := heredocSpec{}
+	for _, f := range l.stack {
+		h.inSub = h.inSub || f.sub
+	}
 	if l.peek(0) == '-' {
 		h.dash = true
 		l.copyN(1)
@@ -536,6 +541,11 @@ func (l *shLexer) heredocLine(line string, h heredocSpec) (string, error) {
 		}
 		i += end + 2
 		if h.quoted {
+			if h.inSub && strings.Contains(l.vals[idx], "\x01") {
+				// bash (5.2) reads 0x01 there as its own quoting mark: a
+				// 0x01 before another 0x01 or 0x7f is dropped.
+				return "", fmt.Errorf("%w: a value holding the byte 0x01 cannot be placed in a quoted here-document inside $( ), where bash drops it; use an unquoted here-document or a variable", ErrUnsafe)
+			}
 			b.WriteString(l.vals[idx]) // no expansion happens here: the text is the value
 			continue
 		}

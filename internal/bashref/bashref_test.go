@@ -15,11 +15,12 @@ func renderRef(script, v string) (string, error) {
 
 func TestRenderBashContexts(t *testing.T) {
 	values := []string{"plain", "", "it's", `a"b`, "$(touch /tmp/pwned)", "`id`", "x\ny\n", "EOF", "a b  c", "*", "\\", "-n", "$'\\x41'",
-		"'; echo injected; '", "\"; echo injected; \"", "#", "}", ")", "<<EOF", "EOF\nEOF", "x]\nEOF\necho injected\n[y"}
+		"'; echo injected; '", "\"; echo injected; \"", "#", "}", ")", "<<EOF", "EOF\nEOF", "x]\nEOF\necho injected\n[y",
+		"\x01", "a\x01\x01b\x01\x7f", "x\n\tEND\necho injected"}
 	for _, c := range bashreftest.Contexts {
 		for _, v := range values {
 			rendered, err := renderRef(c.Script, v)
-			if c.Name == "quoted here-document" && bashreftest.HeredocBreaks(v) {
+			if c.Refuses != nil && c.Refuses(v) {
 				if !errors.Is(err, ErrUnsafe) {
 					t.Errorf("%s with %q: want ErrUnsafe, got %v", c.Name, v, err)
 				}
@@ -46,6 +47,7 @@ func TestRenderBashRefusals(t *testing.T) {
 		{"echo `echo @V@`", "x", "backquotes"},
 		{"cat <<'EOF'\n@V@\nEOF", "x\nEOF\necho injected", "end the here-document"},
 		{"cat <<@V@\nx\n", "x", "delimiter"},
+		{"x=$(cat <<'EOF'\n@V@\nEOF\n)", "a\x01\x01", "0x01"},
 	}
 	for _, c := range cases {
 		_, err := renderRef(c.script, c.value)
