@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/fstest"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/internal/fakeopenai"
 )
@@ -209,5 +211,37 @@ func TestMetricsSinkConcurrentRuns(t *testing.T) {
 	}
 	if events != runs*(2*steps+1) || durations != runs*steps {
 		t.Errorf("events %v, node durations %d; want %d and %d", events, durations, runs*(2*steps+1), runs*steps)
+	}
+}
+
+// TestWebsocketClientsCountedOnceConnected: a client is in
+// switchyard_websocket_clients as soon as its handshake is answered. It
+// was counted only after the upgrade, so a scrape right after a client
+// connected could miss it (TestMetrics failed so on a loaded machine).
+func TestWebsocketClientsCountedOnceConnected(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	var run runJSON
+	v.must(http.StatusCreated, "POST", "/api/runs", map[string]any{"graph": approvalGraph()}, &run)
+	v.wait(run.RunID)
+	gauge := func(stream string) float64 {
+		var m dto.Metric
+		if err := v.srv.metrics.wsClients.WithLabelValues(stream).Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetGauge().GetValue()
+	}
+	for _, c := range []struct{ stream, path string }{
+		{"status", "/api/ws"},
+		{"run", "/api/runs/" + run.RunID + "/ws"},
+	} {
+		for i := range 100 {
+			ws := v.mustDial(c.path)
+			if got := gauge(c.stream); got != 1 {
+				t.Fatalf("%s stream, dial %d: %v clients counted once connected, want 1", c.stream, i, got)
+			}
+			ws.Close()
+			waitFor(t, "the client to be gone", func() bool { return gauge(c.stream) == 0 })
+		}
 	}
 }

@@ -437,13 +437,15 @@ func (s *Server) runWS(c echo.Context) error {
 	}
 	s.wsWG.Add(1)
 	defer s.wsWG.Done()
+	// Counted before the handshake is answered, so a client that has
+	// connected is always in the gauge.
+	s.metrics.wsClients.WithLabelValues("run").Inc()
+	defer s.metrics.wsClients.WithLabelValues("run").Dec()
 	w, ctx, cancel, err := s.startWS(c)
 	if err != nil {
 		return wsStartErr(err)
 	}
 	defer cancel()
-	s.metrics.wsClients.WithLabelValues("run").Inc()
-	defer s.metrics.wsClients.WithLabelValues("run").Dec()
 
 	f.batch = w.batch
 	err = f.run(ctx, hdr.Status.Terminal(), nil, w.writeEvent)
@@ -473,13 +475,13 @@ func (s *Server) statusWS(c echo.Context) error {
 	defer s.hub.unsubscribeStatus(sub)
 	s.wsWG.Add(1)
 	defer s.wsWG.Done()
+	s.metrics.wsClients.WithLabelValues("status").Inc() // before the handshake, as in runWS
+	defer s.metrics.wsClients.WithLabelValues("status").Dec()
 	w, ctx, cancel, err := s.startWS(c)
 	if err != nil {
 		return wsStartErr(err)
 	}
 	defer cancel()
-	s.metrics.wsClients.WithLabelValues("status").Inc()
-	defer s.metrics.wsClients.WithLabelValues("status").Dec()
 	for {
 		select {
 		case <-ctx.Done():
