@@ -6,12 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
 // FuzzDecodeNormalizeValidate feeds arbitrary bytes through Decode,
 // Normalize and Validate. None may panic; bad input must be a *DecodeError
-// with a position; Normalize must be idempotent and a decoded graph must
+// with a position, or a *LimitError naming what is too large; Normalize must be idempotent and a decoded graph must
 // survive an Encode/Decode round trip unchanged.
 func FuzzDecodeNormalizeValidate(f *testing.F) {
 	for _, pattern := range []string{"testdata/legacy/*.json", "testdata/golden/*.json"} {
@@ -40,9 +41,17 @@ func FuzzDecodeNormalizeValidate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g, warnings, err := Decode(data)
 		if err != nil {
+			var le *LimitError
+			if errors.As(err, &le) {
+				// Over a limit (CheckLimits): it names the node or edge.
+				if !strings.HasPrefix(le.Message, "graph has ") && !strings.HasPrefix(le.Message, "node ") && !strings.HasPrefix(le.Message, "edge ") {
+					t.Fatalf("limit error %q names no node or edge", le.Message)
+				}
+				return
+			}
 			var de *DecodeError
 			if !errors.As(err, &de) {
-				t.Fatalf("Decode error %T %v, want *DecodeError", err, err)
+				t.Fatalf("Decode error %T %v, want *DecodeError or *LimitError", err, err)
 			}
 			if de.Line < 1 || de.Column < 1 || de.Err == nil {
 				t.Fatalf("bad DecodeError %+v", de)

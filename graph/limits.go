@@ -47,9 +47,12 @@ func CheckLimits(g *Graph) error {
 		}
 	}
 	for i, e := range g.Edges {
-		for _, s := range []string{e.ID, e.Source, e.Target, e.SourceHandle, e.TargetHandle} {
-			if len(s) > MaxIDLength {
-				return &LimitError{fmt.Sprintf("edge %d: a field is %d bytes; ids and handles may be at most %d", i, len(s), MaxIDLength)}
+		for _, f := range [...]struct{ name, v string }{
+			{"id", e.ID}, {"source", e.Source}, {"target", e.Target},
+			{"sourceHandle", e.SourceHandle}, {"targetHandle", e.TargetHandle},
+		} {
+			if len(f.v) > MaxIDLength {
+				return &LimitError{fmt.Sprintf("edge %d: its %s is %d bytes; ids and handles may be at most %d", i, f.name, len(f.v), MaxIDLength)}
 			}
 		}
 	}

@@ -31,6 +31,9 @@ func TestDecodeLimits(t *testing.T) {
 		{"one node over", graphJSON(MaxNodes+1, ""), "graph has 10001 nodes; the limit is 10000"},
 		{"a 1 MB node id", graphJSON(2, strings.Repeat("n", 1<<20)), "its id is 1048576 bytes; ids may be at most 256"},
 		{"an id at the limit", graphJSON(2, strings.Repeat("n", MaxIDLength)), ""},
+		// The edge's error names the field (FuzzDecodeNormalizeValidate).
+		{"a long edge handle", []byte(`{"nodes":[],"edges":[{"source":"a","target":"b","sourceHandle":"` + strings.Repeat("h", MaxIDLength+1) + `"}]}`),
+			"edge 0: its sourceHandle is 257 bytes; ids and handles may be at most 256"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
