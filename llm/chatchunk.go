@@ -273,24 +273,14 @@ func hasSurrogateEscape(raw string) bool {
 }
 
 // validUTF8 returns a copy of s with each byte that is not part of valid
-// UTF-8 replaced by U+FFFD, as json.Unmarshal does: gjson passes a
-// string's bytes through as they are.
+// UTF-8 replaced by U+FFFD, as json.Unmarshal does (gjson passes a
+// string's bytes through as they are): converting to runes reads each
+// such byte as one U+FFFD.
 func validUTF8(s string) string {
 	if utf8.ValidString(s) {
 		return strings.Clone(s)
 	}
-	var b strings.Builder
-	b.Grow(len(s) + 8)
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b.WriteRune(utf8.RuneError)
-		} else {
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	return b.String()
+	return string([]rune(s))
 }
 
 func fieldErr(name, want string, v gjson.Result) error {

@@ -361,7 +361,7 @@ func (d *Doc) duplicateID() (int, error) {
 // does not allow it, and yamlflow refuses such a file), naming the key,
 // its node where it is in one, and both lines.
 func (d *Doc) duplicateKey() (int, error) {
-	nodes := d.nodesList()
+	nodes, _ := d.nodesSeq() // nil without a `nodes:` list
 	var walk func(n *yaml.Node, node string) (int, error)
 	walk = func(n *yaml.Node, node string) (int, error) {
 		if n.Kind == yaml.MappingNode {
@@ -395,14 +395,6 @@ func (d *Doc) duplicateKey() (int, error) {
 		return 0, nil
 	}
 	return walk(d.root, "")
-}
-
-// nodesList is the top-level `nodes:` sequence, or nil.
-func (d *Doc) nodesList() *yaml.Node {
-	if _, v := lookup(d.topMap(), "nodes"); v != nil && v.Kind == yaml.SequenceNode {
-		return v
-	}
-	return nil
 }
 
 // lookup finds key in mapping m: the key's index and the value.
