@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -38,7 +40,8 @@ func substituteBash(script, out string) (string, []string, error) {
 // FuzzBashQuoting checks that any output substituted into bash prints
 // exactly itself, in every quoting context, and never runs as code.
 func FuzzBashQuoting(f *testing.F) {
-	for _, s := range []string{"", "plain", "it's", "$(id)", "`id`", "a\nb\n", "'\"'\"", "\\", "EOF", "$'\\n'", "%s%d", "-e", "\xff\xfe"} {
+	for _, s := range []string{"", "plain", "it's", "$(id)", "`id`", "a\nb\n", "'\"'\"", "\\", "EOF", "$'\\n'", "%s%d", "-e", "\xff\xfe",
+		"7", "-3", "a[$(echo INJ''ECTED >&2)]", "END)\n$(echo INJ''ECTED >&2)\n$(cat <<'END'", "X)\n$(echo INJ''ECTED >&2)\n$(cat <<'X'"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
@@ -63,6 +66,9 @@ func FuzzBashQuoting(f *testing.F) {
 			env[i] = bashref.EnvName(i) + "=" + r
 		}
 		got, stderr := bashreftest.RunBash(t, rendered, env...)
+		if strings.Contains(stderr, "INJECTED") && !strings.Contains(v, "INJECTED") {
+			t.Fatalf("value %q ran as code:\nscript %q\nstderr %s", v, rendered, stderr)
+		}
 		outs := strings.Split(got, "\x00")
 		if len(outs) != len(wants) {
 			t.Fatalf("value %q: %d outputs, want %d\nstderr %s", v, len(outs), len(wants), stderr)
@@ -88,5 +94,36 @@ func TestDropFieldRefs(t *testing.T) {
 		if got := dropFieldRefs(in, drop); got != want {
 			t.Errorf("dropFieldRefs(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestYAMLBashArithmeticRefusesNonIntegers: a step's output used where
+// bash evaluates arithmetic ([[ -gt ]] here) fails the step that uses it,
+// naming why, when it is not an integer; nothing it holds runs. An
+// integer goes through.
+func TestYAMLBashArithmeticRefusesNonIntegers(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	e, _ := yamlEngine(t)
+	src := wf(`
+  - id: score
+    bash: printf '%s' "$ARGUMENTS"
+  - id: gate
+    depends_on: [score]
+    bash: |
+      if [[ $score.output -gt 5 ]]; then echo big; else echo small; fi
+`)
+	run, ns := runYAMLT(t, e, src, "a[$(touch "+marker+")]")
+	if run.Status != StatusFailed || ns["gate"].Status != NodeFailed {
+		t.Fatalf("run %s, gate %+v", run.Status, ns["gate"])
+	}
+	if err := ns["gate"].Error; !strings.Contains(err, "numeric comparison") || !strings.Contains(err, "must be an integer") {
+		t.Errorf("gate error %q: want it to say the value must be an integer in a numeric comparison", err)
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Fatalf("the value ran as code: %v", err)
+	}
+	run, ns = runYAMLT(t, e, src, "7")
+	if run.Status != StatusCompleted || ns["gate"].Output != "big" {
+		t.Fatalf("with 7: run %s (%s), gate %+v", run.Status, run.Error, ns["gate"])
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -37,14 +39,28 @@ var Contexts = []struct {
 		}
 		return strings.TrimRight(strings.Join(lines, "\n"), "\n")
 	}, func(v string) bool {
-		// A line END ends it early; bash 5.2 drops a 0x01 byte before
+		// A line END ends it early, and in $( ) so does one that starts
+		// with END and holds a ')'; bash 5.2 drops a 0x01 byte before
 		// another 0x01 or 0x7f in a quoted here-document inside $( ).
 		for _, line := range strings.Split(v, "\n") {
-			if strings.TrimLeft(line, "\t") == "END" {
+			if line = strings.TrimLeft(line, "\t"); line == "END" || strings.HasPrefix(line, "END") && strings.Contains(line, ")") {
 				return true
 			}
 		}
 		return strings.Contains(v, "\x01")
+	}},
+	{"quoted here-document in an unquoted one's command substitution", "cat <<EOF\n<$(cat <<'X'\n@V@\nX\n)>\nEOF", func(v string) string {
+		return "<" + strings.TrimRight(v, "\n") + ">\n"
+	}, func(v string) bool {
+		// A line X or EOF ends a here-document early; bash 5.2 drops a
+		// 0x01 there; the outer here-document joins a line ending in a
+		// backslash to the next.
+		for _, line := range strings.Split(v, "\n") {
+			if line == "X" || line == "EOF" || strings.HasPrefix(line, "X") && strings.Contains(line, ")") {
+				return true
+			}
+		}
+		return strings.Contains(v, "\x01") || strings.Contains(v, "\\\n") || strings.HasSuffix(v, "\\")
 	}},
 	{"here-string", `cat <<<@V@`, func(v string) string { return v + "\n" }, nil},
 	{"comment", "# a comment @V@ (not run)\nprintf done", func(string) string { return "done" }, nil},
@@ -55,7 +71,68 @@ var Contexts = []struct {
 	{"double brackets", `[[ @V@ == "$SWITCHYARD_REF_1" ]] && printf ok`, func(string) string { return "ok" }, nil},
 	{"array element", `arr=(@V@ two); printf %s "${arr[0]}"`, Same, nil},
 	{"assignment", `x=@V@; printf %s "$x"`, Same, nil},
+	// Where bash evaluates text as arithmetic, an array subscript in a
+	// value (a[$(cmd)]) would run cmd: only integers may stand there.
+	{"arithmetic, the value in double quotes", `printf %s $(( "@V@" + 0 ))`, Int, NotInteger},
+	{"old arithmetic", `printf %s $[ @V@ + 0 ]`, Int, NotInteger},
+	{"arithmetic in an unquoted here-document", "cat <<EOF\n$(( @V@ + 0 ))\nEOF", func(v string) string { return Int(v) + "\n" }, NotInteger},
+	{"numeric comparison", `[[ @V@ -eq @V@ ]] && printf ok`, Const("ok"), NotInteger},
+	{"numeric comparison, quoted operand after the operator", `[[ 0 -le "@V@" || 0 -gt "${UNSET_VAR_XYZ:-@V@}" ]] && printf ok`, Const("ok"), NotInteger},
+	{"numeric comparison in a here-document's command substitution", "cat <<EOF\n$([[ @V@ -ge 0 || @V@ -lt 0 ]] && printf ok)\nEOF", Const("ok\n"), NotInteger},
+	{"substring offset", `s1=abcdefghij; printf %s "${s1:@V@:2}"`, func(v string) string {
+		n, x := IntOf(v), int64(10)
+		if n < 0 {
+			n += x
+		}
+		if n < 0 || n >= x {
+			return ""
+		}
+		return "abcdefghij"[n:min(n+2, x)]
+	}, NotInteger},
+	{"array subscript", `a1=(zero one two); printf %s "${a1[@V@]}"`, func(v string) string {
+		words, n := []string{"zero", "one", "two"}, IntOf(v)
+		if n < 0 {
+			n += 3
+		}
+		if n < 0 || n >= 3 {
+			return ""
+		}
+		return words[n]
+	}, NotInteger},
+	// A negative subscript of an empty array ends the shell: a subshell.
+	{"array subscript in an assignment", `(b1[@V@]=x; printf %s "${!b1[*]}")`, func(v string) string {
+		if IntOf(v) < 0 {
+			return ""
+		}
+		return Int(v)
+	}, NotInteger},
+	{"let", `let "n1 = @V@ + 0"; printf %s "$n1"`, Int, NotInteger},
+	{"integer variable", `declare -i n2; n2=@V@; printf %s "$n2"`, Int, NotInteger},
+	{"integer variable declared with its value", `f3() { local -i n3=@V@; printf %s "$n3"; }; f3`, Int, NotInteger},
 }
+
+// integerRE is what bash evaluates as itself in every arithmetic context:
+// a decimal integer (no leading zero: bash reads 010 as octal and 08 as an
+// error) short enough not to overflow.
+var integerRE = regexp.MustCompile(`^[ \t\n]*[-+]?(0|[1-9][0-9]{0,17})[ \t\n]*$`)
+
+// NotInteger: v cannot stand where bash evaluates arithmetic.
+func NotInteger(v string) bool { return !integerRE.MatchString(v) }
+
+// IntOf is the integer v holds (v passed integerRE).
+func IntOf(v string) int64 {
+	n, err := strconv.ParseInt(strings.TrimLeft(strings.Trim(v, " \t\n"), "+"), 10, 64)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+// Int expects the integer v holds, as bash prints it.
+func Int(v string) string { return strconv.FormatInt(IntOf(v), 10) }
+
+// Const expects s whatever the value.
+func Const(s string) func(string) string { return func(string) string { return s } }
 
 // Same expects v itself.
 func Same(v string) string { return v }
