@@ -533,11 +533,22 @@ func (r *scriptRenderer) escape() {
 // and reopens it, and the whole literal gets parentheses. py selects
 // Python's rules (triple quotes, f-strings, bytes).
 func (r *scriptRenderer) quoted(q, prefix string, py bool) error {
+	lower := strings.ToLower(prefix)
+	fstr, bytesLit, raw := strings.Contains(lower, "f"), strings.Contains(lower, "b"), strings.Contains(lower, "r")
+	// A Python string holding a reference becomes an f-string that reads
+	// it in a replacement field: it stays a literal, so adjacent literals
+	// still concatenate ("a" "b"), which a concatenation in parentheses
+	// would not.
+	conv := py && !fstr && !bytesLit && r.literalHasToken(q)
+	if conv {
+		prefix = strings.NewReplacer("u", "", "U", "").Replace(prefix) + "f"
+		if n := len(r.out); n > 0 && isPyIdent(r.out[n-1]) {
+			r.out = append(r.out, ' ') // if"x" stays if f"x", not iff"x"
+		}
+	}
 	start := len(r.out)
 	r.out = append(r.out, prefix+q...)
 	r.i += len(q)
-	lower := strings.ToLower(prefix)
-	fstr, bytesLit := strings.Contains(lower, "f"), strings.Contains(lower, "b")
 	other := byte('"')
 	if q[0] == '"' {
 		other = '\''
@@ -550,6 +561,8 @@ func (r *scriptRenderer) quoted(q, prefix string, py bool) error {
 			case !py:
 				r.out = append(r.out, q+" + "+r.jsExpr(idx)+" + "+q...)
 				had = true
+			case conv:
+				r.out = append(r.out, "{"+r.pyExpr(idx, other)+"}"...)
 			case fstr && depth > 0:
 				r.out = append(r.out, "("+r.pyExpr(idx, other)+")"...)
 			case fstr:
@@ -564,8 +577,15 @@ func (r *scriptRenderer) quoted(q, prefix string, py bool) error {
 		}
 		c := r.s[r.i]
 		switch {
+		case c == '\\' && conv:
+			r.convEscape(raw)
+			continue
 		case c == '\\':
 			r.escape()
+			continue
+		case conv && (c == '{' || c == '}'):
+			r.out = append(r.out, c, c) // literal braces of an f-string
+			r.i++
 			continue
 		case strings.HasPrefix(r.s[r.i:], q):
 			r.out = append(r.out, q...)
@@ -599,6 +619,50 @@ func (r *scriptRenderer) quoted(q, prefix string, py bool) error {
 		r.wrap(start)
 	}
 	return nil
+}
+
+// literalHasToken reports whether the string literal opened by q at the
+// cursor holds a reference.
+func (r *scriptRenderer) literalHasToken(q string) bool {
+	for i := r.i + len(q); i < len(r.s); {
+		if _, _, ok := scriptToken(r.s, i); ok {
+			return true
+		}
+		switch c := r.s[i]; {
+		case c == '\\' && i+1 < len(r.s) && r.s[i+1] != 0:
+			i += 2
+		case strings.HasPrefix(r.s[i:], q), c == '\n' && len(q) == 1:
+			return false
+		default:
+			i++
+		}
+	}
+	return false
+}
+
+// convEscape copies an escape of a string being turned into an f-string:
+// a brace after the backslash is doubled (it is literal there), a named
+// character (\N{...}) is kept whole, and a backslash before a reference is
+// dropped, as escape does.
+func (r *scriptRenderer) convEscape(raw bool) {
+	if _, _, ok := scriptToken(r.s, r.i+1); ok {
+		r.i++
+		return
+	}
+	if !raw && strings.HasPrefix(r.s[r.i:], `\N{`) {
+		if end := strings.IndexByte(r.s[r.i:], '}'); end > 0 && strings.IndexByte(r.s[r.i:r.i+end], 0) < 0 {
+			r.out = append(r.out, r.s[r.i:r.i+end+1]...)
+			r.i += end + 1
+			return
+		}
+	}
+	r.copyByte()
+	if r.i < len(r.s) {
+		if c := r.s[r.i]; c == '{' || c == '}' {
+			r.out = append(r.out, c)
+		}
+		r.copyByte()
+	}
 }
 
 // nestedString copies a string literal inside an f-string's replacement

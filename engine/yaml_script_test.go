@@ -72,6 +72,7 @@ func TestRenderScriptRefs(t *testing.T) {
 	tok := func(i int) string { return "\x00" + string(rune('0'+i)) + "\x00" }
 	js := func(i int) string { return "process.env.SWITCHYARD_REF_" + string(rune('1'+i)) }
 	py := func(i int) string { return `__import__("os").environ["SWITCHYARD_REF_` + string(rune('1'+i)) + `"]` }
+	pyq := func(i int) string { return `__import__('os').environ['SWITCHYARD_REF_` + string(rune('1'+i)) + `']` }
 	cases := []struct {
 		name, runtime, in, want string
 		spilled                 []bool
@@ -90,13 +91,15 @@ func TestRenderScriptRefs(t *testing.T) {
 		{"bun regex with a quote", "bun", "s.replace(/'/g, \"\"); f('" + tok(0) + "')", "s.replace(/'/g, \"\"); f(('' + " + js(0) + " + ''))", nil},
 		{"bun spilled", "bun", "f(" + tok(0) + ")", `f((require("node:fs").readFileSync(process.env.SWITCHYARD_REF_1_FILE, "utf8")))`, []bool{true}},
 		{"uv code", "uv", "print(" + tok(0) + ")", "print((" + py(0) + "))", nil},
-		{"uv double quotes", "uv", `print("got: ` + tok(0) + `")`, `print(("got: " + ` + py(0) + ` + ""))`, nil},
-		{"uv triple quotes", "uv", "x = '''a\n" + tok(0) + "\nb'''", "x = ('''a\n''' + " + py(0) + " + '''\nb''')", nil},
-		{"uv raw string", "uv", `x = r"\d` + tok(0) + `"`, `x = (r"\d" + ` + py(0) + ` + r"")`, nil},
+		{"uv double quotes", "uv", `print("got: ` + tok(0) + `")`, `print(f"got: {` + pyq(0) + `}")`, nil},
+		{"uv triple quotes", "uv", "x = '''a\n" + tok(0) + "\nb'''", "x = f'''a\n{" + py(0) + "}\nb'''", nil},
+		{"uv raw string", "uv", `x = r"\d{2}` + tok(0) + `"`, `x = rf"\d{{2}}{` + pyq(0) + `}"`, nil},
+		{"uv adjacent literals", "uv", `x = ("a" "` + tok(0) + `" 'b')`, `x = ("a" f"{` + pyq(0) + `}" 'b')`, nil},
+		{"uv braces and escapes", "uv", `x = u"{k}\{ \N{BULLET} ` + tok(0) + `"`, `x = f"{{k}}\{{ \N{BULLET} {` + pyq(0) + `}"`, nil},
 		{"uv f-string", "uv", `x = f"{a} ` + tok(0) + ` {{b}}"`, `x = f"{a} {__import__('os').environ['SWITCHYARD_REF_1']} {{b}}"`, nil},
 		{"uv f-string field", "uv", `x = f'{len(` + tok(0) + `)}'`, `x = f'{len((__import__("os").environ["SWITCHYARD_REF_1"]))}'`, nil},
 		{"uv comment", "uv", "# " + tok(0) + "\nx = 1", "# SWITCHYARD_REF_1\nx = 1", nil},
-		{"uv prefix-like word", "uv", "if" + `"` + tok(0) + `": pass`, "if" + `("" + ` + py(0) + ` + ""): pass`, nil},
+		{"uv prefix-like word", "uv", "if" + `"` + tok(0) + `": pass`, `if f"{` + pyq(0) + `}": pass`, nil},
 		{"uv spilled", "uv", "x = " + tok(0), `x = (open(__import__("os").environ["SWITCHYARD_REF_1_FILE"], encoding="utf-8").read())`, []bool{true}},
 	}
 	for _, tc := range cases {
