@@ -28,7 +28,7 @@ var (
 		`console.log("\\@V@")`, `console.log(@V@ + "@V@")`, `console.log(1 / 2, '@V@' / 1)`, `console.log({a: @V@}.a)`,
 		"console.log(String.raw`@V@`)", `console.log([1].map(() => @V@)[0])`,
 	}
-	neverJSBlocks = []string{"%s", "(() => {\n%s\n})()", "function f() {\n%s\n}\nf()", "try {\n%s\n} catch (e) { console.log('error', e.name) }"}
+	neverJSBlocks     = []string{"%s", "(() => {\n%s\n})()", "function f() {\n%s\n}\nf()", "try {\n%s\n} catch (e) { console.log('error', e.name) }"}
 	neverScriptValues = []string{
 		`'); print('INJ'+'ECTED'); ('`, `"); print("INJ"+"ECTED"); ("`, `"""); print("INJ"+"ECTED"); ("""`,
 		`'''); print('INJ'+'ECTED'); ('''`, `{print('INJ'+'ECTED')}`, "\nprint('INJ'+'ECTED')\n", `\`,
