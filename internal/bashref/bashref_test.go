@@ -15,7 +15,7 @@ func renderRef(script, v string) (string, error) {
 
 func TestRenderBashContexts(t *testing.T) {
 	values := []string{"plain", "", "it's", `a"b`, "$(touch /tmp/pwned)", "`id`", "x\ny\n", "EOF", "a b  c", "*", "\\", "-n", "$'\\x41'",
-		"'; echo injected; '", "\"; echo injected; \"", "#", "}", ")", "<<EOF", "EOF\nEOF", "x]\nEOF\necho injected\n[y", "X)", "END)\necho INJ''ECTED >&2\n$(cat <<'END'", "Xx)\n$(echo INJ''ECTED >&2)",
+		"'; echo injected; '", "\"; echo injected; \"", "#", "}", ")", "<<EOF", "EOF\nEOF", "x]\nEOF\necho injected\n[y", "X)", "END)\necho INJ''ECTED >&2\n$(cat <<'END'", "END)\n\"; echo INJ''ECTED >&2; echo \"", "Xx)\n$(echo INJ''ECTED >&2)",
 		"\x01", "a\x01\x01b\x01\x7f", "x\n\tEND\necho injected",
 		"7", " 12 ", "-3", "+0", "08", "a[$(echo INJ''ECTED >&2)]", "x[$(echo INJ''ECTED >&2)]+1", "1+a[`echo INJ''ECTED >&2`]"}
 	for _, c := range bashreftest.Contexts {
