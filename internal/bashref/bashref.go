@@ -306,18 +306,10 @@ func (l *shLexer) run() error {
 				l.copyN(1)
 			}
 		case shSubscript:
-			if l.expansionStart(f) {
+			if l.expansionStart(f) || l.quoteStart(f, c) {
 				continue
 			}
 			switch {
-			case c == '\\':
-				l.escape()
-			case c == '"':
-				l.copyN(1)
-				l.push(shFrame{kind: shDQ})
-			case c == '\'' && !f.outerDQ:
-				l.copyN(1)
-				l.push(shFrame{kind: shSQ})
 			case c == '[':
 				f.depth++
 				l.copyN(1)
@@ -347,22 +339,13 @@ func (l *shLexer) run() error {
 					continue
 				}
 			}
-			if l.expansionStart(f) {
+			if l.expansionStart(f) || l.quoteStart(f, c) {
 				continue
 			}
-			switch {
-			case c == '\\':
-				l.escape()
-			case c == '}':
+			if c == '}' {
 				l.copyN(1)
 				l.pop()
-			case c == '"':
-				l.copyN(1)
-				l.push(shFrame{kind: shDQ})
-			case c == '\'' && !f.outerDQ:
-				l.copyN(1)
-				l.push(shFrame{kind: shSQ})
-			default:
+			} else {
 				l.copyN(1)
 			}
 		case shArith:
@@ -422,6 +405,24 @@ func (l *shLexer) run() error {
 		}
 	}
 	return nil
+}
+
+// quoteStart handles a backslash or a quote inside ${ } or a subscript,
+// where single quotes quote only outside double quotes.
+func (l *shLexer) quoteStart(f *shFrame, c byte) bool {
+	switch {
+	case c == '\\':
+		l.escape()
+	case c == '"':
+		l.copyN(1)
+		l.push(shFrame{kind: shDQ})
+	case c == '\'' && !f.outerDQ:
+		l.copyN(1)
+		l.push(shFrame{kind: shSQ})
+	default:
+		return false
+	}
+	return true
 }
 
 // escape copies a backslash escape; a backslash right before a reference
