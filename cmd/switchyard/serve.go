@@ -154,6 +154,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		*token, shownToken = t, t
 	}
+	// Nodes run as this process's user. As root they could read any file,
+	// and with CAP_SYS_PTRACE this process's memory (its token, API keys)
+	// despite its being non-dumpable: say so at start.
+	if os.Geteuid() == 0 {
+		fmt.Fprintln(stderr, "switchyard serve: warning: running as root: bash and script nodes, agents' Bash tool and MCP servers run as root too, and can read any file and this process's memory (its token and API keys); run serve as a user of its own")
+	}
 	if *token != "" && shownToken == "" {
 		// A guessable token would open the API to whoever guesses it.
 		if err := server.CheckToken(*token); err != nil {

@@ -234,3 +234,16 @@ func TestServeRefusesWeakTokens(t *testing.T) {
 		}
 	}
 }
+
+// Nodes run as serve's user: as root they can read any file and, with
+// CAP_SYS_PTRACE, serve's memory, so serve says so at start (and only
+// then: CI runs as root, a developer's machine usually not).
+func TestServeWarnsWhenRunAsRoot(t *testing.T) {
+	t.Parallel()
+	p := startServe(t, nil, "--data", t.TempDir())
+	defer p.stop(t)
+	warned := strings.Contains(p.log(), "warning: running as root: bash and script nodes")
+	if root := os.Geteuid() == 0; warned != root {
+		t.Errorf("running as root %v, warned %v:\n%s", root, warned, p.log())
+	}
+}
