@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -32,6 +35,47 @@ func TestNodeEnvironmentKeepsSecretsOut(t *testing.T) {
 	for _, want := range []string{"PATH=", "HOME=", "LC_ALL=C", "MY_SERVER_VAR=from-server", "MY_WORKFLOW_VAR=from-workflow", "WORKFLOW_ID=" + run.ID} {
 		if !strings.Contains(out, want) {
 			t.Errorf("node environment lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// The git that finds $BASE_BRANCH gets the node environment too: it ran
+// with the server's whole environment, API keys included, where any node
+// of the same user could read them from /proc/PID/environ while it ran.
+func TestBaseBranchGitKeepsSecretsOut(t *testing.T) {
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git not on PATH")
+	}
+	repo, bin := t.TempDir(), t.TempDir()
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "x"}} {
+		cmd := exec.Command(realGit, args...)
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	seen := filepath.Join(t.TempDir(), "env")
+	wrapper := "#!/bin/sh\nenv >> '" + seen + "'\nexec '" + realGit + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("OPENAI_API_KEY", "sk-secret-key")
+	t.Setenv("ANTHROPIC_API_KEY", "anthropic-secret")
+	e, _ := yamlEngine(t)
+	run := startYAMLIn(t, e, repo, wf("  - id: x\n    bash: echo $BASE_BRANCH\n"), "")
+	waitRun(t, e, run.ID)
+	if got := nodeStates(t, e, run.ID)["x"]; got.Output != "main" {
+		t.Fatalf("BASE_BRANCH = %q (%s), want main", got.Output, got.Error)
+	}
+	b, err := os.ReadFile(seen)
+	if err != nil {
+		t.Fatalf("the wrapper git never ran: %v", err)
+	}
+	for _, secret := range []string{"sk-secret-key", "anthropic-secret"} {
+		if strings.Contains(string(b), secret) {
+			t.Errorf("git ran with %q in its environment", secret)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
 	"sort"
 	"strings"
 	"time"
@@ -319,13 +318,12 @@ func (rs *yamlRunState) baseBranch(workDir string) (string, error) {
 }
 
 func gitBaseBranch(dir string) (string, error) {
+	// gitOut: the node environment, not this process's (its API keys
+	// would be in /proc/PID/environ of a git any node could read).
 	git := func(args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.Dir = dir
-		out, err := cmd.Output()
-		return strings.TrimSpace(string(out)), err
+		return gitOut(ctx, dir, args...)
 	}
 	if ref, err := git("symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"); err == nil && ref != "" {
 		return strings.TrimPrefix(ref, "origin/"), nil
