@@ -79,3 +79,22 @@ func TestBaseBranchGitKeepsSecretsOut(t *testing.T) {
 		}
 	}
 }
+
+// With nothing of the server's environment allowed through, the node
+// environment is empty, not nil: exec.Cmd runs a nil one with the
+// server's whole environment.
+func TestInheritedEnvIsNeverNil(t *testing.T) {
+	saved := os.Environ()
+	t.Cleanup(func() {
+		os.Clearenv()
+		for _, kv := range saved {
+			k, v, _ := strings.Cut(kv, "=")
+			_ = os.Setenv(k, v)
+		}
+	})
+	os.Clearenv()
+	_ = os.Setenv("OPENAI_API_KEY", "sk-secret-key")
+	if env := inheritedEnv(nil); env == nil || len(env) != 0 {
+		t.Fatalf("inheritedEnv = %#v, want an empty, non-nil slice", env)
+	}
+}

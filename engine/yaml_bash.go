@@ -134,7 +134,7 @@ func inheritedEnv(workflowPass []string) []string {
 	for _, n := range workflowPass {
 		pass[n] = true
 	}
-	var env []string
+	env := []string{} // never nil: exec.Cmd would inherit os.Environ()
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		if nodeEnvAllowed[k] || strings.HasPrefix(k, "LC_") || pass[k] {

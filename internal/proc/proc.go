@@ -82,7 +82,7 @@ type Spec struct {
 	Name    string
 	Args    []string
 	Dir     string
-	Env     []string
+	Env     []string // the whole environment: nil is an empty one
 	Timeout time.Duration // 0: none
 	// Stream names stdout in Output calls ("stdout" by default).
 	Stream string
@@ -106,7 +106,12 @@ type Spec struct {
 func Run(ctx context.Context, ps Spec) (string, string, error) {
 	cmd := exec.Command(ps.Name, ps.Args...)
 	cmd.Dir = ps.Dir
+	// Never this process's environment (the server's keys and token):
+	// exec inherits it for a nil Env.
 	cmd.Env = ps.Env
+	if cmd.Env == nil {
+		cmd.Env = []string{}
+	}
 	cmd.SysProcAttr = SysProcAttr()
 	outR, outW, err := os.Pipe()
 	if err != nil {
