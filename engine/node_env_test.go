@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -83,18 +84,15 @@ func TestBaseBranchGitKeepsSecretsOut(t *testing.T) {
 // With nothing of the server's environment allowed through, the node
 // environment is empty, not nil: exec.Cmd runs a nil one with the
 // server's whole environment.
-func TestInheritedEnvIsNeverNil(t *testing.T) {
-	saved := os.Environ()
-	t.Cleanup(func() {
-		os.Clearenv()
-		for _, kv := range saved {
-			k, v, _ := strings.Cut(kv, "=")
-			_ = os.Setenv(k, v)
+func TestAllowedEnvIsNeverNil(t *testing.T) {
+	t.Parallel()
+	for _, environ := range [][]string{nil, {"OPENAI_API_KEY=sk-secret-key"}} {
+		if env := allowedEnv(environ, nil); env == nil || len(env) != 0 {
+			t.Errorf("allowedEnv(%q) = %#v, want an empty, non-nil slice", environ, env)
 		}
-	})
-	os.Clearenv()
-	_ = os.Setenv("OPENAI_API_KEY", "sk-secret-key")
-	if env := inheritedEnv(nil); env == nil || len(env) != 0 {
-		t.Fatalf("inheritedEnv = %#v, want an empty, non-nil slice", env)
+	}
+	got := allowedEnv([]string{"PATH=/bin", "OPENAI_API_KEY=k", "MINE=1", "LC_ALL=C", PassEnvVar + "=MINE"}, nil)
+	if want := []string{"PATH=/bin", "MINE=1", "LC_ALL=C"}; !slices.Equal(got, want) {
+		t.Errorf("allowedEnv = %q, want %q", got, want)
 	}
 }

@@ -125,8 +125,13 @@ const PassEnvVar = "SWITCHYARD_PASS_ENV"
 
 // inheritedEnv is the part of os.Environ() a node subprocess gets.
 func inheritedEnv(workflowPass []string) []string {
+	return allowedEnv(os.Environ(), workflowPass)
+}
+
+// allowedEnv is the part of environ a node subprocess gets.
+func allowedEnv(environ, workflowPass []string) []string {
 	pass := map[string]bool{}
-	for _, n := range strings.Split(os.Getenv(PassEnvVar), ",") {
+	for _, n := range strings.Split(envValueOf(environ, PassEnvVar), ",") {
 		if n = strings.TrimSpace(n); n != "" {
 			pass[n] = true
 		}
@@ -135,7 +140,7 @@ func inheritedEnv(workflowPass []string) []string {
 		pass[n] = true
 	}
 	env := []string{} // never nil: exec.Cmd would inherit os.Environ()
-	for _, kv := range os.Environ() {
+	for _, kv := range environ {
 		k, _, _ := strings.Cut(kv, "=")
 		if nodeEnvAllowed[k] || strings.HasPrefix(k, "LC_") || pass[k] {
 			env = append(env, kv)
@@ -205,4 +210,15 @@ func nodeEnv(x *Exec, vars *yamlVars, refs []string, tmp string, branch bool) (e
 			"if [ -n \"${SWITCHYARD_USER_BASH_ENV-}\" ]; then export BASH_ENV=\"$SWITCHYARD_USER_BASH_ENV\"; . \"$BASH_ENV\"; fi\n"
 	}
 	return env, prelude, nil
+}
+
+// envValueOf is name's value in environ, as os.Getenv reads its own (the
+// first of duplicates); "" when unset.
+func envValueOf(environ []string, name string) string {
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
 }
