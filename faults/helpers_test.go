@@ -103,7 +103,13 @@ type fakeLLM struct {
 func newFakeLLM(t *testing.T) *fakeLLM {
 	t.Helper()
 	f := &fakeLLM{faults: map[string]func(llmCall, int) (fakeopenai.Reply, bool){}}
-	f.srv = fakeopenai.StartT(t, fakeopenai.WithRequestLogLimit(0), fakeopenai.WithHandler(f.reply))
+	// The idle timeout ends the server's keep-alive connections to the
+	// LLM a few seconds after a scenario's last call, as a provider does,
+	// so that settled compares the process with its baseline without
+	// them: with eight busy loops on two cores, TestKillGraphRuns ended
+	// with 5 idle ones (10 goroutines), over the slack.
+	f.srv = fakeopenai.StartT(t, fakeopenai.WithRequestLogLimit(0), fakeopenai.WithHandler(f.reply),
+		fakeopenai.WithIdleTimeout(3*time.Second))
 	return f
 }
 
@@ -619,8 +625,8 @@ func (p *proc) usage(t *testing.T) usage {
 	return u
 }
 
-// Slack over the baseline: idle keep-alive connections to the LLM may
-// outlive a scenario. The database's descriptors are bounded separately:
+// Slack over the baseline (the fake LLM ends idle keep-alive connections
+// after a few seconds: newFakeLLM). The database's descriptors are bounded separately:
 // the store keeps one writer and at most max(4, NumCPU) idle readers, each
 // with the database and its WAL open, plus the shared memory file.
 const (

@@ -41,6 +41,7 @@ type config struct {
 	logLimit   int
 	addr       string
 	logger     *slog.Logger
+	idle       time.Duration
 }
 
 // WithLatency delays every reply by d before its first byte (unless the
@@ -73,6 +74,12 @@ func WithRequestLogLimit(n int) Option { return func(c *config) { c.logLimit = n
 // WithAddr sets the listen address for Start (default "127.0.0.1:0"). Only
 // loopback hosts are accepted.
 func WithAddr(addr string) Option { return func(c *config) { c.addr = addr } }
+
+// WithIdleTimeout closes a keep-alive connection that has waited d for
+// its next request, as providers and their load balancers do (0: Go's
+// default, the read timeout, none here). Tests that count a client's
+// descriptors use it so that the client's idle connections end.
+func WithIdleTimeout(d time.Duration) Option { return func(c *config) { c.idle = d } }
 
 // WithLogger receives debug logs about injected faults and HTTP server errors
 // (default: discarded).
@@ -145,6 +152,7 @@ func Start(opts ...Option) (*Server, error) {
 	s.srv = &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       s.cfg.idle,
 		ErrorLog:          slog.NewLogLogger(s.cfg.logger.Handler(), slog.LevelDebug),
 	}
 	s.url = "http://" + ln.Addr().String() + "/v1"

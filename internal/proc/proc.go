@@ -82,7 +82,7 @@ type Spec struct {
 	Name    string
 	Args    []string
 	Dir     string
-	Env     []string // the whole environment: nil is an empty one
+	Env     []string      // the whole environment: nil is an empty one
 	Timeout time.Duration // 0: none
 	// Stream names stdout in Output calls ("stdout" by default).
 	Stream string
