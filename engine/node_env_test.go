@@ -21,7 +21,9 @@ func TestNodeEnvironmentKeepsSecretsOut(t *testing.T) {
 	t.Setenv("LC_ALL", "C")
 	t.Setenv(PassEnvVar, "MY_SERVER_VAR")
 	e, _ := yamlEngine(t)
-	src := "name: t\ndescription: env\npass_env: [MY_WORKFLOW_VAR]\nnodes:\n" +
+	// A workflow's pass_env naming Switchyard's own secrets passes none
+	// of them: only serve --pass-env can.
+	src := "name: t\ndescription: env\npass_env: [MY_WORKFLOW_VAR, OPENAI_API_KEY, ANTHROPIC_API_KEY, SWITCHYARD_TOKEN]\nnodes:\n" +
 		"  - id: x\n    bash: env\n"
 	run, ns := runYAMLT(t, e, src, "")
 	if run.Status != StatusCompleted {
@@ -94,5 +96,16 @@ func TestAllowedEnvIsNeverNil(t *testing.T) {
 	got := allowedEnv([]string{"PATH=/bin", "OPENAI_API_KEY=k", "MINE=1", "LC_ALL=C", PassEnvVar + "=MINE"}, nil)
 	if want := []string{"PATH=/bin", "MINE=1", "LC_ALL=C"}; !slices.Equal(got, want) {
 		t.Errorf("allowedEnv = %q, want %q", got, want)
+	}
+	// Switchyard's own secrets: never through a workflow's pass_env, only
+	// through the operator's list.
+	environ := []string{"OPENAI_API_KEY=k", "SWITCHYARD_NOTIFY_URL=u", "THEIRS=2"}
+	wfPass := []string{"OPENAI_API_KEY", "SWITCHYARD_NOTIFY_URL", "THEIRS"}
+	if got, want := allowedEnv(environ, wfPass), []string{"THEIRS=2"}; !slices.Equal(got, want) {
+		t.Errorf("workflow pass_env: allowedEnv = %q, want %q", got, want)
+	}
+	environ = append(environ, PassEnvVar+"=OPENAI_API_KEY")
+	if got, want := allowedEnv(environ, wfPass), []string{"OPENAI_API_KEY=k", "THEIRS=2"}; !slices.Equal(got, want) {
+		t.Errorf("serve --pass-env OPENAI_API_KEY: allowedEnv = %q, want %q", got, want)
 	}
 }

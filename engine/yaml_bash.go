@@ -137,7 +137,11 @@ func allowedEnv(environ, workflowPass []string) []string {
 		}
 	}
 	for _, n := range workflowPass {
-		pass[n] = true
+		// The workflow file's: Switchyard's own secrets only through
+		// the operator's list above.
+		if !yamlflow.OwnSecret(n) {
+			pass[n] = true
+		}
 	}
 	env := []string{} // never nil: exec.Cmd would inherit os.Environ()
 	for _, kv := range environ {

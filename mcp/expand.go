@@ -6,6 +6,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/switchyard/switchyard/yamlflow"
 )
 
 // Variables in configs: see the package documentation.
@@ -42,13 +44,10 @@ func parseRefs(s string) ([]ref, error) {
 	return refs, nil
 }
 
-// builtinSecrets are the variables that hold Switchyard's LLM keys.
-var builtinSecrets = map[string]bool{"OPENAI_API_KEY": true, "ANTHROPIC_API_KEY": true}
-
 // IsSecret reports whether ${name} is refused: one of Switchyard's own
 // secrets (OPENAI_API_KEY, ANTHROPIC_API_KEY, SWITCHYARD_*) or one of extra.
 func IsSecret(name string, extra []string) bool {
-	if builtinSecrets[name] || strings.HasPrefix(name, "SWITCHYARD_") {
+	if yamlflow.OwnSecret(name) {
 		return true
 	}
 	for _, e := range extra {

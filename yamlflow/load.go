@@ -164,7 +164,11 @@ func (p *parser) parse(data []byte) *Workflow {
 					p.errorf(e.line, "", "pass_env", CodeInvalidValue, "%q is not an environment variable name", n)
 					continue
 				}
-				if LooksSecret(n) {
+				switch {
+				case OwnSecret(n):
+					p.warnf(e.line, "", "pass_env", CodeSecretPassEnv,
+						"%q is one of Switchyard's own secrets: a workflow's pass_env never passes it to nodes (serve --pass-env can)", n)
+				case LooksSecret(n):
 					p.warnf(e.line, "", "pass_env", CodeSecretPassEnv,
 						"%q looks like a secret: every bash, script and Bash tool call of this workflow, and the agents that run them, can read it", n)
 				}

@@ -15,3 +15,11 @@ var secretNameRE = regexp.MustCompile(`(?i)(^|_)(API_?KEY|KEY|TOKEN|SECRET|PASSW
 func LooksSecret(name string) bool {
 	return secretNameRE.MatchString(name) || strings.HasPrefix(strings.ToUpper(name), "SWITCHYARD_")
 }
+
+// OwnSecret reports whether name is one of Switchyard's own secrets: its
+// LLM keys and its SWITCHYARD_* settings (the token, the notify URL, the
+// database URL). A workflow file never hands them to its nodes (pass_env)
+// or MCP servers (${NAME}); only the operator can (serve --pass-env).
+func OwnSecret(name string) bool {
+	return name == "OPENAI_API_KEY" || name == "ANTHROPIC_API_KEY" || strings.HasPrefix(name, "SWITCHYARD_")
+}

@@ -18,7 +18,7 @@ func TestLooksSecret(t *testing.T) {
 }
 
 func TestPassEnvSecretWarns(t *testing.T) {
-	src := "name: t\ndescription: d\npass_env: [GOPATH, GITHUB_TOKEN]\nnodes:\n  - id: a\n    bash: echo hi\n"
+	src := "name: t\ndescription: d\npass_env: [GOPATH, GITHUB_TOKEN, OPENAI_API_KEY]\nnodes:\n  - id: a\n    bash: echo hi\n"
 	wf, diags, err := Parse("t.yaml", []byte(src))
 	if err != nil || wf == nil {
 		t.Fatal(err)
@@ -29,10 +29,22 @@ func TestPassEnvSecretWarns(t *testing.T) {
 			got = append(got, d.Message)
 		}
 	}
-	if len(got) != 1 || !strings.Contains(got[0], "GITHUB_TOKEN") {
+	if len(got) != 2 || !strings.Contains(got[0], `"GITHUB_TOKEN" looks like a secret`) ||
+		!strings.Contains(got[1], `"OPENAI_API_KEY" is one of Switchyard's own secrets: a workflow's pass_env never passes it`) {
 		t.Errorf("warnings %v", got)
 	}
-	if len(wf.PassEnv) != 2 {
+	if len(wf.PassEnv) != 3 {
 		t.Errorf("pass_env %v: a warning must not drop the name", wf.PassEnv)
+	}
+}
+
+func TestOwnSecret(t *testing.T) {
+	for name, want := range map[string]bool{
+		"OPENAI_API_KEY": true, "ANTHROPIC_API_KEY": true, "SWITCHYARD_TOKEN": true, "SWITCHYARD_DB": true,
+		"GITHUB_TOKEN": false, "OPENAI_BASE_URL": false, "MY_OPENAI_API_KEY": false,
+	} {
+		if got := OwnSecret(name); got != want {
+			t.Errorf("OwnSecret(%q) = %v, want %v", name, got, want)
+		}
 	}
 }
