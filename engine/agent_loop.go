@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchyard/switchyard/graph"
 	"github.com/switchyard/switchyard/llm"
 )
 
@@ -55,9 +56,9 @@ type toolLoop struct {
 	deltas   *coalescer
 	callID   string      // the subagent call this loop serves ("" at the top)
 	frame    *usageFrame // usage frame of this loop's model calls (nil: the invocation's)
-	// approve reports whether a call waits for a reviewer first
-	// (approve_tools); nil means never.
-	approve func(name string, args json.RawMessage) bool
+	// approve lists the calls that wait for a reviewer first
+	// (approve_tools, data.tools.approve); none: never.
+	approve []graph.ToolPattern
 	// nested loops (subagents) cannot pause for a reviewer: a call that
 	// needs approval there is refused with an error result.
 	nested bool
@@ -177,7 +178,10 @@ func (l *toolLoop) approvalWait(p *pendingTurn) *Wait {
 			continue
 		}
 		t := l.byName[tc.Name]
-		if t == nil || l.approve == nil || !l.approve(tc.Name, json.RawMessage(tc.Arguments)) {
+		if t == nil || len(l.approve) == 0 {
+			continue
+		}
+		if _, ok := graph.NeedsApproval(l.approve, tc.Name, []byte(tc.Arguments), l.a.x.WorkDir()); !ok {
 			continue
 		}
 		if l.nested {

@@ -18,7 +18,7 @@ import (
 // for a reviewer.
 type toolPolicy struct {
 	builtins []string
-	approve  func(name string, args json.RawMessage) bool
+	approve  []graph.ToolPattern // calls that wait for a reviewer; none: never
 	maxTurns int
 }
 
@@ -38,9 +38,14 @@ func graphToolPolicy(n graph.Node) toolPolicy {
 			p.builtins = append(p.builtins, name)
 		}
 	}
-	if len(t.Approve) > 0 {
-		pats := parseToolPatterns(t.Approve)
-		p.approve = func(name string, args json.RawMessage) bool { return matchToolPatterns(pats, name, args) }
+	for _, s := range t.Approve {
+		tp, err := graph.ParseToolPattern(s)
+		if err != nil {
+			// Validation refuses such a graph; a run stored before it did
+			// asks for every call rather than for none.
+			tp = graph.ToolPattern{Raw: s, Name: "*"}
+		}
+		p.approve = append(p.approve, tp)
 	}
 	return p
 }
@@ -148,51 +153,6 @@ func (a *agentCall) previewDiff(tool string, args json.RawMessage) string {
 		}
 	}
 	return unifiedDiff(in.FilePath, before, after)
-}
-
-// toolPattern is one entry of an approval list: a tool name or glob
-// (mcp__github__create_*), optionally with Claude Code's argument prefix
-// (Bash(git push:*)), which matches the call's command, file_path or path.
-type toolPattern struct {
-	name   string
-	prefix string
-	hasArg bool
-}
-
-func parseToolPatterns(list []string) []toolPattern {
-	out := make([]toolPattern, 0, len(list))
-	for _, s := range list {
-		s = strings.TrimSpace(s)
-		p := toolPattern{name: s}
-		if i := strings.IndexByte(s, '('); i > 0 && strings.HasSuffix(s, ")") {
-			p.name = s[:i]
-			arg := s[i+1 : len(s)-1]
-			arg = strings.TrimSuffix(arg, "*")
-			arg = strings.TrimSuffix(arg, ":")
-			p.prefix, p.hasArg = arg, true
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-func matchToolPatterns(pats []toolPattern, name string, args json.RawMessage) bool {
-	for _, p := range pats {
-		if ok, _ := filepath.Match(p.name, name); !ok {
-			continue
-		}
-		if !p.hasArg {
-			return true
-		}
-		var m map[string]any
-		_ = json.Unmarshal(args, &m)
-		for _, k := range []string{"command", "file_path", "path"} {
-			if v, ok := m[k].(string); ok && strings.HasPrefix(strings.TrimSpace(v), p.prefix) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // resumeTranscript rebuilds session from the log and, for a reviewer's

@@ -23,12 +23,7 @@ func yamlToolPolicy(spec *yamlSpec) toolPolicy {
 			p.builtins = append(p.builtins, name)
 		}
 	}
-	if len(n.ApproveTools) > 0 {
-		p.approve = func(name string, args json.RawMessage) bool {
-			_, ok := n.NeedsApproval(name, args)
-			return ok
-		}
-	}
+	p.approve = n.ApproveTools
 	p.maxTurns = n.MaxTurns
 	return p
 }

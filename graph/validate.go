@@ -29,6 +29,7 @@ const (
 	CodeNothingReachable        = "nothing_reachable"
 	CodeIfNoBranch              = "if_no_branch"
 	CodeApprovalNoBranch        = "approval_no_branch"
+	CodeInvalidToolPattern      = "invalid_tool_pattern"
 
 	// Warnings: the graph runs, but probably not as meant.
 	CodeUnreachableNode = "unreachable_node"
@@ -188,7 +189,9 @@ func (v *validator) nodes() {
 					n.Label(), g.Nodes[v.starts[0]].Label())
 			}
 			v.starts = append(v.starts, int32(i))
-		case TypeAgent, TypeApproval:
+		case TypeAgent:
+			v.toolPatterns(n)
+		case TypeApproval:
 		case TypeIf:
 			v.conditions(n)
 		default:
@@ -203,6 +206,19 @@ func (v *validator) nodes() {
 	}
 	if len(v.starts) == 0 {
 		v.add(CodeNoStart, SeverityError, "", "", "the graph has no start node")
+	}
+}
+
+// toolPatterns checks an agent's approval patterns: one that does not
+// parse would never ask, and the calls it names would run unasked.
+func (v *validator) toolPatterns(n *Node) {
+	if n.Data.Tools == nil {
+		return
+	}
+	for _, s := range n.Data.Tools.Approve {
+		if _, err := ParseToolPattern(s); err != nil {
+			v.add(CodeInvalidToolPattern, SeverityError, n.ID, "", "%s: approve: %v", n.Label(), err)
+		}
 	}
 }
 

@@ -39,6 +39,11 @@ func sub(id, src, dst string) Edge {
 }
 
 func nodes(ns ...Node) []Node { return ns }
+
+func withApprove(n Node, patterns ...string) Node {
+	n.Data.Tools = &Tools{Builtin: []string{ToolBash, ToolWrite}, Approve: patterns}
+	return n
+}
 func edges(es ...Edge) []Edge { return es }
 
 // want is an expected problem: code, severity, node id, edge id.
@@ -116,6 +121,15 @@ func TestValidateCodes(t *testing.T) {
 				Edges: edges(exec("e1", "s", "output", "c"), exec("e2", "c", "false", "a"), exec("e3", "c", "condition-01", "a")),
 			},
 			want: []want{errorAt(CodeInvalidHandle, "c", "e3")},
+		},
+		{
+			name: "invalid_tool_pattern: an approval pattern that does not parse",
+			g: Graph{
+				Nodes: nodes(start("s"), withApprove(agent("a", "Alpha"), "Write", "Bash(git push"), withApprove(agent("b", "Beta"), "Glob(*.go)")),
+				Edges: edges(exec("e1", "s", "output", "a"), exec("e2", "a", "output", "b")),
+			},
+			want:    []want{errorAt(CodeInvalidToolPattern, "a", ""), errorAt(CodeInvalidToolPattern, "b", "")},
+			message: `(Alpha): approve: invalid tool pattern "Bash(git push"`,
 		},
 		{
 			name: "invalid_handle: approve on an agent",

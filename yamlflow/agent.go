@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/switchyard/switchyard/graph"
 )
 
 // The agent fields of AI nodes: allowed_tools, denied_tools,
@@ -90,7 +92,7 @@ func (p *parser) toolList(f field, v *yaml.Node) []string {
 			p.errorf(line, f.node, f.name, CodeInvalidValue, "%q: argument patterns like Bash(git push:*) are only supported in approve_tools; list the tool name here", name)
 			continue
 		}
-		if err := checkToolName(name); err != nil {
+		if err := graph.CheckToolName(name); err != nil {
 			p.errorf(line, f.node, f.name, CodeInvalidValue, "%q: %v", name, err)
 			continue
 		}
@@ -112,7 +114,7 @@ func (p *parser) parseApproveTools(n *Node, f field, v *yaml.Node) {
 		if i < len(lines) {
 			line = lines[i]
 		}
-		tp, err := ParseToolPattern(s)
+		tp, err := graph.ParseToolPattern(s)
 		if err != nil {
 			p.errorf(line, f.node, f.name, CodeInvalidValue, "%v", err)
 			continue

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/switchyard/switchyard/graph"
 )
 
 // Kind is a node's type. A YAML node chooses its kind by which key it has.
@@ -228,7 +230,7 @@ type Node struct {
 	DeniedTools  []string
 	// ApproveTools lists the calls that wait for a person's approval before
 	// they run (see ToolPattern for the matching rule, NeedsApproval).
-	ApproveTools []ToolPattern
+	ApproveTools []graph.ToolPattern
 	MaxTurns     int        // 0 = engine default (DefaultMaxTurns)
 	MCP          *MCPConfig // nil = no MCP servers
 
