@@ -192,3 +192,52 @@ func TestRunYAMLE2EDeterministic(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 }
+
+// TestCLIPrintsTextAsWritten: run, run --events and show print JSON whose
+// strings read as written: "a && b > c", not "a \u0026\u0026 b \u003e c"
+// (encoding/json's default, meant for HTML pages), which made a Bash
+// command waiting for approval hard to read in the terminal.
+func TestCLIPrintsTextAsWritten(t *testing.T) {
+	t.Parallel()
+	file := writeYAML(t, "  - id: a\n    bash: printf '%s' 'a && b > c <d>'\n")
+	data := t.TempDir()
+	code, stdout, stderr := run(t, "run", file, "--events", "--cwd", t.TempDir(), "--data", data)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	const want = `a && b > c <d>`
+	var id string
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var ev struct {
+			RunID string `json:"runId"`
+		}
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.RunID != "" {
+			id = ev.RunID
+		}
+	}
+	if !strings.Contains(stdout, want) || strings.Contains(stdout, `\u0026`) {
+		t.Errorf("run --events printed\n%s\nwant %q as written", stdout, want)
+	}
+	code, stdout, stderr = run(t, "show", id, "--events", "--data", data)
+	if code != exitOK {
+		t.Fatalf("show %q: exit %d\n%s", id, code, stderr)
+	}
+	if !strings.Contains(stdout, want) || strings.Contains(stdout, `\u0026`) {
+		t.Errorf("show --events printed\n%s\nwant %q as written", stdout, want)
+	}
+}
+
+func TestUnescapeHTML(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"a && b > c <d>", `back\slash \u0026 text`, `\\u0026`, "\u2028 & \\", `"quoted" <x>`, `\`, ""} {
+		b, _ := json.Marshal(map[string]string{"s": s})
+		got := unescapeHTML(b)
+		var back map[string]string
+		if err := json.Unmarshal(got, &back); err != nil || back["s"] != s {
+			t.Errorf("%q: %s -> %s, decodes to %q (%v)", s, b, got, back["s"], err)
+		}
+		if strings.Contains(s, "&") && !strings.Contains(s, `\`) && strings.Contains(string(got), `\u0026`) {
+			t.Errorf("%q: still escaped: %s", s, got)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -108,7 +109,7 @@ func openEnv(ctx context.Context, db, dataDir string, events io.Writer, stderr i
 	if events != nil {
 		// Print an event only once it is durable: a line the user saw is
 		// never lost, even if this process is killed right after.
-		ls := &lineSink{enc: json.NewEncoder(events)}
+		ls := &lineSink{enc: newJSONEncoder(events)}
 		st.OnCommit(func(evs []engine.Event, _ []*engine.Run) {
 			for i := range evs {
 				ls.Emit(&evs[i])
@@ -213,8 +214,64 @@ func (c *cliEnv) result(ctx context.Context, run *engine.Run) (*runResult, error
 	return res, nil
 }
 
+// newJSONEncoder writes JSON for a terminal and for jq: strings as
+// written ("a && b"), not escaped for an HTML page ("a \u0026\u0026 b").
+// Event data comes stored in json.Marshal's escaped form, which
+// SetEscapeHTML leaves as it is, so the writer undoes those escapes too.
+func newJSONEncoder(w io.Writer) *json.Encoder {
+	enc := json.NewEncoder(plainJSON{w})
+	enc.SetEscapeHTML(false)
+	return enc
+}
+
+// plainJSON writes JSON texts (one per Write, as json.Encoder writes them)
+// with the escapes \u0026, \u003c and \u003e turned back into &, < and >.
+type plainJSON struct{ w io.Writer }
+
+func (p plainJSON) Write(b []byte) (int, error) {
+	if _, err := p.w.Write(unescapeHTML(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// unescapeHTML turns the escapes json.Marshal writes for &, < and > back
+// into the characters; an escaped backslash followed by u0026 is text and
+// stays.
+func unescapeHTML(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`\u00`)) {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		if b[i+1] == 'u' && i+6 <= len(b) {
+			switch strings.ToLower(string(b[i+2 : i+6])) {
+			case "0026":
+				out = append(out, '&')
+				i += 5
+				continue
+			case "003c":
+				out = append(out, '<')
+				i += 5
+				continue
+			case "003e":
+				out = append(out, '>')
+				i += 5
+				continue
+			}
+		}
+		out = append(out, b[i], b[i+1]) // an escape pair, \\ included
+		i++
+	}
+	return out
+}
+
 func printJSON(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
+	enc := newJSONEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
 }
@@ -517,7 +574,7 @@ func show(ctx context.Context, env *cliEnv, runID string, events bool, stdout, s
 			fmt.Fprintln(stderr, "switchyard:", err)
 			return exitFailed
 		}
-		enc := json.NewEncoder(stdout)
+		enc := newJSONEncoder(stdout)
 		for i := range evs {
 			_ = enc.Encode(&evs[i])
 		}
