@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchyard/switchyard/graph"
 	"github.com/switchyard/switchyard/llm"
+	"github.com/switchyard/switchyard/yamlflow"
 )
 
 // DefaultMaxTurns bounds the model turns of one agent loop (a YAML AI node,
@@ -42,7 +43,8 @@ type toolOutcome struct {
 	cut     bool
 	full    int // bytes before cutting
 	denied  bool
-	lost    bool // not made: this process no longer holds the run
+	lost    bool   // not made: this process no longer holds the run
+	note    string // what the node's hooks add for the model (after any cut)
 }
 
 // toolLoop drives one conversation with tools.
@@ -59,6 +61,8 @@ type toolLoop struct {
 	// approve lists the calls that wait for a reviewer first
 	// (approve_tools, data.tools.approve); none: never.
 	approve []graph.ToolPattern
+	// hooks are a YAML node's hooks: (nil: none; see yamlflow/hooks.go).
+	hooks *yamlflow.Hooks
 	// nested loops (subagents) cannot pause for a reviewer: a call that
 	// needs approval there is refused with an error result.
 	nested bool
@@ -177,12 +181,27 @@ func (l *toolLoop) approvalWait(p *pendingTurn) *Wait {
 		if _, decided := p.decisions[tc.ID]; decided {
 			continue
 		}
-		t := l.byName[tc.Name]
-		if t == nil || len(l.approve) == 0 {
+		decision, reason := hookDecision(l.hooks.For(yamlflow.HookPreToolUse, tc.Name))
+		if decision == yamlflow.HookDeny {
+			l.hookMessages(tc, yamlflow.HookPreToolUse)
+			text := "denied by a hook"
+			if reason != "" {
+				text += ": " + reason
+			}
+			p.results[tc.ID] = l.finish(p.turn, tc, toolOutcome{isError: true, denied: true, text: text}, 0)
 			continue
 		}
-		if _, ok := graph.NeedsApproval(l.approve, tc.Name, []byte(tc.Arguments), l.a.x.WorkDir()); !ok {
+		t := l.byName[tc.Name]
+		if t == nil {
 			continue
+		}
+		if decision != yamlflow.HookAsk {
+			if len(l.approve) == 0 {
+				continue
+			}
+			if _, ok := graph.NeedsApproval(l.approve, tc.Name, []byte(tc.Arguments), l.a.x.WorkDir()); !ok {
+				continue
+			}
 		}
 		if l.nested {
 			p.results[tc.ID] = l.finish(p.turn, tc, toolOutcome{isError: true,
@@ -194,7 +213,11 @@ func (l *toolLoop) approvalWait(p *pendingTurn) *Wait {
 			ta.Diff = t.diff(json.RawMessage(tc.Arguments))
 		}
 		st, _ := json.Marshal(loopWait{Kind: "tool", Session: l.session, CallID: tc.ID})
-		return &Wait{Prompt: fmt.Sprintf("Allow %s?", toolSummary(tc.Name, tc.Arguments)), State: st, Tool: ta}
+		prompt := fmt.Sprintf("Allow %s?", toolSummary(tc.Name, tc.Arguments))
+		if decision == yamlflow.HookAsk && reason != "" {
+			prompt += " (" + reason + ")"
+		}
+		return &Wait{Prompt: prompt, State: st, Tool: ta}
 	}
 	return nil
 }
@@ -224,6 +247,9 @@ func (l *toolLoop) runCalls(ctx context.Context, p *pendingTurn) error {
 				out = toolOutcome{text: "denied by the reviewer: " + note, isError: true, denied: true}
 			} else {
 				out = l.call(ctx, tc)
+				if ctx.Err() == nil && !out.lost {
+					out.note = l.hookNote(tc, out.isError)
+				}
 			}
 			if ctx.Err() != nil || out.lost {
 				return // stopped, or not ours to make: not a result
@@ -277,6 +303,10 @@ func (l *toolLoop) finish(turn int, tc llm.ToolCall, out toolOutcome, took time.
 	if len(out.text) > maxToolResult {
 		out.text = cutUTF8(out.text, maxToolResult) + fmt.Sprintf("\n... [output cut: %d of %d bytes shown]", maxToolResult, out.full)
 		out.cut = true
+	}
+	if out.note != "" {
+		// After the cut: what the hooks add always reaches the model.
+		out.text += "\n\n" + out.note
 	}
 	l.a.x.Emit(EvToolResult, out.text, toolResultData{Session: l.session, Turn: turn, CallID: tc.ID, Tool: tc.Name,
 		OK: !out.isError, Denied: out.denied, Bytes: out.full, Cut: out.cut, DurationMs: took.Milliseconds(), ParentCallID: l.callID})
@@ -438,4 +468,54 @@ func toolSummary(name, args string) string {
 		}
 	}
 	return name
+}
+
+// hookDecision is what a call's PreToolUse hooks decide together: deny over
+// ask over allow, with the reason of the hook that decided.
+func hookDecision(hooks []yamlflow.Hook) (decision, reason string) {
+	rank := map[string]int{yamlflow.HookAllow: 1, yamlflow.HookAsk: 2, yamlflow.HookDeny: 3}
+	for _, h := range hooks {
+		if rank[h.Decision] > rank[decision] {
+			decision, reason = h.Decision, h.Reason
+		}
+	}
+	return decision, reason
+}
+
+// hookNote is what the node's hooks add to a call's result for the model:
+// the PreToolUse hooks' additionalContext, then the PostToolUse (or, for a
+// failed call, PostToolUseFailure) hooks' additionalContext and the reason
+// of their decision: block. Their systemMessages go to the run log.
+func (l *toolLoop) hookNote(tc llm.ToolCall, failed bool) string {
+	if l.hooks == nil {
+		return ""
+	}
+	post := yamlflow.HookPostToolUse
+	if failed {
+		post = yamlflow.HookPostToolUseFailure
+	}
+	var parts []string
+	for _, event := range []string{yamlflow.HookPreToolUse, post} {
+		for _, h := range l.hooks.For(event, tc.Name) {
+			if c := strings.TrimSpace(h.Context); c != "" {
+				parts = append(parts, c)
+			}
+			if r := strings.TrimSpace(h.Reason); event != yamlflow.HookPreToolUse && h.Decision == yamlflow.HookBlock && r != "" {
+				parts = append(parts, r)
+			}
+		}
+		l.hookMessages(tc, event)
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// hookMessages logs the systemMessages of the event's hooks for a call:
+// Claude Code shows them to people, not to the model.
+func (l *toolLoop) hookMessages(tc llm.ToolCall, event string) {
+	for _, h := range l.hooks.For(event, tc.Name) {
+		if msg := strings.TrimSpace(h.SystemMessage); msg != "" {
+			l.a.x.Emit(EvWarning, fmt.Sprintf("%s hook for %s: %s", event, tc.Name, msg), map[string]any{
+				"hook": event, "matcher": h.Matcher, "tool": tc.Name, "callId": tc.ID, "session": l.session})
+		}
+	}
 }

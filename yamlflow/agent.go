@@ -11,11 +11,11 @@ import (
 )
 
 // The agent fields of AI nodes: allowed_tools, denied_tools,
-// approve_tools, max_turns and mcp.
+// approve_tools, max_turns, mcp and hooks (hooks.go).
 
 // agentNodeFields are the AI-node fields that configure the agent loop
 // (tools, turns, MCP servers). They are AI fields: on other kinds they warn.
-var agentNodeFields = set("allowed_tools", "denied_tools", "approve_tools", "max_turns", "mcp")
+var agentNodeFields = set("allowed_tools", "denied_tools", "approve_tools", "max_turns", "mcp", "hooks")
 
 // MCP server transports.
 const (
@@ -67,6 +67,8 @@ func (p *parser) parseAgentField(n *Node, f field, v *yaml.Node) {
 		}
 	case "mcp":
 		n.MCP = p.parseMCP(f, v)
+	case "hooks":
+		n.Hooks = p.parseHooks(f, v)
 	}
 }
 

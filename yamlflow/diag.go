@@ -67,6 +67,7 @@ const (
 	CodeBadOutputFormat        = "bad_output_format"
 	CodeUnknownTool            = "unknown_tool" // a warning: a tool name Switchyard does not know
 	CodeInvalidMCP             = "invalid_mcp"
+	CodeInvalidHooks           = "invalid_hooks"
 	CodeInvalidInclude         = "invalid_include"
 	CodeIncludeNotFound        = "include_not_found"
 	CodeIncludeCycle           = "include_cycle"

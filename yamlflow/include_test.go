@@ -305,7 +305,7 @@ func TestArchonCurrentLoads(t *testing.T) {
 		}
 		for _, d := range diags {
 			switch {
-			case d.Code == CodeNotImplemented && (d.Field == "hooks" || d.Field == "skills"):
+			case d.Code == CodeNotImplemented && d.Field == "skills":
 			case d.Code == CodeUnknownOutputRef || d.Code == CodeUnsupportedProvider:
 			default:
 				t.Errorf("unexpected diagnostic: %s", d)

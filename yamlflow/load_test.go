@@ -339,7 +339,6 @@ func TestExtraKept(t *testing.T) {
 	a := wf.Node("a")
 	want := map[string]any{
 		"skills":    []any{"x"},
-		"hooks":     map[string]any{"PreToolUse": []any{map[string]any{"matcher": "Write"}}},
 		"depend_on": []any{"b"},
 	}
 	if !reflect.DeepEqual(a.Extra, want) {

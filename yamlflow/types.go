@@ -233,6 +233,7 @@ type Node struct {
 	ApproveTools []graph.ToolPattern
 	MaxTurns     int        // 0 = engine default (DefaultMaxTurns)
 	MCP          *MCPConfig // nil = no MCP servers
+	Hooks        *Hooks     // nil = none (see hooks.go)
 
 	// Per kind.
 	Command      string   // command: the command file's name

@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/switchyard/switchyard/internal/fakeopenai"
+)
+
+// TestYAMLHooksActOnToolCalls: a YAML node's hooks (Archon's static Claude
+// Code hook responses) decide over its tool calls: a PreToolUse deny
+// refuses the call and tells the model why, ask waits for a reviewer, and
+// additionalContext and a PostToolUse block reason reach the model with
+// the result; a systemMessage is logged for people.
+func TestYAMLHooksActOnToolCalls(t *testing.T) {
+	e, rec := newLLMEngine(t, Config{})
+	srv := testFake[t.Name()]
+	var calls []fakeopenai.ToolCall
+	srv.SetHandler(func(req *fakeopenai.Request) fakeopenai.Reply {
+		var results []string
+		for _, m := range req.Messages {
+			if m.Role == "tool" {
+				results = append(results, m.Content)
+			}
+		}
+		if len(results) > 0 {
+			return fakeopenai.Reply{Text: "saw: " + strings.Join(results, " | ")}
+		}
+		return fakeopenai.Reply{ToolCalls: calls}
+	})
+	args := func(m map[string]any) string { b, _ := json.Marshal(m); return string(b) }
+	const hooks = `
+    hooks:
+      PreToolUse:
+        - matcher: "Write|Edit"
+          response:
+            hookSpecificOutput:
+              hookEventName: PreToolUse
+              permissionDecision: deny
+              permissionDecisionReason: "this node only reads"
+        - matcher: Bash
+          response:
+            hookSpecificOutput: {permissionDecision: ask, permissionDecisionReason: "shell needs a person"}
+        - matcher: Read
+          response:
+            hookSpecificOutput: {permissionDecision: allow, additionalContext: "mind the licence header"}
+      PostToolUse:
+        - matcher: Read
+          response:
+            systemMessage: "the agent read a file"
+            decision: block
+            reason: "summarise before reading more"
+      PostToolUseFailure:
+        - matcher: Bash
+          response: {hookSpecificOutput: {additionalContext: "read the error before retrying"}}
+`
+
+	t.Run("deny", func(t *testing.T) {
+		dir := t.TempDir()
+		calls = []fakeopenai.ToolCall{{Name: "Write", Arguments: args(map[string]any{"file_path": "x.txt", "content": "no\n"})}}
+		run := startYAMLIn(t, e, dir, wf("  - id: a\n    prompt: go\n"+hooks), "")
+		got := waitRun(t, e, run.ID)
+		if got.Status != StatusCompleted {
+			t.Fatalf("%s %s", got.Status, got.Error)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "x.txt")); err == nil {
+			t.Error("a Write a hook denied wrote its file")
+		}
+		if out := nodeStates(t, e, run.ID)["a"].Output; out != "saw: denied by a hook: this node only reads" {
+			t.Errorf("output %q", out)
+		}
+		res := rec.ofType(run.ID, EvToolResult)
+		if len(res) != 1 || !strings.Contains(string(res[0].Data), `"denied":true`) {
+			t.Errorf("tool results %+v", res)
+		}
+	})
+
+	t.Run("ask, then approve", func(t *testing.T) {
+		dir := t.TempDir()
+		calls = []fakeopenai.ToolCall{{Name: "Bash", Arguments: args(map[string]any{"command": "echo ran >> log.txt; exit 3"})}}
+		run := startYAMLIn(t, e, dir, wf("  - id: a\n    prompt: go\n"+hooks), "")
+		got := waitRun(t, e, run.ID)
+		if got.Status != StatusPaused || len(got.PendingApprovals) != 1 || got.PendingApprovals[0].Tool == nil ||
+			!strings.Contains(got.PendingApprovals[0].Prompt, "shell needs a person") {
+			t.Fatalf("%s %+v: want a wait naming the hook's reason", got.Status, got.PendingApprovals)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "log.txt")); err == nil {
+			t.Fatal("the Bash call ran before its approval")
+		}
+		if _, err := e.Resume(context.Background(), run.ID, "a", Decision{Decision: "approve"}); err != nil {
+			t.Fatal(err)
+		}
+		got = waitRun(t, e, run.ID)
+		if got.Status != StatusCompleted {
+			t.Fatalf("%s %s", got.Status, got.Error)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "log.txt")); string(b) != "ran\n" {
+			t.Errorf("log.txt %q: the approved call should run once", b)
+		}
+		// It failed (exit 3): PostToolUseFailure's context follows the result.
+		out := nodeStates(t, e, run.ID)["a"].Output
+		if !strings.Contains(out, "Exit code 3") || !strings.HasSuffix(out, "\n\nread the error before retrying") {
+			t.Errorf("output %q", out)
+		}
+	})
+
+	t.Run("context and messages", func(t *testing.T) {
+		dir := t.TempDir()
+		_ = os.WriteFile(filepath.Join(dir, "a.txt"), []byte("hello\n"), 0o644)
+		calls = []fakeopenai.ToolCall{{Name: "Read", Arguments: args(map[string]any{"file_path": "a.txt"})}}
+		run := startYAMLIn(t, e, dir, wf("  - id: a\n    prompt: go\n    approve_tools: [Read]\n"+hooks), "")
+		got := waitRun(t, e, run.ID)
+		// A hook's allow does not lift approve_tools: the person is asked.
+		if got.Status != StatusPaused {
+			t.Fatalf("%s: a hook's allow skipped approve_tools", got.Status)
+		}
+		if _, err := e.Resume(context.Background(), run.ID, "a", Decision{Decision: "approve"}); err != nil {
+			t.Fatal(err)
+		}
+		if got = waitRun(t, e, run.ID); got.Status != StatusCompleted {
+			t.Fatalf("%s %s", got.Status, got.Error)
+		}
+		out := nodeStates(t, e, run.ID)["a"].Output
+		if !strings.Contains(out, "hello") || !strings.HasSuffix(out, "\n\nmind the licence header\n\nsummarise before reading more") {
+			t.Errorf("output %q: want the result, then the hooks' context", out)
+		}
+		var warned bool
+		for _, ev := range rec.ofType(run.ID, EvWarning) {
+			if strings.Contains(ev.Content, "PostToolUse hook for Read: the agent read a file") {
+				warned = true
+			}
+		}
+		if !warned {
+			t.Error("the systemMessage was not logged")
+		}
+		for _, r := range srv.Requests() {
+			for _, m := range r.Messages {
+				if strings.Contains(m.Content, "the agent read a file") {
+					t.Error("the model was sent a systemMessage, which is for people")
+				}
+			}
+		}
+	})
+}
