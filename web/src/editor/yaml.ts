@@ -25,8 +25,15 @@ export const NODE_FIELDS: readonly string[] = [
   'idle_timeout',
   'runtime',
   'deps',
+  'allowed_tools',
+  'denied_tools',
+  'approve_tools',
+  'max_turns',
+  'mcp',
+  'hooks',
+  'include',
 ];
-export const TOP_LEVEL_FIELDS: readonly string[] = ['name', 'description', 'nodes', 'provider', 'model', 'interactive', 'mutates_checkout', 'tags', 'pass_env'];
+export const TOP_LEVEL_FIELDS: readonly string[] = ['name', 'description', 'nodes', 'provider', 'model', 'interactive', 'mutates_checkout', 'tags', 'pass_env', 'worktree'];
 const BLOCK_FIELDS: Record<string, readonly string[]> = {
   loop: ['prompt', 'until', 'max_iterations', 'fresh_context', 'interactive', 'gate_message', 'until_bash'],
   approval: ['message', 'capture_response', 'on_reject'],
@@ -45,6 +52,14 @@ const FIELD_INFO: Record<string, string> = {
   depends_on: 'nodes this one waits for',
   when: 'run only if the condition holds',
   trigger_rule: 'all_success, one_success, …',
+  allowed_tools: 'tools the agent may call',
+  denied_tools: 'tools taken away',
+  approve_tools: 'calls that wait for a person',
+  max_turns: 'cap on model turns',
+  mcp: 'MCP servers for the agent',
+  hooks: 'PreToolUse / PostToolUse responses',
+  include: 'inline another workflow file',
+  worktree: 'run in a git worktree',
 };
 
 export type CompletionItem = { label: string; type: 'property' | 'variable' | 'constant'; detail?: string; apply?: string };
