@@ -180,6 +180,7 @@ func llmTurn(ctx context.Context, x *Exec, spec *yamlSpec, vars *yamlVars, histo
 		return "", nil, err
 	}
 	msgs := history
+	var skillWarnings []string
 	if len(msgs) == 0 {
 		system := DefaultSystemPrompt
 		if strings.TrimSpace(n.SystemPrompt) != "" {
@@ -187,7 +188,9 @@ func llmTurn(ctx context.Context, x *Exec, spec *yamlSpec, vars *yamlVars, histo
 				return "", nil, permanent(err)
 			}
 		}
-		msgs = []llm.Message{{Role: "system", Content: system}}
+		var skills string
+		skills, skillWarnings = loadSkills(x.WorkDir(), n.Skills)
+		msgs = []llm.Message{{Role: "system", Content: system + skills}}
 	}
 	msgs = append(msgs, llm.Message{Role: "user", Content: user})
 	a := &agentCall{x: x, llm: client, continuing: o.continuing || o.decision != nil || x.Attempt > 1}
@@ -196,6 +199,9 @@ func llmTurn(ctx context.Context, x *Exec, spec *yamlSpec, vars *yamlVars, histo
 		return "", nil, err
 	}
 	if tr == nil || (tr.turns == 0 && tr.pending == nil) {
+		for _, w := range skillWarnings {
+			x.Emit(EvWarning, w, nil)
+		}
 		ev := map[string]any{"systemPrompt": msgs[0].Content, "model": client.Model(model)}
 		for k, v := range data {
 			ev[k] = v

@@ -11,11 +11,11 @@ import (
 )
 
 // The agent fields of AI nodes: allowed_tools, denied_tools,
-// approve_tools, max_turns, mcp and hooks (hooks.go).
+// approve_tools, max_turns, mcp, hooks (hooks.go) and skills.
 
 // agentNodeFields are the AI-node fields that configure the agent loop
 // (tools, turns, MCP servers). They are AI fields: on other kinds they warn.
-var agentNodeFields = set("allowed_tools", "denied_tools", "approve_tools", "max_turns", "mcp", "hooks")
+var agentNodeFields = set("allowed_tools", "denied_tools", "approve_tools", "max_turns", "mcp", "hooks", "skills")
 
 // MCP server transports.
 const (
@@ -69,6 +69,8 @@ func (p *parser) parseAgentField(n *Node, f field, v *yaml.Node) {
 		n.MCP = p.parseMCP(f, v)
 	case "hooks":
 		n.Hooks = p.parseHooks(f, v)
+	case "skills":
+		n.Skills = p.parseSkills(f, v)
 	}
 }
 
@@ -306,4 +308,24 @@ func (p *parser) parseWorktree(wf *Workflow, f field, v *yaml.Node) {
 		}
 	}
 	wf.Worktree = wt
+}
+
+// parseSkills reads `skills:`, names of Claude Code skills (folders with a
+// SKILL.md) that the engine loads into the node's system prompt.
+func (p *parser) parseSkills(f field, v *yaml.Node) []string {
+	names, lines, _ := p.strList(f, v)
+	var out []string
+	for i, name := range names {
+		line := f.line
+		if i < len(lines) {
+			line = lines[i]
+		}
+		name = strings.TrimSpace(name)
+		if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\") {
+			p.errorf(line, f.node, f.name, CodeInvalidValue, "skill %q: a skill is named by its folder (remotion-best-practices), without slashes", name)
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
 }

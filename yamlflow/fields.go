@@ -30,7 +30,7 @@ var includeNodeFields = set("id", includeKey, "depends_on", "when", "trigger_rul
 // notImplementedNodeFields are node fields of the upstream format that
 // Switchyard accepts but does not act on.
 var notImplementedNodeFields = set(
-	"skills", "agents", "pi",
+	"agents", "pi",
 	"thinking", "maxBudgetUsd", "fallbackModel", "betas", "sandbox",
 	"persist_session", "description",
 	// sub-run fields, only meaningful with the rejected `workflow:` type

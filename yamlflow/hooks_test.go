@@ -128,3 +128,18 @@ func TestHooksDiagnostics(t *testing.T) {
 		})
 	}
 }
+
+func TestSkillsParsed(t *testing.T) {
+	t.Parallel()
+	src := "name: s\ndescription: skills\nnodes:\n  - id: a\n    prompt: go\n    skills: [remotion-best-practices, \"../etc\", agent-browser]\n"
+	wf, diags, _ := Parse("s.yaml", []byte(src))
+	if wf == nil {
+		t.Fatal(diags)
+	}
+	if got := wf.Node("a").Skills; len(got) != 2 || got[0] != "remotion-best-practices" || got[1] != "agent-browser" {
+		t.Errorf("skills %q", got)
+	}
+	if len(diags) != 1 || diags[0].Severity != SeverityError || diags[0].Field != "skills" || !strings.Contains(diags[0].Message, `"../etc"`) {
+		t.Errorf("diagnostics %v: want one error naming \"../etc\"", diags)
+	}
+}

@@ -305,7 +305,6 @@ func TestArchonCurrentLoads(t *testing.T) {
 		}
 		for _, d := range diags {
 			switch {
-			case d.Code == CodeNotImplemented && d.Field == "skills":
 			case d.Code == CodeUnknownOutputRef || d.Code == CodeUnsupportedProvider:
 			default:
 				t.Errorf("unexpected diagnostic: %s", d)

@@ -137,7 +137,7 @@ func TestLoaderMessages(t *testing.T) {
 		{"cycle.yaml", CodeDependencyCycle, []string{"self -> self"}},
 		{"unknown_dependency.yaml", CodeUnknownDependency, []string{`"biuld"`, `did you mean "build"`}},
 		{"unknown_fields.yaml", CodeUnknownField, []string{`field "depend_on"`, `did you mean "depends_on"`}},
-		{"unknown_fields.yaml", CodeNotImplemented, []string{`node "a": field "skills": not implemented`}},
+		{"unknown_fields.yaml", CodeNotImplemented, []string{`node "a": field "agents": not implemented`}},
 		{"unknown_fields.yaml", CodeUnknownOutputRef, []string{"$ghost.output"}},
 		{"empty_bodies.yaml", CodeEmptyBash, []string{`node "b": field "bash": must not be empty`}},
 		{"when.yaml", CodeBadWhen, []string{`"$classify.output = 'bug'"`, "use =="}},
@@ -338,7 +338,7 @@ func TestExtraKept(t *testing.T) {
 	}
 	a := wf.Node("a")
 	want := map[string]any{
-		"skills":    []any{"x"},
+		"agents":    []any{"x"},
 		"depend_on": []any{"b"},
 	}
 	if !reflect.DeepEqual(a.Extra, want) {

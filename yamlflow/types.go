@@ -234,6 +234,10 @@ type Node struct {
 	MaxTurns     int        // 0 = engine default (DefaultMaxTurns)
 	MCP          *MCPConfig // nil = no MCP servers
 	Hooks        *Hooks     // nil = none (see hooks.go)
+	// Skills names Claude Code skills (a folder with a SKILL.md under
+	// .claude/skills or .agents/skills of the run's folder, or
+	// ~/.claude/skills) loaded into the node's system prompt.
+	Skills []string
 
 	// Per kind.
 	Command      string   // command: the command file's name

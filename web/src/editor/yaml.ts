@@ -31,6 +31,7 @@ export const NODE_FIELDS: readonly string[] = [
   'max_turns',
   'mcp',
   'hooks',
+  'skills',
   'include',
 ];
 export const TOP_LEVEL_FIELDS: readonly string[] = ['name', 'description', 'nodes', 'provider', 'model', 'interactive', 'mutates_checkout', 'tags', 'pass_env', 'worktree'];
@@ -58,6 +59,7 @@ const FIELD_INFO: Record<string, string> = {
   max_turns: 'cap on model turns',
   mcp: 'MCP servers for the agent',
   hooks: 'PreToolUse / PostToolUse responses',
+  skills: 'Claude Code skills to load',
   include: 'inline another workflow file',
   worktree: 'run in a git worktree',
 };
