@@ -31,6 +31,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("name: x\nnodes:\n  - <<: {id: a, bash: b}\n    <<: [{x: 1}, 2]\n"))
 	f.Add([]byte("name: x\ndescription: d\nnodes:\n  - id: a\n    bash: echo\n  - id: r\n    include: block\n    depends_on: [a]\n    when: \"$a.output == 'x'\"\n  - id: z\n    prompt: $r.output\n    depends_on: [r]\n"))
 	f.Add([]byte("name: x\ndescription: d\nnodes:\n  - id: r\n    include: self\n"))
+	f.Add([]byte("name: x\ndescription: d\nnodes:\n  - id: a\n    prompt: p\n    skills: [s]\n    hooks:\n      PreToolUse:\n        - matcher: \"Write|Edit\"\n          response: {decision: block, hookSpecificOutput: {permissionDecision: ask, additionalContext: c}}\n      Stop: []\n"))
 	block, err := os.ReadFile("testdata/include/block.yaml")
 	if err != nil {
 		f.Fatal(err)
