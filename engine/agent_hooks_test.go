@@ -146,3 +146,38 @@ func TestYAMLHooksActOnToolCalls(t *testing.T) {
 		}
 	})
 }
+
+// TestYAMLDeniedCallPatterns: denied_tools' Tool(argument) entries refuse
+// the calls they name (seen through the shell as approval patterns are)
+// and leave the tool's other calls alone.
+func TestYAMLDeniedCallPatterns(t *testing.T) {
+	e, _ := newLLMEngine(t, Config{})
+	srv := testFake[t.Name()]
+	srv.SetHandler(func(req *fakeopenai.Request) fakeopenai.Reply {
+		var results []string
+		for _, m := range req.Messages {
+			if m.Role == "tool" {
+				results = append(results, m.Content)
+			}
+		}
+		if len(results) > 0 {
+			return fakeopenai.Reply{Text: strings.Join(results, " | ")}
+		}
+		return fakeopenai.Reply{ToolCalls: []fakeopenai.ToolCall{
+			{Name: "Bash", Arguments: `{"command":"cd . && git push origin main; touch pushed"}`},
+			{Name: "Bash", Arguments: `{"command":"echo fine"}`},
+		}}
+	})
+	dir := t.TempDir()
+	run := startYAMLIn(t, e, dir, wf("  - id: a\n    prompt: go\n    denied_tools: [\"Bash(git push:*)\"]\n"), "")
+	got := waitRun(t, e, run.ID)
+	if got.Status != StatusCompleted {
+		t.Fatalf("%s %s", got.Status, got.Error)
+	}
+	if out := nodeStates(t, e, run.ID)["a"].Output; out != "denied: denied_tools refuses Bash(git push:*) here | fine" {
+		t.Errorf("output %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pushed")); err == nil {
+		t.Error("a refused call ran")
+	}
+}

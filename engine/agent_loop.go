@@ -61,6 +61,9 @@ type toolLoop struct {
 	// approve lists the calls that wait for a reviewer first
 	// (approve_tools, data.tools.approve); none: never.
 	approve []graph.ToolPattern
+	// deny lists the calls refused without running (denied_tools'
+	// Tool(argument) entries).
+	deny []graph.ToolPattern
 	// hooks are a YAML node's hooks: (nil: none; see yamlflow/hooks.go).
 	hooks *yamlflow.Hooks
 	// nested loops (subagents) cannot pause for a reviewer: a call that
@@ -181,6 +184,11 @@ func (l *toolLoop) approvalWait(p *pendingTurn) *Wait {
 		if _, decided := p.decisions[tc.ID]; decided {
 			continue
 		}
+		if pat, ok := graph.MatchCall(l.deny, tc.Name, []byte(tc.Arguments), l.a.x.WorkDir()); ok {
+			p.results[tc.ID] = l.finish(p.turn, tc, toolOutcome{isError: true, denied: true,
+				text: fmt.Sprintf("denied: denied_tools refuses %s here", pat.Raw)}, 0)
+			continue
+		}
 		decision, reason := hookDecision(l.hooks.For(yamlflow.HookPreToolUse, tc.Name))
 		if decision == yamlflow.HookDeny {
 			l.hookMessages(tc, yamlflow.HookPreToolUse)
@@ -199,7 +207,7 @@ func (l *toolLoop) approvalWait(p *pendingTurn) *Wait {
 			if len(l.approve) == 0 {
 				continue
 			}
-			if _, ok := graph.NeedsApproval(l.approve, tc.Name, []byte(tc.Arguments), l.a.x.WorkDir()); !ok {
+			if _, ok := graph.MatchCall(l.approve, tc.Name, []byte(tc.Arguments), l.a.x.WorkDir()); !ok {
 				continue
 			}
 		}

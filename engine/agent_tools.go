@@ -19,6 +19,7 @@ import (
 type toolPolicy struct {
 	builtins []string
 	approve  []graph.ToolPattern // calls that wait for a reviewer; none: never
+	deny     []graph.ToolPattern // calls refused (denied_tools' Tool(argument) entries)
 	maxTurns int
 }
 

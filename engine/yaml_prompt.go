@@ -232,6 +232,7 @@ func llmTurn(ctx context.Context, x *Exec, spec *yamlSpec, vars *yamlVars, histo
 		IdleTimeout: time.Duration(n.IdleTimeoutMS) * time.Millisecond}, tools, pol.maxTurns)
 	l.deltas = newCoalescer(x)
 	l.approve = pol.approve
+	l.deny = pol.deny
 	l.hooks = n.Hooks
 	text, msgs, wait, err := l.run(ctx, msgs, tr)
 	if err != nil || wait != nil {

@@ -24,6 +24,7 @@ func yamlToolPolicy(spec *yamlSpec) toolPolicy {
 		}
 	}
 	p.approve = n.ApproveTools
+	p.deny = n.DeniedCalls
 	p.maxTurns = n.MaxTurns
 	return p
 }

@@ -524,10 +524,11 @@ func MatchToolName(pattern, name string) bool {
 	return strings.HasSuffix(name, last)
 }
 
-// NeedsApproval reports whether a call of the tool matches one of the
-// patterns (the first it matches is returned, for messages). dir is the
-// run's working directory (see ToolPattern.Match).
-func NeedsApproval(patterns []ToolPattern, toolName string, argsJSON []byte, dir string) (ToolPattern, bool) {
+// MatchCall reports whether a call of the tool matches one of the patterns
+// (an approval list, denied_tools' call patterns); the first it matches is
+// returned, for messages. dir is the run's working directory (see
+// ToolPattern.Match).
+func MatchCall(patterns []ToolPattern, toolName string, argsJSON []byte, dir string) (ToolPattern, bool) {
 	for _, p := range patterns {
 		if p.Match(toolName, argsJSON, dir) {
 			return p, true

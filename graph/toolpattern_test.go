@@ -177,11 +177,11 @@ func TestFilePatternsSeeEverySpelling(t *testing.T) {
 		p, _ := ParseToolPattern(s)
 		pats = append(pats, p)
 	}
-	if p, ok := NeedsApproval(pats, "Write", nil, ""); !ok || p.Raw != "Write" {
-		t.Errorf("NeedsApproval(Write) = %v, %v", p, ok)
+	if p, ok := MatchCall(pats, "Write", nil, ""); !ok || p.Raw != "Write" {
+		t.Errorf("MatchCall(Write) = %v, %v", p, ok)
 	}
-	if _, ok := NeedsApproval(pats, "Read", nil, ""); ok {
-		t.Error("NeedsApproval(Read) = true")
+	if _, ok := MatchCall(pats, "Read", nil, ""); ok {
+		t.Error("MatchCall(Read) = true")
 	}
 }
 

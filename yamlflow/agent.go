@@ -52,9 +52,9 @@ var mcpServerKeys = set("type", "command", "args", "env", "url", "headers")
 func (p *parser) parseAgentField(n *Node, f field, v *yaml.Node) {
 	switch f.name {
 	case "allowed_tools":
-		n.AllowedTools = p.toolList(f, v)
+		n.AllowedTools = p.toolList(f, v, nil)
 	case "denied_tools":
-		n.DeniedTools = p.toolList(f, v)
+		n.DeniedTools = p.toolList(f, v, &n.DeniedCalls)
 	case "approve_tools":
 		p.parseApproveTools(n, f, v)
 	case "max_turns":
@@ -76,7 +76,9 @@ func (p *parser) parseAgentField(n *Node, f field, v *yaml.Node) {
 
 // toolList reads allowed_tools or denied_tools. The result is nil only
 // when the list could not be read; `[]` gives an empty, non-nil slice.
-func (p *parser) toolList(f field, v *yaml.Node) []string {
+// With calls set (denied_tools), entries in Claude Code's Tool(argument)
+// form go there instead: the tool stays, the calls they match are refused.
+func (p *parser) toolList(f field, v *yaml.Node, calls *[]graph.ToolPattern) []string {
 	if isNull(v) {
 		p.errorf(f.line, f.node, f.name, CodeInvalidValue, "%s has no value: write [] for no tools, or remove the key", f.name)
 		return nil
@@ -93,7 +95,16 @@ func (p *parser) toolList(f field, v *yaml.Node) []string {
 			line = lines[i]
 		}
 		if strings.ContainsAny(name, "()") {
-			p.errorf(line, f.node, f.name, CodeInvalidValue, "%q: argument patterns like Bash(git push:*) are only supported in approve_tools; list the tool name here", name)
+			if calls == nil {
+				p.errorf(line, f.node, f.name, CodeInvalidValue, "%q: argument patterns like Bash(git push:*) are supported in denied_tools and approve_tools; list the tool name here", name)
+				continue
+			}
+			tp, err := graph.ParseToolPattern(name)
+			if err != nil {
+				p.errorf(line, f.node, f.name, CodeInvalidValue, "%v", err)
+				continue
+			}
+			*calls = append(*calls, tp)
 			continue
 		}
 		if err := graph.CheckToolName(name); err != nil {

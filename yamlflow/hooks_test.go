@@ -143,3 +143,30 @@ func TestSkillsParsed(t *testing.T) {
 		t.Errorf("diagnostics %v: want one error naming \"../etc\"", diags)
 	}
 }
+
+// TestDeniedCallPatterns: denied_tools takes Claude Code's Tool(argument)
+// rules, as the Claude SDK's disallowedTools does: the tool stays, the
+// calls they name are refused. allowed_tools lists tools only.
+func TestDeniedCallPatterns(t *testing.T) {
+	t.Parallel()
+	src := "name: s\ndescription: d\nnodes:\n  - id: a\n    prompt: go\n    denied_tools: [Write, \"Bash(git push:*)\", \"Bash(rm\"]\n    allowed_tools: [\"Bash(ls:*)\", Bash, Read]\n"
+	wf, diags, _ := Parse("s.yaml", []byte(src))
+	if wf == nil {
+		t.Fatal(diags)
+	}
+	n := wf.Node("a")
+	if len(n.DeniedTools) != 1 || n.DeniedTools[0] != "Write" || len(n.DeniedCalls) != 1 || n.DeniedCalls[0].Raw != "Bash(git push:*)" {
+		t.Errorf("denied tools %q, calls %+v", n.DeniedTools, n.DeniedCalls)
+	}
+	if !n.ToolEnabled("Bash") || n.ToolEnabled("Write") {
+		t.Errorf("Bash enabled %v, Write enabled %v", n.ToolEnabled("Bash"), n.ToolEnabled("Write"))
+	}
+	var deniedErr, allowedErr bool
+	for _, d := range diags {
+		deniedErr = deniedErr || (d.Field == "denied_tools" && d.Severity == SeverityError && strings.Contains(d.Message, `"Bash(rm"`))
+		allowedErr = allowedErr || (d.Field == "allowed_tools" && d.Severity == SeverityError && strings.Contains(d.Message, `"Bash(ls:*)"`))
+	}
+	if !deniedErr || !allowedErr || len(diags) != 2 {
+		t.Errorf("diagnostics %v: want an error for \"Bash(rm\" in denied_tools and one for \"Bash(ls:*)\" in allowed_tools", diags)
+	}
+}

@@ -224,12 +224,17 @@ type Node struct {
 
 	// Agent fields (AI nodes only). AllowedTools nil means the field is
 	// absent (the engine's default tools); non-nil and empty (`[]`) means no
-	// tools at all. Entries are tool names or '*' globs (see MatchToolName);
+	// tools at all. Entries are tool names or '*' globs (see
+	// graph.MatchToolName);
 	// ToolEnabled applies both lists.
 	AllowedTools []string
 	DeniedTools  []string
+	// DeniedCalls are denied_tools entries in the Tool(argument) form
+	// (Bash(git push:*)): the tool stays offered, and a call they match is
+	// refused with an error result the model sees.
+	DeniedCalls []graph.ToolPattern
 	// ApproveTools lists the calls that wait for a person's approval before
-	// they run (see ToolPattern for the matching rule, NeedsApproval).
+	// they run (see graph.ToolPattern for the matching rule).
 	ApproveTools []graph.ToolPattern
 	MaxTurns     int        // 0 = engine default (DefaultMaxTurns)
 	MCP          *MCPConfig // nil = no MCP servers
