@@ -181,3 +181,81 @@ func TestYAMLDeniedCallPatterns(t *testing.T) {
 		t.Error("a refused call ran")
 	}
 }
+
+// TestYAMLCommandHooks: a hook with a command runs it (bash in the run's
+// folder, the hook input as JSON on stdin) and acts on the JSON it prints;
+// a command that fails or prints something else is logged and ignored.
+func TestYAMLCommandHooks(t *testing.T) {
+	e, rec := newLLMEngine(t, Config{})
+	srv := testFake[t.Name()]
+	srv.SetHandler(func(req *fakeopenai.Request) fakeopenai.Reply {
+		var results []string
+		for _, m := range req.Messages {
+			if m.Role == "tool" {
+				results = append(results, m.Content)
+			}
+		}
+		if len(results) > 0 {
+			return fakeopenai.Reply{Text: strings.Join(results, " | ")}
+		}
+		return fakeopenai.Reply{ToolCalls: []fakeopenai.ToolCall{
+			{Name: "Bash", Arguments: `{"command":"rm -f keep.txt"}`},
+			{Name: "Bash", Arguments: `{"command":"echo hi"}`},
+		}}
+	})
+	dir := t.TempDir()
+	_ = os.WriteFile(filepath.Join(dir, "keep.txt"), []byte("x"), 0o644)
+	src := wf(`  - id: a
+    prompt: go
+    hooks:
+      PreToolUse:
+        - matcher: Bash
+          command: |
+            input=$(cat)
+            printf '%s\n' "$input" >> hook-input.log
+            case "$input" in
+              *'"rm '*) echo '{"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "no rm"}}' ;;
+              *) echo '{}' ;;
+            esac
+        - matcher: Bash
+          command: exit 3
+        - matcher: Bash
+          command: echo not json
+      PostToolUse:
+        - matcher: Bash
+          timeout: 30
+          command: |
+            input=$(cat)
+            case "$input" in *'"tool_response":"hi"'*) r=yes ;; *) r=no ;; esac
+            echo "{\"hookSpecificOutput\": {\"additionalContext\": \"post hook saw the output: $r\"}}"
+`)
+	run := startYAMLIn(t, e, dir, src, "")
+	got := waitRun(t, e, run.ID)
+	if got.Status != StatusCompleted {
+		t.Fatalf("%s %s", got.Status, got.Error)
+	}
+	if out := nodeStates(t, e, run.ID)["a"].Output; out != "denied by a hook: no rm | hi\n\npost hook saw the output: yes" {
+		t.Errorf("output %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "keep.txt")); err != nil {
+		t.Error("the call a command hook denied ran")
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, "hook-input.log"))
+	for _, want := range []string{`"hook_event_name":"PreToolUse"`, `"tool_name":"Bash"`, `"tool_input":{"command":"rm -f keep.txt"}`, `"cwd":"` + dir + `"`, `"tool_use_id":"`} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("hook input lacks %s:\n%s", want, log)
+		}
+	}
+	var failed, notJSON int
+	for _, ev := range rec.ofType(run.ID, EvWarning) {
+		if strings.Contains(ev.Content, "command failed") && strings.Contains(ev.Content, "response is ignored") {
+			failed++
+		}
+		if strings.Contains(ev.Content, "output is not a JSON object") {
+			notJSON++
+		}
+	}
+	if failed != 2 || notJSON != 2 {
+		t.Errorf("warnings: %d failed commands, %d non-JSON outputs; want 2 each (one per call)", failed, notJSON)
+	}
+}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/graph"
+	"github.com/switchyard/switchyard/internal/proc"
 	"github.com/switchyard/switchyard/llm"
 	"github.com/switchyard/switchyard/yamlflow"
 )
@@ -132,7 +134,7 @@ func (l *toolLoop) run(ctx context.Context, msgs []llm.Message, tr *transcript) 
 			}
 			pending = l.logTurn(turns, resp)
 		}
-		if w := l.approvalWait(pending); w != nil {
+		if w := l.approvalWait(ctx, pending); w != nil {
 			return "", msgs, w, nil
 		}
 		if err := l.runCalls(ctx, pending); err != nil {
@@ -176,7 +178,7 @@ func (l *toolLoop) logTurn(turn int, resp *llm.Response) *pendingTurn {
 
 // approvalWait returns the wait for the first call of the turn that needs
 // a reviewer and has no decision yet, or nil.
-func (l *toolLoop) approvalWait(p *pendingTurn) *Wait {
+func (l *toolLoop) approvalWait(ctx context.Context, p *pendingTurn) *Wait {
 	for _, tc := range p.calls {
 		if _, done := p.results[tc.ID]; done {
 			continue
@@ -189,9 +191,8 @@ func (l *toolLoop) approvalWait(p *pendingTurn) *Wait {
 				text: fmt.Sprintf("denied: denied_tools refuses %s here", pat.Raw)}, 0)
 			continue
 		}
-		decision, reason := hookDecision(l.hooks.For(yamlflow.HookPreToolUse, tc.Name))
+		decision, reason := hookDecision(l.preHooks(ctx, p, tc))
 		if decision == yamlflow.HookDeny {
-			l.hookMessages(tc, yamlflow.HookPreToolUse)
 			text := "denied by a hook"
 			if reason != "" {
 				text += ": " + reason
@@ -239,6 +240,13 @@ func (l *toolLoop) runCalls(ctx context.Context, p *pendingTurn) error {
 			todo = append(todo, tc)
 		}
 	}
+	for _, tc := range todo {
+		// PreToolUse hooks before any call starts: their commands run
+		// one at a time, and the calls read the map without writing it.
+		if d, ok := p.decisions[tc.ID]; !ok || d.Decision == "approve" {
+			l.preHooks(ctx, p, tc)
+		}
+	}
 	outs := make([]*toolOutcome, len(todo))
 	var wg sync.WaitGroup
 	for k, tc := range todo {
@@ -256,7 +264,7 @@ func (l *toolLoop) runCalls(ctx context.Context, p *pendingTurn) error {
 			} else {
 				out = l.call(ctx, tc)
 				if ctx.Err() == nil && !out.lost {
-					out.note = l.hookNote(tc, out.isError)
+					out.note = l.hookNote(ctx, tc, p.pre[tc.ID], out)
 				}
 			}
 			if ctx.Err() != nil || out.lost {
@@ -328,6 +336,8 @@ type pendingTurn struct {
 	calls     []llm.ToolCall
 	results   map[string]toolOutcome
 	decisions map[string]Decision
+	// pre are the calls' PreToolUse hooks, resolved (preHooks).
+	pre map[string][]yamlflow.Hook
 }
 
 // messages are the turn as the model sees it: its own message, then one
@@ -490,40 +500,114 @@ func hookDecision(hooks []yamlflow.Hook) (decision, reason string) {
 	return decision, reason
 }
 
+// preHooks returns the call's PreToolUse hooks with their responses,
+// resolved once per turn (a command hook runs then).
+func (l *toolLoop) preHooks(ctx context.Context, p *pendingTurn, tc llm.ToolCall) []yamlflow.Hook {
+	if l.hooks == nil {
+		return nil
+	}
+	if hs, ok := p.pre[tc.ID]; ok {
+		return hs
+	}
+	hs := l.resolveHooks(ctx, yamlflow.HookPreToolUse, tc, nil)
+	if p.pre == nil {
+		p.pre = map[string][]yamlflow.Hook{}
+	}
+	p.pre[tc.ID] = hs
+	return hs
+}
+
 // hookNote is what the node's hooks add to a call's result for the model:
 // the PreToolUse hooks' additionalContext, then the PostToolUse (or, for a
 // failed call, PostToolUseFailure) hooks' additionalContext and the reason
-// of their decision: block. Their systemMessages go to the run log.
-func (l *toolLoop) hookNote(tc llm.ToolCall, failed bool) string {
+// of their decision: block.
+func (l *toolLoop) hookNote(ctx context.Context, tc llm.ToolCall, pre []yamlflow.Hook, out toolOutcome) string {
 	if l.hooks == nil {
 		return ""
 	}
 	post := yamlflow.HookPostToolUse
-	if failed {
+	if out.isError {
 		post = yamlflow.HookPostToolUseFailure
 	}
 	var parts []string
-	for _, event := range []string{yamlflow.HookPreToolUse, post} {
-		for _, h := range l.hooks.For(event, tc.Name) {
-			if c := strings.TrimSpace(h.Context); c != "" {
-				parts = append(parts, c)
-			}
-			if r := strings.TrimSpace(h.Reason); event != yamlflow.HookPreToolUse && h.Decision == yamlflow.HookBlock && r != "" {
-				parts = append(parts, r)
-			}
+	for _, h := range pre {
+		if c := strings.TrimSpace(h.Context); c != "" {
+			parts = append(parts, c)
 		}
-		l.hookMessages(tc, event)
+	}
+	for _, h := range l.resolveHooks(ctx, post, tc, &out) {
+		if c := strings.TrimSpace(h.Context); c != "" {
+			parts = append(parts, c)
+		}
+		if r := strings.TrimSpace(h.Reason); h.Decision == yamlflow.HookBlock && r != "" {
+			parts = append(parts, r)
+		}
 	}
 	return strings.Join(parts, "\n\n")
 }
 
-// hookMessages logs the systemMessages of the event's hooks for a call:
-// Claude Code shows them to people, not to the model.
-func (l *toolLoop) hookMessages(tc llm.ToolCall, event string) {
+// resolveHooks returns the event's hooks that apply to a call, with their
+// responses: a command hook's is what it prints (one that fails is logged
+// and left out, as in Archon). Their systemMessages go to the run log:
+// Claude Code shows them to people, not to the model. out is the call's
+// outcome after it ran (nil before).
+func (l *toolLoop) resolveHooks(ctx context.Context, event string, tc llm.ToolCall, out *toolOutcome) []yamlflow.Hook {
+	var res []yamlflow.Hook
 	for _, h := range l.hooks.For(event, tc.Name) {
+		data := map[string]any{"hook": event, "matcher": h.Matcher, "tool": tc.Name, "callId": tc.ID, "session": l.session}
+		if h.Command != "" {
+			r, warns, err := l.runHook(ctx, event, h, tc, out)
+			for _, w := range warns {
+				l.a.x.Emit(EvWarning, fmt.Sprintf("%s hook for %s: %s", event, tc.Name, w), data)
+			}
+			if err != nil {
+				l.a.x.Emit(EvWarning, fmt.Sprintf("%s hook for %s: %v; its response is ignored", event, tc.Name, err), data)
+				continue
+			}
+			r.Matcher = h.Matcher
+			h = r
+		}
 		if msg := strings.TrimSpace(h.SystemMessage); msg != "" {
-			l.a.x.Emit(EvWarning, fmt.Sprintf("%s hook for %s: %s", event, tc.Name, msg), map[string]any{
-				"hook": event, "matcher": h.Matcher, "tool": tc.Name, "callId": tc.ID, "session": l.session})
+			l.a.x.Emit(EvWarning, fmt.Sprintf("%s hook for %s: %s", event, tc.Name, msg), data)
+		}
+		res = append(res, h)
+	}
+	return res
+}
+
+// runHook runs a command hook: bash in the run's folder with the node's
+// environment, Claude Code's hook input as JSON on stdin; its stdout is
+// the response.
+func (l *toolLoop) runHook(ctx context.Context, event string, h yamlflow.Hook, tc llm.ToolCall, out *toolOutcome) (yamlflow.Hook, []string, error) {
+	env, err := l.a.toolEnv()
+	if err != nil {
+		return yamlflow.Hook{}, nil, err
+	}
+	var input any = json.RawMessage(tc.Arguments)
+	if !json.Valid([]byte(tc.Arguments)) {
+		input = tc.Arguments
+	}
+	in := map[string]any{"session_id": l.a.x.RunID() + "/" + l.session, "hook_event_name": event, "cwd": env.Roots[0],
+		"tool_name": tc.Name, "tool_input": input, "tool_use_id": tc.ID}
+	if out != nil {
+		if out.isError {
+			in["error"] = out.text
+		} else {
+			in["tool_response"] = out.text
 		}
 	}
+	stdin, err := json.Marshal(in)
+	if err != nil {
+		return yamlflow.Hook{}, nil, err
+	}
+	penv := append([]string{}, env.ProcEnv...)
+	stdout, stderr, err := env.RunProc(ctx, proc.Spec{Name: "bash", Args: []string{"-c", h.Command}, Dir: env.Roots[0],
+		Env: penv, Timeout: h.Timeout, Stdin: bytes.NewReader(stdin), Output: func(string, string, bool) {}})
+	if err != nil {
+		if s := strings.TrimSpace(stderr); s != "" {
+			err = fmt.Errorf("%w: %s", err, cutUTF8(s, 500))
+		}
+		return yamlflow.Hook{}, nil, fmt.Errorf("command failed: %w", err)
+	}
+	return yamlflow.ParseHookOutput(event, []byte(stdout))
 }

@@ -22,11 +22,13 @@ func runProc(ctx context.Context, x *Exec, ps proc.Spec) (string, string, error)
 		if err := x.Engine().holdsRun(ctx, x.r); err != nil {
 			return "", "", err
 		}
-		ps.Output = func(stream, text string, cut bool) {
-			x.Emit(EvOutput, text, map[string]any{"stream": stream})
-			if cut {
-				x.Emit(EvWarning, fmt.Sprintf("output beyond %d KiB is not streamed to the log (the node's output keeps all of stdout)",
-					proc.MaxStreamed>>10), nil)
+		if ps.Output == nil { // (a hook's command passes its own: its JSON is not log output)
+			ps.Output = func(stream, text string, cut bool) {
+				x.Emit(EvOutput, text, map[string]any{"stream": stream})
+				if cut {
+					x.Emit(EvWarning, fmt.Sprintf("output beyond %d KiB is not streamed to the log (the node's output keeps all of stdout)",
+						proc.MaxStreamed>>10), nil)
+				}
 			}
 		}
 		ps.OnStart = func(pgid int, start uint64) {

@@ -4,14 +4,21 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
 
 // Hooks: an AI node's `hooks:`, Archon's per-node Claude Code hooks. Each
-// event lists matchers with a static `response`, the JSON a Claude Code
-// hook would print. Switchyard acts on the tool events, in its own agent
-// loop:
+// event lists matchers with either a static `response`, the JSON a Claude
+// Code hook would print, or a `command`: a shell command run in the run's
+// folder with the node's environment, given the hook's input (Claude
+// Code's JSON: hook_event_name, tool_name, tool_input, tool_use_id, cwd,
+// and tool_response or error after the call) on stdin, whose stdout is
+// that JSON (empty: no response). As in Archon, a command that fails (a
+// non-zero exit, a timeout, output that is not such JSON) is logged and
+// its response ignored. Switchyard acts on the tool events, in its own
+// agent loop:
 //
 //   - PreToolUse, before a call: permissionDecision deny (or the older
 //     decision: block) refuses the call, and the model gets the reason as
@@ -26,6 +33,10 @@ import (
 //     run log, not something the model reads.
 //
 // The other events Archon accepts load with a not_implemented warning.
+
+// DefaultHookTimeout bounds a command hook without a timeout (the Claude
+// SDK's default).
+const DefaultHookTimeout = 60 * time.Second
 
 // Hook events Switchyard acts on.
 const (
@@ -42,6 +53,7 @@ var hookEvents = set(
 	"SubagentStart", "SubagentStop", "PreCompact", "PermissionRequest", "Setup",
 	"TeammateIdle", "TaskCompleted", "Elicitation", "ElicitationResult",
 	"ConfigChange", "WorktreeCreate", "WorktreeRemove", "InstructionsLoaded",
+	"StopFailure", "PostCompact", "TaskCreated", "CwdChanged", "FileChanged",
 )
 
 // Hook decisions of a PreToolUse response.
@@ -59,10 +71,15 @@ type Hooks struct {
 	PostToolUseFailure []Hook
 }
 
-// Hook is one matcher of an event with its response.
+// Hook is one matcher of an event with its response: the fields below, or
+// what Command prints when it runs (see ParseHookOutput).
 type Hook struct {
 	Matcher string // as written; "" and "*" match every tool
 	match   func(tool string) bool
+	// Command, when set, gives the response at each call (the fields below
+	// are then empty); Timeout bounds it.
+	Command string
+	Timeout time.Duration
 	// Decision is allow, deny or ask (PreToolUse), or block; "" for none.
 	Decision string
 	// Reason is what the model is told with a decision
@@ -122,7 +139,7 @@ func compileMatcher(m string) (func(string) bool, error) {
 	return re.MatchString, nil
 }
 
-var hookEntryKeys = set("matcher", "response", "timeout", "hooks")
+var hookEntryKeys = set("matcher", "response", "command", "timeout")
 
 // parseHooks reads `hooks:`.
 func (p *parser) parseHooks(f field, v *yaml.Node) *Hooks {
@@ -206,10 +223,19 @@ func (p *parser) parseHook(f field, event string, i int, item *yaml.Node) (Hook,
 			h.Matcher, h.match = s, match
 		case "response":
 			resp, respLine = kv.val, kv.line
+		case "command":
+			c, _ := p.str(sf, kv.val)
+			if strings.TrimSpace(c) == "" {
+				p.errorf(kv.line, f.node, sf.name, CodeInvalidHooks, "command must not be empty")
+				return h, false
+			}
+			h.Command = c
 		case "timeout":
-			// A static response answers at once: nothing to time out.
-		case "hooks":
-			p.warnf(kv.line, f.node, sf.name, CodeNotImplemented, "command hooks are not implemented by Switchyard (a workflow's hooks give a static response); ignored")
+			t, ok := p.seconds(sf, kv.val)
+			if !ok {
+				return h, false
+			}
+			h.Timeout = t
 		default:
 			msg := "unknown field of a hook; ignored"
 			if s := suggest(kv.key, keys(hookEntryKeys)); s != "" {
@@ -219,8 +245,17 @@ func (p *parser) parseHook(f field, event string, i int, item *yaml.Node) (Hook,
 		}
 	}
 	r := deref(resp)
-	if r == nil || isNull(resp) {
-		p.errorf(line, f.node, name, CodeInvalidHooks, "a hook needs a response: the output a Claude Code hook would give ({hookSpecificOutput: {...}} or {systemMessage: ...})")
+	switch {
+	case h.Command != "" && respLine > 0:
+		p.errorf(line, f.node, name, CodeInvalidHooks, "a hook has either a response or a command, not both")
+		return h, false
+	case h.Command != "":
+		if h.Timeout == 0 {
+			h.Timeout = DefaultHookTimeout
+		}
+		return h, true
+	case r == nil || isNull(resp):
+		p.errorf(line, f.node, name, CodeInvalidHooks, "a hook needs a response (the output a Claude Code hook would give: {hookSpecificOutput: {...}} or {systemMessage: ...}) or a command that prints it")
 		return h, false
 	}
 	if r.Kind != yaml.MappingNode {
@@ -322,4 +357,44 @@ func (p *parser) parseHookSpecific(h *Hook, f field, event string, v *yaml.Node)
 		}
 	}
 	return ok
+}
+
+// seconds reads a positive number of seconds (a hook's timeout).
+func (p *parser) seconds(f field, v *yaml.Node) (time.Duration, bool) {
+	m := deref(v)
+	var secs float64
+	if m == nil || m.Kind != yaml.ScalarNode || m.Decode(&secs) != nil || secs <= 0 || secs > 86400 {
+		p.errorf(f.line, f.node, f.name, CodeInvalidHooks, "timeout must be a positive number of seconds (at most a day)")
+		return 0, false
+	}
+	return time.Duration(secs * float64(time.Second)), true
+}
+
+// ParseHookOutput reads what a command hook printed: a Claude Code hook's
+// JSON output for event (empty output: no response). It returns the
+// response as a Hook, warnings for what Switchyard does not act on, and
+// an error when the output is not such JSON.
+func ParseHookOutput(event string, out []byte) (Hook, []string, error) {
+	var h Hook
+	if len(strings.TrimSpace(string(out))) == 0 {
+		return h, nil, nil
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(out, &doc); err != nil || len(doc.Content) == 0 {
+		return h, nil, fmt.Errorf("output is not a JSON object: %.200q", out)
+	}
+	m := deref(doc.Content[0])
+	if m == nil || m.Kind != yaml.MappingNode || m.Style&yaml.FlowStyle == 0 {
+		return h, nil, fmt.Errorf("output is not a JSON object: %.200q", out)
+	}
+	p := &parser{file: "hook output"}
+	p.parseHookResponse(&h, field{line: 1, name: "output"}, event, m)
+	var warns []string
+	for _, d := range p.diags {
+		if d.Severity == SeverityError {
+			return Hook{}, nil, fmt.Errorf("%s: %s", d.Field, d.Message)
+		}
+		warns = append(warns, d.Field+": "+d.Message)
+	}
+	return h, warns, nil
 }

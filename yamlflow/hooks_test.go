@@ -3,6 +3,7 @@ package yamlflow
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func parseHooksOf(t *testing.T, hooks string) (*Node, []Diagnostic) {
@@ -112,7 +113,10 @@ func TestHooksDiagnostics(t *testing.T) {
 		{"updatedInput", "      PreToolUse:\n        - response: {hookSpecificOutput: {updatedInput: {command: ls}}}\n", SeverityWarning, CodeNotImplemented, "hooks.PreToolUse[0].response.hookSpecificOutput.updatedInput", "not implemented"},
 		{"continue false", "      PostToolUse:\n        - response: {continue: false}\n", SeverityWarning, CodeNotImplemented, "hooks.PostToolUse[0].response.continue", "stopping the agent"},
 		{"decision on post", "      PostToolUse:\n        - response: {hookSpecificOutput: {permissionDecision: deny}}\n", SeverityWarning, CodeFieldIgnored, "hooks.PostToolUse[0].response.hookSpecificOutput.permissionDecision", "PreToolUse only"},
-		{"command hooks", "      PreToolUse:\n        - hooks: [{type: command, command: x}]\n          response: {}\n", SeverityWarning, CodeNotImplemented, "hooks.PreToolUse[0].hooks", "command hooks"},
+		{"response and command", "      PreToolUse:\n        - command: ./check.sh\n          response: {}\n", SeverityError, CodeInvalidHooks, "hooks.PreToolUse[0]", "either a response or a command"},
+		{"empty command", "      PreToolUse:\n        - command: \" \"\n", SeverityError, CodeInvalidHooks, "hooks.PreToolUse[0].command", "must not be empty"},
+		{"bad timeout", "      PreToolUse:\n        - command: x\n          timeout: -1\n", SeverityError, CodeInvalidHooks, "hooks.PreToolUse[0].timeout", "positive number of seconds"},
+		{"newer event", "      FileChanged:\n        - command: x\n", SeverityWarning, CodeNotImplemented, "hooks.FileChanged", "not implemented"},
 		{"not a map", "      - x\n", SeverityError, CodeInvalidHooks, "hooks", "map of events"},
 	}
 	for _, tc := range tests {
@@ -168,5 +172,35 @@ func TestDeniedCallPatterns(t *testing.T) {
 	}
 	if !deniedErr || !allowedErr || len(diags) != 2 {
 		t.Errorf("diagnostics %v: want an error for \"Bash(rm\" in denied_tools and one for \"Bash(ls:*)\" in allowed_tools", diags)
+	}
+}
+
+func TestCommandHooks(t *testing.T) {
+	t.Parallel()
+	n, diags := parseHooksOf(t, "      PostToolUse:\n        - matcher: Write\n          command: ./lint.sh\n        - command: ./slow.sh\n          timeout: 1.5\n")
+	if len(diags) != 0 {
+		t.Fatalf("diagnostics %v", diags)
+	}
+	hs := n.Hooks.PostToolUse
+	if len(hs) != 2 || hs[0].Command != "./lint.sh" || hs[0].Timeout != DefaultHookTimeout || hs[1].Timeout != 1500*time.Millisecond {
+		t.Errorf("hooks %+v", hs)
+	}
+}
+
+// TestParseHookOutput: what a command hook prints is read as the static
+// responses are; anything but a JSON object is an error.
+func TestParseHookOutput(t *testing.T) {
+	t.Parallel()
+	h, warns, err := ParseHookOutput(HookPreToolUse, []byte(`{"decision": "block", "hookSpecificOutput": {"permissionDecision": "ask", "permissionDecisionReason": "why", "updatedInput": {}}, "systemMessage": "m"}`+"\n"))
+	if err != nil || h.Decision != HookAsk || h.Reason != "why" || h.SystemMessage != "m" || len(warns) != 1 || !strings.Contains(warns[0], "updatedInput") {
+		t.Errorf("hook %+v, warnings %v, error %v", h, warns, err)
+	}
+	if h, _, err := ParseHookOutput(HookPostToolUse, []byte("  \n")); err != nil || h.Decision != "" {
+		t.Errorf("empty output: %+v %v", h, err)
+	}
+	for _, bad := range []string{"not json", "decision: block", "[1]", `{"decision": "maybe"}`, "{"} {
+		if _, _, err := ParseHookOutput(HookPreToolUse, []byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
 	}
 }

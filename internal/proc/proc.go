@@ -84,6 +84,8 @@ type Spec struct {
 	Dir     string
 	Env     []string      // the whole environment: nil is an empty one
 	Timeout time.Duration // 0: none
+	// Stdin, if set, is the process's standard input (else none).
+	Stdin io.Reader
 	// Stream names stdout in Output calls ("stdout" by default).
 	Stream string
 	// Output, if set, receives the streams as they are written.
@@ -113,6 +115,7 @@ func Run(ctx context.Context, ps Spec) (string, string, error) {
 		cmd.Env = []string{}
 	}
 	cmd.SysProcAttr = SysProcAttr()
+	cmd.Stdin = ps.Stdin
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return "", "", err
