@@ -85,12 +85,20 @@ func (e *Engine) releasePending(ctx context.Context) {
 			e.loading[id] = done
 		}
 		e.mu.Unlock()
-		if done == nil {
+		if live {
 			// Driven here again (recovered by this process): the lease
 			// is the new driver's, not the one left behind.
 			e.unreleasedMu.Lock()
 			delete(e.unreleased, id)
 			e.unreleasedMu.Unlock()
+			continue
+		}
+		if done == nil {
+			// Being loaded here: the load may yet fail (the database that
+			// failed the driver may still be down), and the run would then
+			// stay leased to this process with nobody driving it, its
+			// lease kept alive by the renewals of all of ours. Look again
+			// next time: by then it is driven (dropped above) or not.
 			continue
 		}
 		released := e.releaseNow(ctx, id)

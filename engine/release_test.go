@@ -268,3 +268,46 @@ func TestClaimLeftUndrivenIsReleasedLater(t *testing.T) {
 		t.Fatalf("orphaned runs %v %v, want [%s]: recovery can take it again", ids, err, run.ID)
 	}
 }
+
+// TestPendingReleaseOutlivesAFailedLoad: a release left pending by a
+// driver that let go of its run (the database was full) must survive a
+// load of the run here that is under way when the lease loop looks, since
+// the load may fail too. Before, the lease loop dropped it as though the
+// run were driven again; the load then failed to take the lease, the run
+// stayed leased to this process with nobody driving it, and the renewals
+// of all of this process's leases kept it from recovery for good
+// (faults' TestDiskFull under load: "running a minute after the fault
+// cleared ... nobody drives it any more").
+func TestPendingReleaseOutlivesAFailedLoad(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := NewMemStore()
+	run := orphanedRun(t, st)
+	b, _ := newTestEngine(t, Config{Store: st, Owner: "process-b"})
+	// As the driver that let go leaves it: leased to b (a stale lease),
+	// not live, its release pending.
+	now := time.Now()
+	if err := st.AcquireRun(ctx, run.ID, "process-b", "", now, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	b.addUnreleased(run.ID)
+	// A load of the run is under way here (a recovery, a decision).
+	loading := make(chan struct{})
+	b.mu.Lock()
+	b.loading[run.ID] = loading
+	b.mu.Unlock()
+	b.releasePending(ctx)
+	// The load fails without taking the lease.
+	b.mu.Lock()
+	delete(b.loading, run.ID)
+	close(loading)
+	b.mu.Unlock()
+	b.releasePending(ctx) // the lease loop's next look
+	held, err := st.HeldRuns(ctx, "process-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(held) > 0 {
+		t.Fatalf("process-b still holds %v after the failed load, driving nothing: its renewals keep the run from recovery", held)
+	}
+}
