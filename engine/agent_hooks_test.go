@@ -11,6 +11,23 @@ import (
 	"github.com/switchyard/switchyard/internal/fakeopenai"
 )
 
+// answerWithResults has the fake call tools (calls' answer) on the first
+// turn, then answer prefix and the results it got, joined by " | ".
+func answerWithResults(srv *fakeopenai.Server, prefix string, calls func() []fakeopenai.ToolCall) {
+	srv.SetHandler(func(req *fakeopenai.Request) fakeopenai.Reply {
+		var results []string
+		for _, m := range req.Messages {
+			if m.Role == "tool" {
+				results = append(results, m.Content)
+			}
+		}
+		if len(results) > 0 {
+			return fakeopenai.Reply{Text: prefix + strings.Join(results, " | ")}
+		}
+		return fakeopenai.Reply{ToolCalls: calls()}
+	})
+}
+
 // TestYAMLHooksActOnToolCalls: a YAML node's hooks (Archon's static Claude
 // Code hook responses) decide over its tool calls: a PreToolUse deny
 // refuses the call and tells the model why, ask waits for a reviewer, and
@@ -20,18 +37,7 @@ func TestYAMLHooksActOnToolCalls(t *testing.T) {
 	e, rec := newLLMEngine(t, Config{})
 	srv := testFake[t.Name()]
 	var calls []fakeopenai.ToolCall
-	srv.SetHandler(func(req *fakeopenai.Request) fakeopenai.Reply {
-		var results []string
-		for _, m := range req.Messages {
-			if m.Role == "tool" {
-				results = append(results, m.Content)
-			}
-		}
-		if len(results) > 0 {
-			return fakeopenai.Reply{Text: "saw: " + strings.Join(results, " | ")}
-		}
-		return fakeopenai.Reply{ToolCalls: calls}
-	})
+	answerWithResults(srv, "saw: ", func() []fakeopenai.ToolCall { return calls })
 	args := func(m map[string]any) string { b, _ := json.Marshal(m); return string(b) }
 	const hooks = `
     hooks:
@@ -153,20 +159,11 @@ func TestYAMLHooksActOnToolCalls(t *testing.T) {
 func TestYAMLDeniedCallPatterns(t *testing.T) {
 	e, _ := newLLMEngine(t, Config{})
 	srv := testFake[t.Name()]
-	srv.SetHandler(func(req *fakeopenai.Request) fakeopenai.Reply {
-		var results []string
-		for _, m := range req.Messages {
-			if m.Role == "tool" {
-				results = append(results, m.Content)
-			}
-		}
-		if len(results) > 0 {
-			return fakeopenai.Reply{Text: strings.Join(results, " | ")}
-		}
-		return fakeopenai.Reply{ToolCalls: []fakeopenai.ToolCall{
+	answerWithResults(srv, "", func() []fakeopenai.ToolCall {
+		return []fakeopenai.ToolCall{
 			{Name: "Bash", Arguments: `{"command":"cd . && git push origin main; touch pushed"}`},
 			{Name: "Bash", Arguments: `{"command":"echo fine"}`},
-		}}
+		}
 	})
 	dir := t.TempDir()
 	run := startYAMLIn(t, e, dir, wf("  - id: a\n    prompt: go\n    denied_tools: [\"Bash(git push:*)\"]\n"), "")
@@ -188,20 +185,11 @@ func TestYAMLDeniedCallPatterns(t *testing.T) {
 func TestYAMLCommandHooks(t *testing.T) {
 	e, rec := newLLMEngine(t, Config{})
 	srv := testFake[t.Name()]
-	srv.SetHandler(func(req *fakeopenai.Request) fakeopenai.Reply {
-		var results []string
-		for _, m := range req.Messages {
-			if m.Role == "tool" {
-				results = append(results, m.Content)
-			}
-		}
-		if len(results) > 0 {
-			return fakeopenai.Reply{Text: strings.Join(results, " | ")}
-		}
-		return fakeopenai.Reply{ToolCalls: []fakeopenai.ToolCall{
+	answerWithResults(srv, "", func() []fakeopenai.ToolCall {
+		return []fakeopenai.ToolCall{
 			{Name: "Bash", Arguments: `{"command":"rm -f keep.txt"}`},
 			{Name: "Bash", Arguments: `{"command":"echo hi"}`},
-		}}
+		}
 	})
 	dir := t.TempDir()
 	_ = os.WriteFile(filepath.Join(dir, "keep.txt"), []byte("x"), 0o644)
