@@ -238,16 +238,14 @@ func pathCandidates(v, dir string) []string {
 // space.
 func normalizeCommand(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// commandBudget bounds the spellings of one command that are matched
-// (wrappers and nested scripts multiply them); a command that needs more
-// is treated as a match.
+// commandBudget bounds the spellings matched for one simple command of a
+// line (wrappers and nested scripts multiply them); one that needs more is
+// treated as a match.
 const commandBudget = 512
 
 // matchCommand matches a Bash command (see ToolPattern).
 func (p ToolPattern) matchCommand(cmd string) bool {
-	budget := commandBudget
-	found := eachCommand(cmd, 0, &budget, p.matchArg)
-	return found || budget < 0
+	return eachCommand(cmd, 0, nil, p.matchArg)
 }
 
 // rawSeparators split a command line where another command may start,
@@ -257,7 +255,8 @@ var rawSeparators = strings.NewReplacer(";", "\n", "&", "\n", "|", "\n", "$(", "
 
 // eachCommand calls f with each spelling of cmd: the whole line and its
 // pieces as written, then each simple command's (see commandSpellings),
-// until f returns true or the budget is spent (it is then negative).
+// until f returns true or a budget is spent (which counts as true). At
+// depth 0 each simple command gets a budget of its own (budget is nil).
 func eachCommand(cmd string, depth int, budget *int, f func(string) bool) bool {
 	if f(normalizeCommand(cmd)) {
 		return true
@@ -268,7 +267,12 @@ func eachCommand(cmd string, depth int, budget *int, f func(string) bool) bool {
 		}
 	}
 	for _, words := range shellCommands(cmd) {
-		if commandSpellings(words, depth, budget, f) {
+		b := budget
+		if depth == 0 {
+			fresh := commandBudget
+			b = &fresh
+		}
+		if commandSpellings(words, depth, b, f) {
 			return true
 		}
 	}
@@ -298,9 +302,14 @@ func commandSpellings(words []string, depth int, budget *int, f func(string) boo
 	if len(words) == 0 {
 		return false
 	}
-	if *budget--; *budget < 0 || depth > 8 {
-		*budget = -1
-		return true
+	// Wrappers and nested scripts multiply the spellings: they spend the
+	// simple command's budget (the line's own commands are as many as its
+	// lines, a heredoc of a thousand lines a thousand, and cost nothing).
+	if depth > 0 {
+		if *budget--; *budget < 0 || depth > 8 {
+			*budget = -1
+			return true
+		}
 	}
 	base := path.Base(words[0])
 	rest := strings.Join(words[1:], " ")

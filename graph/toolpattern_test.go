@@ -256,3 +256,21 @@ func FuzzBashPattern(f *testing.F) {
 		}
 	})
 }
+
+// TestLongScriptsAreMatchedByWhatTheyRun: a long command line (an agent
+// writing a file through a heredoc, a script of many wrapped commands) is
+// matched by what it runs, not asked about for its length.
+func TestLongScriptsAreMatchedByWhatTheyRun(t *testing.T) {
+	t.Parallel()
+	p, _ := ParseToolPattern("Bash(git push:*)")
+	heredoc := "cat > big.py <<'EOF'\n" + strings.Repeat("print('x')\n", 5000) + "EOF\npython3 big.py"
+	wrapped := strings.Repeat("timeout 5 env A=1 nice -n 5 make test\n", 2000)
+	for _, cmd := range []string{heredoc, wrapped} {
+		if p.Match(ToolBash, []byte(`{"command":`+jsonString(cmd)+`}`), "") {
+			t.Errorf("a long command that runs no git push was matched (%d bytes)", len(cmd))
+		}
+		if !p.Match(ToolBash, []byte(`{"command":`+jsonString(cmd+"\ngit push")+`}`), "") {
+			t.Errorf("the git push at the end of a long command was not matched (%d bytes)", len(cmd))
+		}
+	}
+}
