@@ -602,7 +602,7 @@ func (l *toolLoop) runHook(ctx context.Context, event string, h yamlflow.Hook, t
 	}
 	penv := append([]string{}, env.ProcEnv...)
 	stdout, stderr, err := env.RunProc(ctx, proc.Spec{Name: "bash", Args: []string{"-c", h.Command}, Dir: env.Roots[0],
-		Env: penv, Timeout: h.Timeout, Stdin: bytes.NewReader(stdin), Output: func(string, string, bool) {}})
+		Expose: env.Roots, Env: penv, Timeout: h.Timeout, Stdin: bytes.NewReader(stdin), Output: func(string, string, bool) {}})
 	if err != nil {
 		if s := strings.TrimSpace(stderr); s != "" {
 			err = fmt.Errorf("%w: %s", err, cutUTF8(s, 500))

@@ -41,6 +41,7 @@ func (a *agentCall) mcpPool(cfg mcp.Config) (*mcp.Pool, error) {
 	opts := mcp.Options{
 		BaseEnv: env.ProcEnv,
 		Dir:     env.Roots[0],
+		Expose:  env.Roots,
 		Stderr: func(server, line string) {
 			r.emit(SystemNodeID, EvOutput, line, map[string]any{"stream": "mcp:" + server})
 		},

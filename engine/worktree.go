@@ -9,6 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/switchyard/switchyard/internal/proc"
 )
 
 // Archon's worktree isolation: a YAML run whose workflow asks for it
@@ -49,7 +52,13 @@ func (e *Engine) createWorktree(ctx context.Context, dir, runID string) (string,
 		return "", fmt.Errorf("worktree isolation: %w", err)
 	}
 	wt := filepath.Join(root, runID)
-	if _, err := gitOut(ctx, top, "worktree", "add", "-b", WorktreeBranchPrefix+runID, wt, "HEAD"); err != nil {
+	// Made first, so that in the sandbox (the data folder, the worktrees'
+	// root, hidden) git's checkout and its hooks see it: git adds a
+	// worktree in an empty folder as in a new one.
+	if err := os.MkdirAll(wt, 0o755); err != nil {
+		return "", fmt.Errorf("worktree isolation: %w", err)
+	}
+	if _, err := gitHooked(ctx, top, []string{wt}, "worktree", "add", "-b", WorktreeBranchPrefix+runID, wt, "HEAD"); err != nil {
 		return "", fmt.Errorf("worktree isolation: git worktree add: %w", err)
 	}
 	return filepath.Join(wt, rel), nil
@@ -96,6 +105,22 @@ func PruneWorktrees(ctx context.Context, st Store, root string, dryRun bool) ([]
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// gitHooked runs git in dir as a step runs a command (internal/proc: its
+// own process group, in the sandbox when there is one, keeping expose):
+// for git commands that run the repository's hooks, code of the
+// repository's.
+func gitHooked(ctx context.Context, dir string, expose []string, args ...string) (string, error) {
+	out, stderr, err := proc.Run(ctx, proc.Spec{Name: "git", Args: args, Dir: dir, Expose: expose,
+		Env: inheritedEnv(nil), Timeout: 10 * time.Minute})
+	if err != nil {
+		if msg := strings.TrimSpace(stderr); msg != "" && !strings.Contains(err.Error(), msg) {
+			return "", fmt.Errorf("%w: %s", err, msg)
+		}
+		return "", err
+	}
+	return strings.TrimSpace(out), nil
 }
 
 // gitOut runs git in dir with the node environment (no server secrets).

@@ -22,6 +22,11 @@ func runProc(ctx context.Context, x *Exec, ps proc.Spec) (string, string, error)
 		if err := x.Engine().holdsRun(ctx, x.r); err != nil {
 			return "", "", err
 		}
+		// In the sandbox (proc.SetSandbox: the data folder hidden) the
+		// step keeps its run's $ARTIFACTS_DIR, which lies in that folder.
+		if dir, err := x.ArtifactsDir(); err == nil {
+			ps.Expose = append(ps.Expose, dir)
+		}
 		if ps.Output == nil { // (a hook's command passes its own: its JSON is not log output)
 			ps.Output = func(stream, text string, cut bool) {
 				x.Emit(EvOutput, text, map[string]any{"stream": stream})

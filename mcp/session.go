@@ -48,6 +48,9 @@ type Options struct {
 	// Dir is a stdio server's working directory (and what a relative
 	// command path is relative to); "" is the process's.
 	Dir string
+	// Expose lists folders, besides Dir, a stdio server keeps when it
+	// starts in the sandbox (proc.SetSandbox): its run's $ARTIFACTS_DIR.
+	Expose []string
 	// Stderr, if set, receives each line a stdio server writes to stderr
 	// (lines over 4 KiB are cut; 256 KiB a session at most), in order,
 	// from one goroutine per server: it should not block.

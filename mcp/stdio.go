@@ -88,7 +88,7 @@ func startStdio(name string, sc ServerConfig, opts Options) (*stdioProc, error) 
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	waitCh := make(chan error, 1)
-	start, err := proc.StartLocked(cmd, waitCh)
+	start, err := proc.StartLockedExposing(cmd, waitCh, opts.Expose)
 	if err != nil {
 		closeAll()
 		return nil, fmt.Errorf("start %s: %w", sc.Command, err)

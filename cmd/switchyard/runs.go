@@ -89,6 +89,12 @@ func openEnv(ctx context.Context, db, dataDir string, events io.Writer, stderr i
 	if err != nil {
 		return nil, err
 	}
+	if warning, err := startSandbox(envOr("SWITCHYARD_SANDBOX", "auto"), o.artifacts, ""); err != nil {
+		o.st.Close()
+		return nil, err
+	} else if warning != "" {
+		logger.Warn(warning)
+	}
 	st := o.st
 	cfg := engine.Config{
 		Store:         st,

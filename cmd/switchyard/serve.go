@@ -63,6 +63,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	mcpConfig := fs.String("mcp-config", os.Getenv("SWITCHYARD_MCP_CONFIG"), "an mcpServers JSON file (Claude Code's .mcp.json shape) whose servers drawn agents may use (default $SWITCHYARD_MCP_CONFIG)")
 	workDir := fs.String("workdir", os.Getenv("SWITCHYARD_WORKDIR"), "the folder drawn runs' agents work in with their file tools and Bash (default $SWITCHYARD_WORKDIR, else a fresh folder per run under the data folder)")
 	keep := retentionFlags(fs)
+	sandboxMode := sandboxFlag(fs)
 	publicURL := fs.String("public-url", os.Getenv("SWITCHYARD_PUBLIC_URL"), "the address people open the UI at, for links in notices (default $SWITCHYARD_PUBLIC_URL or the listen address)")
 	var proxies []string
 	if v := os.Getenv("SWITCHYARD_TRUSTED_PROXIES"); v != "" {
@@ -86,6 +87,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if *notifyURL == "" {
 		*notifyURL = os.Getenv("SWITCHYARD_NOTIFY_URL")
+	}
+	if err := checkSandboxMode(*sandboxMode); err != nil {
+		fmt.Fprintf(stderr, "switchyard serve: %v\n", err)
+		return exitUsage
 	}
 	// Nodes are this process's children: hide its secrets from
 	// /proc/$PPID before anything runs (see hideFromProc).
@@ -254,7 +259,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	unsetEnv("SWITCHYARD_NOTIFY_URL")
 	if err := serve(ctx, serveOptions{notifier: notifier, addr: *addr, data: *data, db: *db, token: *token, recover: !*noRecover,
 		workflows: *workflows, readOnlyWorkflows: *readOnlyWorkflows, maxBody: limit, maxConns: *maxConns, readTimeout: *readTimeout, writeTimeout: *writeTimeout, grace: *grace, announce: announce,
-		maxParallel: *maxParallel, maxLLM: *maxLLM, mcp: mcpCfg, workDir: *workDir, keep: keepRuns, trustedProxies: trustedProxies, ready: readyLine(stderr, *logFormat, announce, *publicURL, shownToken)}, logger); err != nil {
+		maxParallel: *maxParallel, maxLLM: *maxLLM, mcp: mcpCfg, workDir: *workDir, keep: keepRuns, trustedProxies: trustedProxies,
+		sandbox: *sandboxMode, tokenFile: *tokenFile, ready: readyLine(stderr, *logFormat, announce, *publicURL, shownToken)}, logger); err != nil {
 		logger.Error("serve", "err", err)
 		fmt.Fprintln(stderr, "switchyard serve:", err)
 		return exitFailed
@@ -344,6 +350,8 @@ type serveOptions struct {
 	workDir                      string             // drawn runs' folder (--workdir); "" for one per run
 	keep                         store.Retention    // finished runs to keep (--keep-runs, --keep-runs-count)
 	trustedProxies               []netip.Prefix     // --trusted-proxy
+	sandbox                      string             // --sandbox: auto, on or off
+	tokenFile                    string             // --token-file, hidden from nodes
 }
 
 // readyLine returns what serve calls once it listens: the address to open,
@@ -416,6 +424,12 @@ func serve(ctx context.Context, o serveOptions, logger *slog.Logger) error {
 	st := db.st
 	defer st.Close()
 	unsetEnv("SWITCHYARD_DB", "SWITCHYARD_DATABASE_URL")
+	// Before the first node can start (recovery below continues runs).
+	if warning, err := startSandbox(o.sandbox, db.artifacts, o.tokenFile); err != nil {
+		return err
+	} else if warning != "" {
+		logger.Warn(warning)
+	}
 	if pg, ok := st.(*postgres.Store); ok && pg.SynchronousCommit() == "off" {
 		logger.Warn("postgres: synchronous_commit is off: commits are acknowledged before they are durable, so a database crash may lose the last node completions (and run those nodes again); set it to on")
 	}

@@ -93,6 +93,7 @@ func (t bashTool) Call(ctx context.Context, env *Env, raw json.RawMessage) Resul
 		Name:    "bash",
 		Args:    []string{"-c", command},
 		Dir:     roots[0],
+		Expose:  roots,
 		Env:     penv,
 		Timeout: timeout,
 	})

@@ -30,7 +30,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 )
@@ -58,21 +57,9 @@ func gate(fd int, path string, argv []string) int {
 		break
 	}
 	_ = syscall.Close(fd)
-	env := os.Environ()
-	kept := env[:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, gateEnv+"=") {
-			kept = append(kept, kv)
-		}
-	}
-	err := syscall.Exec(path, argv, kept)
-	// As a shell reports a command it cannot run: 127 not found, 126
-	// found but not executable.
-	fmt.Fprintf(os.Stderr, "switchyard: exec %s: %v\n", path, err)
-	if errors.Is(err, syscall.ENOENT) {
-		return 127
-	}
-	return 126
+	// In a sandbox (sandbox_linux.go) it is built now, then the command
+	// runs in it.
+	return execIn(path, argv)
 }
 
 // resolvedPath is the file cmd execs: a relative Path is Dir's.
@@ -108,6 +95,20 @@ var canGate = sync.OnceValue(func() bool {
 	return err == nil && fi.Mode().IsRegular()
 })
 
+// startable reports whether cmd can be started through this binary (the
+// start gate, the sandbox): it is there, and it names an executable file
+// that Start would run. A command that cannot start is left as it is, so
+// that Start reports the error as it always did instead of a gate or
+// sandbox exiting 127.
+func startable(cmd *exec.Cmd) bool {
+	if !canGate() || cmd.Err != nil || cmd.Path == "" {
+		return false
+	}
+	path := resolvedPath(cmd)
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && syscall.Access(path, 1) == nil
+}
+
 // gated rewrites cmd to start behind a gate and returns the write end of
 // the gate's pipe (nil, untouched cmd when it cannot gate: see below) and
 // the read end, which the caller closes once the child is started. A
@@ -115,11 +116,7 @@ var canGate = sync.OnceValue(func() bool {
 // left ungated, so that Start reports the error as it always did instead
 // of a gate exiting 127.
 func gated(cmd *exec.Cmd) (r, w *os.File, err error) {
-	if !canGate() || cmd.Err != nil || cmd.Path == "" {
-		return nil, nil, nil
-	}
-	path := resolvedPath(cmd)
-	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() || syscall.Access(path, 1) != nil {
+	if !startable(cmd) {
 		return nil, nil, nil
 	}
 	r, w, err = os.Pipe()

@@ -40,6 +40,13 @@ func SysProcAttr() *syscall.SysProcAttr {
 // reaper and without a process_start event, one start in nine.) 0 when it
 // cannot be read.
 func StartLocked(cmd *exec.Cmd, waitCh chan<- error) (uint64, error) {
+	return StartLockedExposing(cmd, waitCh, nil)
+}
+
+// StartLockedExposing is StartLocked for a command that needs the folders
+// of expose, besides its Dir, when it starts in the sandbox (SetSandbox):
+// those inside a hidden folder are mounted back for it.
+func StartLockedExposing(cmd *exec.Cmd, waitCh chan<- error, expose []string) (uint64, error) {
 	readyReaper()
 	how := holdFor(cmd)
 	var gateR, gateW *os.File
@@ -47,6 +54,15 @@ func StartLocked(cmd *exec.Cmd, waitCh chan<- error) (uint64, error) {
 		var err error
 		if gateR, gateW, err = gated(cmd); err != nil {
 			return 0, err
+		}
+	}
+	if gateR != nil || startable(cmd) {
+		if err := sandboxed(cmd, expose, gateR != nil); err != nil {
+			if gateR != nil {
+				gateR.Close()
+				gateW.Close()
+			}
+			return 0, fmt.Errorf("sandbox: %w", err)
 		}
 	}
 	type result struct {

@@ -26,6 +26,11 @@ func StartLocked(cmd *exec.Cmd, waitCh chan<- error) (uint64, error) {
 	return 0, nil
 }
 
+// StartLockedExposing is StartLocked: there is no sandbox outside Linux.
+func StartLockedExposing(cmd *exec.Cmd, waitCh chan<- error, _ []string) (uint64, error) {
+	return StartLocked(cmd, waitCh)
+}
+
 // StartTime is not known outside Linux.
 func StartTime(int) (uint64, error) { return 0, errors.ErrUnsupported }
 

@@ -84,6 +84,9 @@ type Spec struct {
 	Dir     string
 	Env     []string      // the whole environment: nil is an empty one
 	Timeout time.Duration // 0: none
+	// Expose lists folders, besides Dir, the process needs when it starts
+	// in the sandbox (SetSandbox): its run's $ARTIFACTS_DIR, say.
+	Expose []string
 	// Stdin, if set, is the process's standard input (else none).
 	Stdin io.Reader
 	// Stream names stdout in Output calls ("stdout" by default).
@@ -135,7 +138,7 @@ func Run(ctx context.Context, ps Spec) (string, string, error) {
 		return "", "", err
 	}
 	waitCh := make(chan error, 1)
-	st, err := StartLocked(cmd, waitCh)
+	st, err := StartLockedExposing(cmd, waitCh, ps.Expose)
 	outW.Close()
 	errW.Close()
 	if err != nil {

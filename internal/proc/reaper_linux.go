@@ -48,6 +48,7 @@ func init() {
 		os.Exit(reap(os.Stdin))
 	}
 	runGate()
+	runSandbox()
 }
 
 // reap keeps the registry the driver writes to r and, when r ends (the
