@@ -74,7 +74,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return nil
 	})
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: switchyard serve [--addr 127.0.0.1:8080] [--data DIR | --db URL] [--token-file F | --no-token] [--no-recover] [--workflows DIR] [--read-only-workflows] [--pass-env NAMES] [--trusted-proxy CIDR]")
+		fmt.Fprintln(stderr, "usage: switchyard serve [--addr 127.0.0.1:8080] [--data DIR | --db URL] [--token-file F | --no-token] [--no-recover] [--workflows DIR] [--read-only-workflows] [--pass-env NAMES] [--trusted-proxy CIDR] [--sandbox auto|on|off]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
