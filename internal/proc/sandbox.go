@@ -34,6 +34,11 @@ type Sandbox struct {
 	// Hide lists absolute paths of files and folders hidden from node
 	// processes. A path that does not exist is skipped.
 	Hide []string
+
+	// folders are the hidden folders as SetSandbox found them (device and
+	// inode): a step starts only while each path still names its folder
+	// (see enterSandbox).
+	folders map[string][2]uint64
 }
 
 // ErrNoSandbox: this machine cannot sandbox processes (not Linux, user
@@ -60,7 +65,7 @@ func SetSandbox(s *Sandbox) error {
 	if err != nil {
 		return err
 	}
-	c := &Sandbox{Hide: hide}
+	c := &Sandbox{Hide: hide, folders: folderIDs(hide)}
 	if err := probeSandbox(c); err != nil {
 		return err
 	}

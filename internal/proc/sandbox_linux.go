@@ -53,9 +53,24 @@ const sandboxExit = 125
 
 // sandboxSpec is what the builder is told.
 type sandboxSpec struct {
-	Hide   []string `json:"hide"`
-	Expose []string `json:"expose,omitempty"`
-	Dir    string   `json:"dir,omitempty"`
+	Hide []string `json:"hide"`
+	// Folders holds the device and inode of each hidden folder when the
+	// sandbox was set.
+	Folders map[string][2]uint64 `json:"folders,omitempty"`
+	Expose  []string             `json:"expose,omitempty"`
+	Dir     string               `json:"dir,omitempty"`
+}
+
+// folderIDs records the device and inode of each folder of paths.
+func folderIDs(paths []string) map[string][2]uint64 {
+	ids := map[string][2]uint64{}
+	for _, p := range paths {
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			ids[p] = [2]uint64{st.Dev, st.Ino}
+		}
+	}
+	return ids
 }
 
 // sandboxed rewrites cmd to start in the current sandbox, exposing its
@@ -83,7 +98,7 @@ func sandboxed(cmd *exec.Cmd, expose []string, gated bool) error {
 	if err != nil {
 		return err
 	}
-	spec, err := json.Marshal(sandboxSpec{Hide: sb.Hide, Expose: exposed(sb.Hide, ex), Dir: dir})
+	spec, err := json.Marshal(sandboxSpec{Hide: sb.Hide, Folders: sb.folders, Expose: exposed(sb.Hide, ex), Dir: dir})
 	if err != nil {
 		return err
 	}
@@ -122,7 +137,7 @@ func probeSandbox(sb *Sandbox) error {
 	if !canGate() {
 		return fmt.Errorf("%w: /proc/self/exe is not this binary's file", ErrNoSandbox)
 	}
-	spec, err := json.Marshal(sandboxSpec{Hide: sb.Hide})
+	spec, err := json.Marshal(sandboxSpec{Hide: sb.Hide, Folders: sb.folders})
 	if err != nil {
 		return err
 	}
@@ -239,7 +254,7 @@ func enterSandbox() error {
 	}
 	var covers []string // the tmpfs mounts, made read-only at the end
 	for _, h := range s.Hide {
-		if err := hidePath(h, &covers); err != nil {
+		if err := hidePath(h, s.Folders[h], &covers); err != nil {
 			return err
 		}
 	}
@@ -266,7 +281,7 @@ func enterSandbox() error {
 	for _, h := range s.Hide {
 		for _, k := range keep {
 			if h != k.path && within(h, k.path) {
-				if err := hidePath(h, &covers); err != nil {
+				if err := hidePath(h, s.Folders[h], &covers); err != nil {
 					return err
 				}
 				break
@@ -288,23 +303,42 @@ func enterSandbox() error {
 }
 
 // hidePath covers h: an empty tmpfs on a folder, /dev/null on anything
-// else. A path that does not exist is left alone.
-func hidePath(h string, covers *[]string) error {
-	var st unix.Stat_t
-	if err := unix.Stat(h, &st); err != nil {
+// else. A path that does not exist is left alone. A folder that was there
+// when the sandbox was set (id, its device and inode) must still be what
+// h names: a step that renamed a folder above it (the data folder's
+// parent, where that is the user's) would otherwise have the next steps
+// hide a new, empty folder at the old path while the database lives on
+// under the new one, in plain sight. The check and the mount are on one
+// open file, so nothing can swap the folder between them.
+func hidePath(h string, id [2]uint64, covers *[]string) error {
+	fd, err := unix.Open(h, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+			if id != ([2]uint64{}) {
+				return fmt.Errorf("sandbox: %s, hidden from steps, is gone (moved?): no step starts until the server restarts", h)
+			}
 			return nil
 		}
 		return fmt.Errorf("sandbox: hide %s: %w", h, err)
 	}
-	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		if err := unix.Mount("tmpfs", h, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m,nr_inodes=4096"); err != nil {
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("sandbox: hide %s: %w", h, err)
+	}
+	dir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+	if id != ([2]uint64{}) && (!dir || id != [2]uint64{st.Dev, st.Ino}) {
+		return fmt.Errorf("sandbox: %s, hidden from steps, is no longer the folder it was (moved or replaced): no step starts until the server restarts", h)
+	}
+	target := "/proc/self/fd/" + strconv.Itoa(fd)
+	if dir {
+		if err := unix.Mount("tmpfs", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m,nr_inodes=4096"); err != nil {
 			return fmt.Errorf("sandbox: hide %s: %w", h, err)
 		}
 		*covers = append(*covers, h)
 		return nil
 	}
-	if err := unix.Mount("/dev/null", h, "", unix.MS_BIND, ""); err != nil {
+	if err := unix.Mount("/dev/null", target, "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("sandbox: hide %s: %w", h, err)
 	}
 	return nil

@@ -279,3 +279,30 @@ func TestSandboxForAUserOtherThanRoot(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxRefusesAMovedDataFolder: a step renames the folder above the
+// data folder (its to write, as a user's home is) and makes a new, empty
+// data folder in its place. The steps that follow would hide the new one
+// and see the database under the new name: they are refused instead,
+// naming the folder, and run nothing.
+func TestSandboxRefusesAMovedDataFolder(t *testing.T) {
+	f := newSandboxFixture(t)
+	sandboxOn(t, f)
+	parent := filepath.Dir(f.data)
+	moved := parent + ".moved"
+	t.Cleanup(func() { _ = os.RemoveAll(moved) })
+	env := []string{"PATH=" + os.Getenv("PATH")}
+	out, stderr, err := Run(context.Background(), Spec{Name: "bash", Env: env,
+		Args: []string{"-c", `mv "$0" "$1" && mkdir -p "$0/data" && echo moved`, parent, moved}})
+	if err != nil || out != "moved" {
+		t.Fatalf("the step that moves the folder: %q %v\n%s", out, err, stderr)
+	}
+	out, stderr, err = Run(context.Background(), Spec{Name: "bash", Env: env,
+		Args: []string{"-c", `cat "$0/data/switchyard.db"`, moved}})
+	if strings.Contains(out, "SECRET") {
+		t.Fatalf("a step read the moved database: %q", out)
+	}
+	if err == nil || !strings.Contains(stderr, f.data+", hidden from steps, is no longer the folder it was") {
+		t.Errorf("a step after the move: %q, %v\n%s", out, err, stderr)
+	}
+}
