@@ -68,25 +68,8 @@ func TestSecretsHiddenFromNodes(t *testing.T) {
 			"--addr", "127.0.0.1:0", "--data", t.TempDir(), "--workflows", folder,
 			"--token", argToken, "--notify-url", "http://127.0.0.1:9/services/"+argNotify)
 		p.token = argToken
-		status, body := p.post(t, "/api/runs", map[string]any{"workflowId": "yaml.leak.yaml"})
-		if status != http.StatusCreated {
-			t.Fatalf("start: %d %s", status, body)
-		}
-		var run struct {
-			RunID   string            `json:"runId"`
-			Status  string            `json:"status"`
-			Outputs map[string]string `json:"outputs"`
-		}
-		_ = json.Unmarshal(body, &run)
-		deadline := time.Now().Add(time.Minute)
-		for run.Status != "completed" && run.Status != "failed" {
-			if time.Now().After(deadline) {
-				t.Fatalf("run %s still %s", run.RunID, run.Status)
-			}
-			time.Sleep(50 * time.Millisecond)
-			getJSON(t, p, "/api/runs/"+run.RunID, &run)
-		}
-		check(t, "serve", run.Outputs["peek"], p.cmd.Process.Pid)
+		outputs := runToEnd(t, p, "yaml.leak.yaml")
+		check(t, "serve", outputs["peek"], p.cmd.Process.Pid)
 		// The server still has what it read: the token works.
 		if status, _, _ := p.get(t, "/api/config", argToken); status != http.StatusOK {
 			t.Errorf("the token no longer works: %d", status)
@@ -120,6 +103,31 @@ func TestSecretsHiddenFromNodes(t *testing.T) {
 		}
 		check(t, "run", res.Outputs["peek"], cmd.Process.Pid)
 	})
+}
+
+// runToEnd starts workflow id on p and waits for it to complete or fail:
+// its outputs.
+func runToEnd(t *testing.T, p *serverProc, id string) map[string]string {
+	t.Helper()
+	status, body := p.post(t, "/api/runs", map[string]any{"workflowId": id})
+	if status != http.StatusCreated {
+		t.Fatalf("start: %d %s", status, body)
+	}
+	var run struct {
+		RunID   string            `json:"runId"`
+		Status  string            `json:"status"`
+		Outputs map[string]string `json:"outputs"`
+	}
+	_ = json.Unmarshal(body, &run)
+	deadline := time.Now().Add(time.Minute)
+	for run.Status != "completed" && run.Status != "failed" {
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s still %s", run.RunID, run.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+		getJSON(t, p, "/api/runs/"+run.RunID, &run)
+	}
+	return run.Outputs
 }
 
 // TestSecretSpans: which bytes of the argument and environment blocks are

@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // peekYAML is a node that tries the server's files: the database, the
@@ -74,27 +72,10 @@ func TestNodesCannotReachTheDataFolder(t *testing.T) {
 		p := startServeDir(t, t.TempDir(), nil, "--addr", "127.0.0.1:0", "--data", data, "--workflows", folder,
 			"--token-file", tokenFile, "--sandbox", "on")
 		p.token = "tk-file-SECRET-0123456789abcdef"
-		status, body := p.post(t, "/api/runs", map[string]any{"workflowId": "yaml.peek.yaml"})
-		if status != http.StatusCreated {
-			t.Fatalf("start: %d %s", status, body)
-		}
-		var run struct {
-			RunID   string            `json:"runId"`
-			Status  string            `json:"status"`
-			Outputs map[string]string `json:"outputs"`
-		}
-		_ = json.Unmarshal(body, &run)
-		deadline := time.Now().Add(time.Minute)
-		for run.Status != "completed" && run.Status != "failed" {
-			if time.Now().After(deadline) {
-				t.Fatalf("run %s still %s", run.RunID, run.Status)
-			}
-			time.Sleep(50 * time.Millisecond)
-			getJSON(t, p, "/api/runs/"+run.RunID, &run)
-		}
-		checkPeek(t, "serve", run.Outputs["peek"], data)
-		if !strings.Contains(run.Outputs["peek"], "token: []\n") {
-			t.Errorf("serve: the token file did not read empty:\n%s", run.Outputs["peek"])
+		outputs := runToEnd(t, p, "yaml.peek.yaml")
+		checkPeek(t, "serve", outputs["peek"], data)
+		if !strings.Contains(outputs["peek"], "token: []\n") {
+			t.Errorf("serve: the token file did not read empty:\n%s", outputs["peek"])
 		}
 		p.stop(t)
 	})

@@ -58,6 +58,21 @@ func sandboxOn(t *testing.T, f sandboxFixture) {
 	t.Cleanup(func() { _ = SetSandbox(nil) })
 }
 
+// inSandboxes runs test once per way a step is held (ptrace stop, start
+// gate), each time with a fresh fixture and the sandbox on. Not parallel:
+// it sets the package's hold mode and sandbox.
+func inSandboxes(t *testing.T, test func(t *testing.T, f sandboxFixture)) {
+	for name, how := range holds(t) {
+		t.Run(name, func(t *testing.T) {
+			holdMode = how
+			defer func() { holdMode = -1 }()
+			f := newSandboxFixture(t)
+			sandboxOn(t, f)
+			test(t, f)
+		})
+	}
+}
+
 // TestSandboxHidesTheServersFiles: a node's process, started in its run's
 // workspace under the data folder, reads and writes its workspace and its
 // artifacts as ever, but sees the data folder otherwise empty: no
@@ -67,13 +82,8 @@ func sandboxOn(t *testing.T, f sandboxFixture) {
 // process of the same user outside it. Run once per way a step is held (ptrace
 // stop, start gate). Not parallel: it sets the package's sandbox.
 func TestSandboxHidesTheServersFiles(t *testing.T) {
-	for name, how := range holds(t) {
-		t.Run(name, func(t *testing.T) {
-			holdMode = how
-			defer func() { holdMode = -1 }()
-			f := newSandboxFixture(t)
-			sandboxOn(t, f)
-			script := `
+	inSandboxes(t, func(t *testing.T, f sandboxFixture) {
+		script := `
 cat ../../switchyard.db ../../switchyard.db-wal ../run-2/notes.txt 2>/dev/null
 echo "data: $(cd ../.. && ls -A | tr '\n' ' ')"
 echo "workspaces: $(ls -A .. | tr '\n' ' ')"
@@ -87,114 +97,107 @@ cat "/proc/$OUTSIDE/environ" 2>/dev/null || echo "outside environ refused"
 grep -E '^Cap(Eff|Prm|Bnd|Amb):' /proc/self/status | tr '\t' ' '
 echo "pwd: $PWD"
 `
-			// A process of the same user outside the sandbox, dumpable:
-			// its /proc/PID/root leads to the files as they are.
-			outside := exec.Command("sleep", "120")
-			outside.Env = []string{"SECRET_ENV=SECRET-OUTSIDE"}
-			if err := outside.Start(); err != nil {
-				t.Fatal(err)
+		// A process of the same user outside the sandbox, dumpable:
+		// its /proc/PID/root leads to the files as they are.
+		outside := exec.Command("sleep", "120")
+		outside.Env = []string{"SECRET_ENV=SECRET-OUTSIDE"}
+		if err := outside.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = outside.Process.Kill(); _ = outside.Wait() }()
+		env := []string{"PATH=" + os.Getenv("PATH"), "DATA=" + f.data, "TOKEN=" + f.token, "ART=" + f.art,
+			"OUTSIDE=" + strconv.Itoa(outside.Process.Pid)}
+		out, stderr, err := Run(context.Background(), Spec{Name: "bash", Args: []string{"-c", script},
+			Dir: f.work, Env: env, Expose: []string{f.art}})
+		if err != nil {
+			t.Fatalf("%v\n%s", err, stderr)
+		}
+		if strings.Contains(out, "SECRET") {
+			t.Errorf("the sandboxed step read a secret:\n%s", out)
+		}
+		for _, want := range []string{
+			"data: artifacts workspaces \n", // only the mount points of its own folders
+			"workspaces: run-1 \n",
+			"token: []\n",
+			"mine: my own file\n",
+			"umount refused\n",
+			"nested: in\n", "nested umount refused\n",
+			"outside root refused\n", "outside environ refused\n",
+			"CapEff: 0000000000000000\n", "CapPrm: 0000000000000000\n", "CapBnd: 0000000000000000\n",
+			"pwd: " + f.work,
+		} {
+			if !strings.Contains(out+"\n", want) {
+				t.Errorf("missing %q in what the step saw:\n%s", want, out)
 			}
-			defer func() { _ = outside.Process.Kill(); _ = outside.Wait() }()
-			env := []string{"PATH=" + os.Getenv("PATH"), "DATA=" + f.data, "TOKEN=" + f.token, "ART=" + f.art,
-				"OUTSIDE=" + strconv.Itoa(outside.Process.Pid)}
-			out, stderr, err := Run(context.Background(), Spec{Name: "bash", Args: []string{"-c", script},
-				Dir: f.work, Env: env, Expose: []string{f.art}})
-			if err != nil {
-				t.Fatalf("%v\n%s", err, stderr)
+		}
+		for p, want := range map[string]string{filepath.Join(f.work, "out.txt"): "written\n", filepath.Join(f.art, "a.txt"): "made\n"} {
+			if b, err := os.ReadFile(p); err != nil || string(b) != want {
+				t.Errorf("%s after the step: %q, %v", p, b, err)
 			}
-			if strings.Contains(out, "SECRET") {
-				t.Errorf("the sandboxed step read a secret:\n%s", out)
+		}
+		// Files written in the sandbox belong to the server's user.
+		if st, err := os.Stat(filepath.Join(f.work, "out.txt")); err == nil {
+			if uid := st.Sys().(*syscall.Stat_t).Uid; int(uid) != os.Geteuid() {
+				t.Errorf("out.txt belongs to uid %d, not %d", uid, os.Geteuid())
 			}
-			for _, want := range []string{
-				"data: artifacts workspaces \n", // only the mount points of its own folders
-				"workspaces: run-1 \n",
-				"token: []\n",
-				"mine: my own file\n",
-				"umount refused\n",
-				"nested: in\n", "nested umount refused\n",
-				"outside root refused\n", "outside environ refused\n",
-				"CapEff: 0000000000000000\n", "CapPrm: 0000000000000000\n", "CapBnd: 0000000000000000\n",
-				"pwd: " + f.work,
-			} {
-				if !strings.Contains(out+"\n", want) {
-					t.Errorf("missing %q in what the step saw:\n%s", want, out)
-				}
-			}
-			for p, want := range map[string]string{filepath.Join(f.work, "out.txt"): "written\n", filepath.Join(f.art, "a.txt"): "made\n"} {
-				if b, err := os.ReadFile(p); err != nil || string(b) != want {
-					t.Errorf("%s after the step: %q, %v", p, b, err)
-				}
-			}
-			// Files written in the sandbox belong to the server's user.
-			if st, err := os.Stat(filepath.Join(f.work, "out.txt")); err == nil {
-				if uid := st.Sys().(*syscall.Stat_t).Uid; int(uid) != os.Geteuid() {
-					t.Errorf("out.txt belongs to uid %d, not %d", uid, os.Geteuid())
-				}
-			}
-			// Outside the sandbox nothing changed.
-			if b, err := os.ReadFile(f.db); err != nil || string(b) != "SECRET-DATABASE" {
-				t.Errorf("the database after the step: %q, %v", b, err)
-			}
-		})
-	}
+		}
+		// Outside the sandbox nothing changed.
+		if b, err := os.ReadFile(f.db); err != nil || string(b) != "SECRET-DATABASE" {
+			t.Errorf("the database after the step: %q, %v", b, err)
+		}
+	})
 }
 
 // TestSandboxedStepsRunAsStarted: in the sandbox a step's exit status,
 // the signal that killed it, its timeout (its whole group killed), its
 // stdin and its pid and start time registered are what they are without.
 func TestSandboxedStepsRunAsStarted(t *testing.T) {
-	for name, how := range holds(t) {
-		t.Run(name, func(t *testing.T) {
-			holdMode = how
-			defer func() { holdMode = -1 }()
-			f := newSandboxFixture(t)
-			sandboxOn(t, f)
-			env := []string{"PATH=" + os.Getenv("PATH")}
-			var pe *Error
-			if _, _, err := Run(context.Background(), Spec{Name: "bash", Args: []string{"-c", "exit 7"}, Env: env}); !errors.As(err, &pe) || pe.ExitCode != 7 {
-				t.Errorf("exit 7: %v", err)
+	inSandboxes(t, func(t *testing.T, f sandboxFixture) {
+		env := []string{"PATH=" + os.Getenv("PATH")}
+		var pe *Error
+		if _, _, err := Run(context.Background(), Spec{Name: "bash", Args: []string{"-c", "exit 7"}, Env: env}); !errors.As(err, &pe) || pe.ExitCode != 7 {
+			t.Errorf("exit 7: %v", err)
+		}
+		if _, _, err := Run(context.Background(), Spec{Name: "bash", Args: []string{"-c", "kill -INT $$; sleep 5"}, Env: env}); !errors.As(err, &pe) || pe.Signal != syscall.SIGINT.String() {
+			t.Errorf("killed by SIGINT: %v", err)
+		}
+		var pid int
+		var start uint64
+		out, _, err := Run(context.Background(), Spec{Name: "bash", Args: []string{"-c", `echo "$$ $(cat)"; env | grep -c '^SWITCHYARD_' || true`}, Env: env,
+			Stdin: strings.NewReader("from stdin"), Dir: f.work, OnStart: func(p int, st uint64) { pid, start = p, st }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fields := strings.Fields(out)
+		if len(fields) != 4 || fields[1] != "from" || fields[3] != "0" {
+			t.Errorf("the step printed %q: want its pid, its stdin and no SWITCHYARD_ variable", out)
+		}
+		if len(fields) > 0 && fields[0] != strconv.Itoa(pid) {
+			t.Errorf("the step's pid %s is not the one registered, %d", fields[0], pid)
+		}
+		if start == 0 {
+			t.Error("no start time registered")
+		}
+		// A timeout kills the group, a background child included.
+		pidfile := filepath.Join(f.work, "child")
+		_, _, err = Run(context.Background(), Spec{Name: "bash", Dir: f.work, Env: env, Timeout: 500 * time.Millisecond,
+			Args: []string{"-c", `sleep 60 & echo $! > child; wait`}})
+		if !errors.As(err, &pe) || pe.Timeout == 0 {
+			t.Fatalf("timeout: %v", err)
+		}
+		b, _ := os.ReadFile(pidfile)
+		child := strings.TrimSpace(string(b))
+		deadline := time.Now().Add(30 * time.Second)
+		for child != "" && running(mustAtoi(child)) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the step's background child %s outlived its timeout", child)
 			}
-			if _, _, err := Run(context.Background(), Spec{Name: "bash", Args: []string{"-c", "kill -INT $$; sleep 5"}, Env: env}); !errors.As(err, &pe) || pe.Signal != syscall.SIGINT.String() {
-				t.Errorf("killed by SIGINT: %v", err)
-			}
-			var pid int
-			var start uint64
-			out, _, err := Run(context.Background(), Spec{Name: "bash", Args: []string{"-c", `echo "$$ $(cat)"; env | grep -c '^SWITCHYARD_' || true`}, Env: env,
-				Stdin: strings.NewReader("from stdin"), Dir: f.work, OnStart: func(p int, st uint64) { pid, start = p, st }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			fields := strings.Fields(out)
-			if len(fields) != 4 || fields[1] != "from" || fields[3] != "0" {
-				t.Errorf("the step printed %q: want its pid, its stdin and no SWITCHYARD_ variable", out)
-			}
-			if len(fields) > 0 && fields[0] != strconv.Itoa(pid) {
-				t.Errorf("the step's pid %s is not the one registered, %d", fields[0], pid)
-			}
-			if start == 0 {
-				t.Error("no start time registered")
-			}
-			// A timeout kills the group, a background child included.
-			pidfile := filepath.Join(f.work, "child")
-			_, _, err = Run(context.Background(), Spec{Name: "bash", Dir: f.work, Env: env, Timeout: 500 * time.Millisecond,
-				Args: []string{"-c", `sleep 60 & echo $! > child; wait`}})
-			if !errors.As(err, &pe) || pe.Timeout == 0 {
-				t.Fatalf("timeout: %v", err)
-			}
-			b, _ := os.ReadFile(pidfile)
-			child := strings.TrimSpace(string(b))
-			deadline := time.Now().Add(30 * time.Second)
-			for child != "" && running(mustAtoi(child)) {
-				if time.Now().After(deadline) {
-					t.Fatalf("the step's background child %s outlived its timeout", child)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			if child == "" {
-				t.Error("the step wrote no child pid")
-			}
-		})
-	}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if child == "" {
+			t.Error("the step wrote no child pid")
+		}
+	})
 }
 
 // TestSandboxExposesOnlyWhatIsInsideHiddenFolders: the folders mounted
