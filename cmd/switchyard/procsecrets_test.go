@@ -87,22 +87,32 @@ func TestSecretsHiddenFromNodes(t *testing.T) {
 		if err := os.WriteFile(file, []byte(leakYAML), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(binary, "run", file, "--data", t.TempDir())
-		cmd.Dir = dir // the run works (and locks its checkout) there
-		cmd.Env = append(os.Environ(), "OPENAI_API_KEY="+envKey, "ANTHROPIC_API_KEY="+envClaude, "SWITCHYARD_TOKEN="+envTokenVal)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("run: %v\n%s", err, errb.String())
-		}
-		var res struct {
-			Outputs map[string]string `json:"outputs"`
-		}
-		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-			t.Fatalf("%v: %s", err, out.String())
-		}
-		check(t, "run", res.Outputs["peek"], cmd.Process.Pid)
+		outputs, pid := runCLI(t, dir, []string{"OPENAI_API_KEY=" + envKey, "ANTHROPIC_API_KEY=" + envClaude, "SWITCHYARD_TOKEN=" + envTokenVal},
+			file, "--data", t.TempDir())
+		check(t, "run", outputs["peek"], pid)
 	})
+}
+
+// runCLI runs `switchyard run ARGS` in dir (where the run works and locks
+// its checkout) with env added to this process's: the run's outputs and
+// the process's pid.
+func runCLI(t *testing.T, dir string, env []string, args ...string) (map[string]string, int) {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"run"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run: %v\n%s", err, errb.String())
+	}
+	var res struct {
+		Outputs map[string]string `json:"outputs"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	return res.Outputs, cmd.Process.Pid
 }
 
 // runToEnd starts workflow id on p and waits for it to complete or fail:

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -87,21 +86,8 @@ func TestNodesCannotReachTheDataFolder(t *testing.T) {
 		if err := os.WriteFile(file, []byte(peekYAML(data, filepath.Join(data, "yaml-positions.json"))), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(binary, "run", file, "--data", data)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "SWITCHYARD_SANDBOX=on")
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("run: %v\n%s", err, errb.String())
-		}
-		var res struct {
-			Outputs map[string]string `json:"outputs"`
-		}
-		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-			t.Fatalf("%v: %s", err, out.String())
-		}
-		checkPeek(t, "run", res.Outputs["peek"], data)
+		outputs, _ := runCLI(t, dir, []string{"SWITCHYARD_SANDBOX=on"}, file, "--data", data)
+		checkPeek(t, "run", outputs["peek"], data)
 	})
 
 	t.Run("bad mode", func(t *testing.T) {
