@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"runtime"
 	"testing"
 
@@ -16,7 +15,7 @@ func instantLLM(b *testing.B) *llm.Client {
 	b.Helper()
 	fake := fakeopenai.New(fakeopenai.WithRequestLogLimit(0)) // no one reads its request log
 	client, err := llm.New(llm.Config{BaseURL: "http://fake.invalid/v1", APIKey: "x",
-		HTTPClient: &http.Client{Transport: fakeopenai.InProcess{H: fake.Handler()}}})
+		Transport: fakeopenai.InProcess{H: fake.Handler()}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package llm
 
 import (
 	"context"
-	"net/http"
 	"testing"
 
 	"github.com/switchyard/switchyard/internal/fakeopenai"
@@ -14,7 +13,7 @@ import (
 func BenchmarkComplete(b *testing.B) {
 	fake := fakeopenai.New(fakeopenai.WithRequestLogLimit(0)) // no one reads its request log
 	c, err := New(Config{BaseURL: "http://fake.invalid/v1", APIKey: "x",
-		HTTPClient: &http.Client{Transport: fakeopenai.InProcess{H: fake.Handler()}}})
+		Transport: fakeopenai.InProcess{H: fake.Handler()}})
 	if err != nil {
 		b.Fatal(err)
 	}

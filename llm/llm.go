@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -48,6 +49,10 @@ type Config struct {
 	// HTTPClient.
 	MaxConns   int
 	HTTPClient *http.Client
+	// Transport replaces the default client's connections (benchmarks: an
+	// in-process fake) while keeping the rest of its path. Ignored with
+	// HTTPClient.
+	Transport http.RoundTripper
 }
 
 // defaultIdleConns is the least the default client keeps open.
@@ -124,8 +129,12 @@ func New(cfg Config) (*Client, error) {
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
+	switch {
+	case cfg.HTTPClient != nil:
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	case cfg.Transport != nil:
+		opts = append(opts, option.WithHTTPClient(directDoer{inMemoryBody{cfg.Transport}}))
+	default:
 		// Go's default keeps 2 idle connections per host: with many LLM
 		// calls in flight against one endpoint, connections would be
 		// closed and dialed again for nearly every call. As many as may
@@ -140,10 +149,36 @@ func New(cfg Config) (*Client, error) {
 		// often over the default 4 KiB buffer, which splits it into two
 		// writes; 64 KiB sends most in one.
 		tr.WriteBufferSize = 64 << 10
-		hc = &http.Client{Transport: inMemoryBody{tr}}
+		opts = append(opts, option.WithHTTPClient(directDoer{inMemoryBody{tr}}))
 	}
-	opts = append(opts, option.WithHTTPClient(hc))
 	return &Client{cfg: cfg, client: openai.NewClient(opts...)}, nil
+}
+
+// directDoer sends a request through its transport without http.Client,
+// whose redirect bookkeeping copies every request's headers (7 of an
+// agent call's allocations) for redirects an LLM endpoint does not send.
+// A redirect is an error naming where it leads, not retried, so the API
+// key never follows one to another origin. Errors read as http.Client's
+// do.
+type directDoer struct{ rt http.RoundTripper }
+
+func (d directDoer) Do(req *http.Request) (*http.Response, error) {
+	resp, err := d.rt.RoundTrip(req)
+	if err != nil {
+		op := req.Method
+		if op != "" {
+			op = op[:1] + strings.ToLower(op[1:])
+		}
+		return nil, &url.Error{Op: op, URL: req.URL.String(), Err: err}
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 && resp.Header.Get("Location") != "" {
+		loc := resp.Header.Get("Location")
+		_ = resp.Body.Close()
+		return nil, &CallError{Status: resp.StatusCode, Err: fmt.Errorf(
+			"LLM request failed: %s answered %d, a redirect to %q, which is not followed (the API key stays with the base URL's origin): make the base URL the address it leads to",
+			req.URL, resp.StatusCode, loc)}
+	}
+	return resp, nil
 }
 
 // inMemoryBody hands the transport a request's body as the in-memory

@@ -2,10 +2,17 @@ package llm
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 type recordRT struct{ got *http.Request }
@@ -51,5 +58,53 @@ func TestInMemoryBodyTransport(t *testing.T) {
 	plain.GetBody = nil
 	if _, err := (inMemoryBody{next}).RoundTrip(plain); err != nil || next.got != plain {
 		t.Errorf("request without GetBody: %v, passed through %v", err, next.got == plain)
+	}
+}
+
+// The default client sends each call straight to its transport: a
+// redirect comes back as the error it is instead of carrying the API key
+// to another origin, and a failed exchange reads as net/http's client
+// says it ("Post "URL": ...").
+func TestDefaultClientFollowsNoRedirect(t *testing.T) {
+	var elsewhere, asked atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+	}))
+	defer other.Close()
+	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer redirecting.Close()
+
+	c, err := New(Config{BaseURL: redirecting.URL + "/v1", APIKey: "sk-secret", MaxAttempts: 3, RetryBase: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := Request{Messages: []Message{{Role: "user", Content: "hi"}}}
+	if _, err := c.Complete(context.Background(), req, nil, nil); err == nil || !strings.Contains(err.Error(), "answered 307, a redirect to \""+other.URL) {
+		t.Errorf("a redirect answered %v, want an error naming the 307", err)
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("the redirect was followed: the other origin got %d requests", n)
+	}
+	if n := asked.Load(); n != 1 {
+		t.Errorf("the redirect was asked %d times, want once (it is not transient)", n)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String() + "/v1"
+	_ = ln.Close()
+	c, err = New(Config{BaseURL: closed, APIKey: "k", MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Complete(context.Background(), req, nil, nil)
+	var uerr *url.Error
+	if !errors.As(err, &uerr) || !strings.Contains(err.Error(), `Post "`+closed+`/chat/completions"`) {
+		t.Errorf("a refused connection answered %v, want net/http's form", err)
 	}
 }

@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"net/http"
 	"testing"
 
 	"github.com/switchyard/switchyard/internal/fakeopenai"
@@ -16,7 +15,7 @@ import (
 func InProcessLLM(tb testing.TB, opts ...fakeopenai.Option) *llm.Client {
 	tb.Helper()
 	c, err := llm.New(llm.Config{BaseURL: "http://fake.invalid/v1", APIKey: "x",
-		HTTPClient: &http.Client{Transport: fakeopenai.InProcess{H: fakeopenai.New(append([]fakeopenai.Option{fakeopenai.WithRequestLogLimit(0)}, opts...)...).Handler()}}})
+		Transport: fakeopenai.InProcess{H: fakeopenai.New(append([]fakeopenai.Option{fakeopenai.WithRequestLogLimit(0)}, opts...)...).Handler()}})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -140,7 +140,7 @@ func (f *filler) open() (runStore, *engine.Engine, *server.Server, *server.YAMLW
 	}
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	client, err := llm.New(llm.Config{BaseURL: "http://fake.invalid/v1", APIKey: "x",
-		HTTPClient: &http.Client{Transport: fakeopenai.InProcess{H: fakeopenai.New(fakeopenai.WithRequestLogLimit(0)).Handler()}}})
+		Transport: fakeopenai.InProcess{H: fakeopenai.New(fakeopenai.WithRequestLogLimit(0)).Handler()}})
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
