@@ -68,7 +68,7 @@ func TestSecretsHiddenFromNodes(t *testing.T) {
 			"--addr", "127.0.0.1:0", "--data", t.TempDir(), "--workflows", folder,
 			"--token", argToken, "--notify-url", "http://127.0.0.1:9/services/"+argNotify)
 		p.token = argToken
-		outputs := runToEnd(t, p, "yaml.leak.yaml")
+		outputs := runToEnd(t, p, "yaml.leak.yaml", time.Minute).Outputs
 		check(t, "serve", outputs["peek"], p.cmd.Process.Pid)
 		// The server still has what it read: the token works.
 		if status, _, _ := p.get(t, "/api/config", argToken); status != http.StatusOK {
@@ -115,29 +115,35 @@ func runCLI(t *testing.T, dir string, env []string, args ...string) (map[string]
 	return res.Outputs, cmd.Process.Pid
 }
 
-// runToEnd starts workflow id on p and waits for it to complete or fail:
-// its outputs.
-func runToEnd(t *testing.T, p *serverProc, id string) map[string]string {
+// endedRun is a run as GET /api/runs/ID shows it once it ended.
+type endedRun struct {
+	RunID   string            `json:"runId"`
+	Status  string            `json:"status"`
+	Error   string            `json:"error"`
+	Outputs map[string]string `json:"outputs"`
+}
+
+// runToEnd starts workflow id on p and waits up to within for it to end
+// (completed, failed or cancelled); a run still going then fails the test.
+func runToEnd(t *testing.T, p *serverProc, id string, within time.Duration) endedRun {
 	t.Helper()
 	status, body := p.post(t, "/api/runs", map[string]any{"workflowId": id})
 	if status != http.StatusCreated {
-		t.Fatalf("start: %d %s", status, body)
+		t.Fatalf("start %s: %d %s", id, status, body)
 	}
-	var run struct {
-		RunID   string            `json:"runId"`
-		Status  string            `json:"status"`
-		Outputs map[string]string `json:"outputs"`
+	var run endedRun
+	if err := json.Unmarshal(body, &run); err != nil {
+		t.Fatalf("start %s: %v: %s", id, err, body)
 	}
-	_ = json.Unmarshal(body, &run)
-	deadline := time.Now().Add(time.Minute)
-	for run.Status != "completed" && run.Status != "failed" {
+	deadline := time.Now().Add(within)
+	for run.Status != "completed" && run.Status != "failed" && run.Status != "cancelled" {
 		if time.Now().After(deadline) {
-			t.Fatalf("run %s still %s", run.RunID, run.Status)
+			t.Fatalf("run %s of %s still %s after %s\n%s", run.RunID, id, run.Status, within, p.log())
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 		getJSON(t, p, "/api/runs/"+run.RunID, &run)
 	}
-	return run.Outputs
+	return run
 }
 
 // TestSecretSpans: which bytes of the argument and environment blocks are

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // peekYAML is a node that tries the server's files: the database, the
@@ -71,7 +72,7 @@ func TestNodesCannotReachTheDataFolder(t *testing.T) {
 		p := startServeDir(t, t.TempDir(), nil, "--addr", "127.0.0.1:0", "--data", data, "--workflows", folder,
 			"--token-file", tokenFile, "--sandbox", "on")
 		p.token = "tk-file-SECRET-0123456789abcdef"
-		outputs := runToEnd(t, p, "yaml.peek.yaml")
+		outputs := runToEnd(t, p, "yaml.peek.yaml", time.Minute).Outputs
 		checkPeek(t, "serve", outputs["peek"], data)
 		if !strings.Contains(outputs["peek"], "token: []\n") {
 			t.Errorf("serve: the token file did not read empty:\n%s", outputs["peek"])

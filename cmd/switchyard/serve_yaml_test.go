@@ -269,24 +269,7 @@ func TestServeArchonE2EDeterministic(t *testing.T) {
 	if !listed {
 		t.Fatalf("%s not listed among %d workflows", id, len(list))
 	}
-	status, body := p.post(t, "/api/runs", map[string]any{"workflowId": id})
-	if status != http.StatusCreated {
-		t.Fatalf("start: %d %s", status, body)
-	}
-	var run struct {
-		RunID   string            `json:"runId"`
-		Status  string            `json:"status"`
-		Error   string            `json:"error"`
-		Outputs map[string]string `json:"outputs"`
-	}
-	if err := json.Unmarshal(body, &run); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for run.Status != "completed" && run.Status != "failed" && run.Status != "cancelled" && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-		getJSON(t, p, "/api/runs/"+run.RunID, &run)
-	}
+	run := runToEnd(t, p, id, 2*time.Minute)
 	if run.Status != "completed" || !strings.HasSuffix(run.Outputs["verify-all"], "PASS: all deterministic nodes produced output") {
 		t.Fatalf("run %s (%s): %v\n%s", run.Status, run.Error, run.Outputs, p.log())
 	}
