@@ -50,10 +50,15 @@ type llmScript struct {
 	hang  map[string]int           // node -> calls left to answer with Reply.Hang
 	block map[string]chan struct{} // node -> its next call waits until closed
 	fail  map[string]bool          // node -> every call answered with HTTP 400
+	// arrived: node -> closed at its next call; holdFor: node -> its calls
+	// are answered (a failure too) once this is closed.
+	arrived map[string]chan struct{}
+	holdFor map[string]<-chan struct{}
 }
 
 func newLLMScript() *llmScript {
-	return &llmScript{calls: map[string][]string{}, hang: map[string]int{}, block: map[string]chan struct{}{}, fail: map[string]bool{}}
+	return &llmScript{calls: map[string][]string{}, hang: map[string]int{}, block: map[string]chan struct{}{}, fail: map[string]bool{},
+		arrived: map[string]chan struct{}{}, holdFor: map[string]<-chan struct{}{}}
 }
 
 func promptNode(msg string) string {
@@ -74,7 +79,18 @@ func (s *llmScript) handle(req *fakeopenai.Request) fakeopenai.Reply {
 	block := s.block[node]
 	delete(s.block, node)
 	fail := s.fail[node]
+	if ch := s.arrived[node]; ch != nil {
+		close(ch)
+		delete(s.arrived, node)
+	}
+	hold := s.holdFor[node]
 	s.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-time.After(time.Minute): // never called: the test's checks say so
+		}
+	}
 	if fail {
 		return fakeopenai.Reply{Status: http.StatusBadRequest, ErrorMessage: "node " + node + " is refused"}
 	}
@@ -103,6 +119,16 @@ func (s *llmScript) blockNext(t *testing.T, node string) (release func()) {
 	release = func() { once.Do(func() { close(ch) }) }
 	t.Cleanup(release)
 	return release
+}
+
+// answerAfterCall makes node's calls wait for other's next call before
+// they are answered: other is in flight when node's answer comes.
+func (s *llmScript) answerAfterCall(node, other string) {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	s.arrived[other] = ch
+	s.holdFor[node] = ch
+	s.mu.Unlock()
 }
 
 func (s *llmScript) callsOf(node string) []string {
@@ -1235,6 +1261,7 @@ nodes:
 		h.script.fail["a"] = true
 		h.script.mu.Unlock()
 		h.script.blockNext(t, "b") // in flight when a fails
+		h.script.answerAfterCall("a", "b")
 		g := &gbuild{}
 		g.node("s", "start", graph.NodeData{InitialInput: "go"}).
 			node("a", "agent", agentData("a")).node("b", "agent", agentData("b")).
