@@ -87,10 +87,15 @@ type schedState struct {
 type checkpointState struct {
 	dirty         []int
 	isDirty       []bool
-	headerChanged bool        // the header changed since the last checkpoint
-	impureDone    bool        // a non-pure node settled since the last checkpoint
-	flushT        *time.Timer // armed after a dispatch: commit in-flight state if still running
-	saveFailed    bool        // the last checkpoint failed; headerChanged is kept
+	headerChanged bool // the header changed since the last checkpoint
+	impureDone    bool // a non-pure node settled since the last checkpoint
+	// flushT, while flushArmed, is armed after a dispatch (commit in-flight
+	// state if still running) or after a failed checkpoint (the retry). One
+	// timer per run, reset each time: a new one per dispatch was 3 of an
+	// agent node's allocations.
+	flushT     *time.Timer
+	flushArmed bool
+	saveFailed bool // the last checkpoint failed; headerChanged is kept
 	// savedStatus is the status of this driver's last committed write of
 	// the run (its creation or a checkpoint); "" when unknown.
 	savedStatus RunStatus
@@ -222,8 +227,8 @@ func (r *runner) loop() {
 			if r.ending == "" && r.status() == StatusRunning {
 				r.dispatch()
 			}
-			if r.running > 0 && len(r.dirty) > 0 && r.flushT == nil {
-				r.flushT = time.NewTimer(r.e.flushDelay())
+			if r.running > 0 && len(r.dirty) > 0 && !r.flushArmed {
+				r.armFlush(r.e.flushDelay())
 			}
 			if r.running == 0 && r.settle() && r.tryExit() {
 				return
@@ -235,12 +240,12 @@ func (r *runner) loop() {
 		}
 	wait:
 		var flushC <-chan time.Time
-		if r.flushT != nil {
+		if r.flushArmed {
 			flushC = r.flushT.C
 		}
 		select {
 		case <-flushC:
-			r.flushT = nil
+			r.flushArmed = false
 			// A retry after a failed checkpoint is the loop top's.
 			if !r.stopping && r.storeDownSince.IsZero() {
 				r.save()

@@ -200,11 +200,12 @@ type waitRecord struct {
 // fired edges) and marks them clean; written lists their indexes.
 func (r *runner) takeDirty() (nodes []*NodeState, written []int) {
 	r.stateMu.RLock()
-	nodes = make([]*NodeState, 0, len(r.dirty))
-	for _, i := range r.dirty {
-		cp := *r.nodes[i]
-		cp.Fired = r.firedIDs(i)
-		nodes = append(nodes, &cp)
+	nodes = make([]*NodeState, len(r.dirty))
+	copies := make([]NodeState, len(r.dirty)) // one allocation for all the copies
+	for k, i := range r.dirty {
+		copies[k] = *r.nodes[i]
+		copies[k].Fired = r.firedIDs(i)
+		nodes[k] = &copies[k]
 		r.isDirty[i] = false
 	}
 	r.stateMu.RUnlock()
@@ -289,10 +290,7 @@ func (e *Engine) flushDelay() time.Duration {
 }
 
 func (r *runner) persist() error {
-	if r.flushT != nil {
-		r.flushT.Stop()
-		r.flushT = nil
-	}
+	r.disarmFlush()
 	r.saveFailed = false
 	err := r.checkpoint()
 	if !r.saveFailed {
@@ -353,10 +351,26 @@ func (r *runner) failStore(err error) {
 		return
 	}
 	r.e.log.Error("persist run state; retrying", "run", r.run.ID, "err", err, "retry_in", r.storeRetry)
-	if r.flushT != nil {
-		r.flushT.Stop()
+	r.armFlush(r.storeRetry)
+}
+
+// armFlush makes the loop's wait end after d (see runner.flushT). Since Go
+// 1.23 a timer stopped or reset delivers nothing of its earlier arming.
+func (r *runner) armFlush(d time.Duration) {
+	if r.flushT == nil {
+		r.flushT = time.NewTimer(d)
+	} else {
+		r.flushT.Reset(d)
 	}
-	r.flushT = time.NewTimer(r.storeRetry)
+	r.flushArmed = true
+}
+
+// disarmFlush stops the timer armFlush set, if it is armed.
+func (r *runner) disarmFlush() {
+	if r.flushArmed {
+		r.flushT.Stop()
+		r.flushArmed = false
+	}
 }
 
 // saved notes a checkpoint that committed: the store is back, and nodes
