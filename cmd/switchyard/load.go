@@ -178,7 +178,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "runs":
 		cpu := startCPUMeter(srv)
 		fake0, fakeErr := loadgen.GetFakeStats(ctx, llmURL)
-		commits0, commitsErr := loadgen.Commits(ctx, via)
+		counters0, countersErr := loadgen.Counters(ctx, via)
 		var rr *loadgen.RunsResult
 		n := *clients
 		if n <= 0 {
@@ -191,9 +191,9 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			c := cpu.perRun(rr.Completed)
 			rr.ServerCPUPerRunUs, rr.ServerSysCPUPerRunUs, rr.DriverCPUPerRunUs = c.server, c.serverSys, c.driver
 		}
-		if rr != nil && rr.Completed > 0 && commitsErr == nil {
-			if commits1, err := loadgen.Commits(ctx, via); err == nil {
-				rr.CommitsPerRun = (commits1 - commits0) / float64(rr.Completed)
+		if rr != nil && rr.Completed > 0 && countersErr == nil {
+			if counters1, err := loadgen.Counters(ctx, via); err == nil {
+				rr.PerRun(counters0, counters1)
 			}
 		}
 		if rr != nil {

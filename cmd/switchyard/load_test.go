@@ -129,6 +129,15 @@ func TestLoadRunsRoutesAndGraphFile(t *testing.T) {
 			if r.CommitsPerRun <= 0 || r.CommitsPerRun > 3 {
 				t.Errorf("commitsPerRun %v, want in (0, 3]", r.CommitsPerRun)
 			}
+			// Read from the server's own counters: a run allocates, on the
+			// order of a thousand objects and a hundred KB (far from the
+			// bounds, which only catch a field left unset or misread).
+			if r.ServerAllocsPerRun < 50 || r.ServerAllocsPerRun > 1e6 || r.ServerAllocKBPerRun < 1 || r.ServerAllocKBPerRun > 1e5 {
+				t.Errorf("serverAllocsPerRun %v, serverAllocKbPerRun %v: not measured", r.ServerAllocsPerRun, r.ServerAllocKBPerRun)
+			}
+			if r.ServerGCsPer1000Runs < 0 {
+				t.Errorf("serverGcsPer1000Runs %v", r.ServerGCsPer1000Runs)
+			}
 			if runtime.GOOS != "linux" {
 				return
 			}
@@ -156,6 +165,10 @@ type loadRunsResult struct {
 	ServerCores       int     `json:"serverCores"`
 	ServerPeakRSSMB   float64 `json:"serverPeakRssMb"`
 	CommitsPerRun     float64 `json:"commitsPerRun"`
+	// The server's allocations per run, from its /metrics.
+	ServerAllocsPerRun   float64 `json:"serverAllocsPerRun"`
+	ServerAllocKBPerRun  float64 `json:"serverAllocKbPerRun"`
+	ServerGCsPer1000Runs float64 `json:"serverGcsPer1000Runs"`
 }
 
 func loadRunsJSON(t *testing.T, args ...string) loadRunsResult {

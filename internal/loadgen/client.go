@@ -142,14 +142,20 @@ func GetFakeStats(ctx context.Context, base string) (FakeStats, error) {
 // Metric reads an unlabelled sample, such as a counter, from the
 // server's /metrics (Prometheus's text format).
 func (c *Client) Metric(ctx context.Context, name string) (float64, error) {
-	data, err := c.send(ctx, http.MethodGet, "/metrics", nil)
+	text, err := c.Metrics(ctx)
 	if err != nil {
 		return 0, err
 	}
-	if v, ok := PromValue(string(data), name); ok {
+	if v, ok := PromValue(text, name); ok {
 		return v, nil
 	}
 	return 0, fmt.Errorf("/metrics has no %s", name)
+}
+
+// Metrics returns the server's /metrics (Prometheus's text format).
+func (c *Client) Metrics(ctx context.Context) (string, error) {
+	data, err := c.send(ctx, http.MethodGet, "/metrics", nil)
+	return string(data), err
 }
 
 // PromValue reads the unlabelled sample name from Prometheus's text

@@ -5,7 +5,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +62,10 @@ func TestScenariosAgainstARealServer(t *testing.T) {
 	c, fake := startStack(t, 50*time.Millisecond)
 	ctx := context.Background()
 
+	c0, err := Counters(ctx, []*Client{c})
+	if err != nil {
+		t.Fatal(err)
+	}
 	runs, err := Runs(ctx, c, RunsConfig{Duration: time.Second, Clients: 4}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +73,17 @@ func TestScenariosAgainstARealServer(t *testing.T) {
 	if runs.Started == 0 || runs.Completed != runs.Started || runs.Failed != 0 || runs.StartErrors != 0 ||
 		runs.EndToEnd.Count != runs.Completed || runs.EndToEnd.P50 < 100 { // two 50 ms LLM calls per run
 		t.Errorf("runs %+v", runs)
+	}
+	// The server's counters moved with the runs (the server shares this
+	// process, so its allocations include the clients': only plumbing is
+	// checked here; the CLI's test reads a server of its own).
+	c1, err := Counters(ctx, []*Client{c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs.PerRun(c0, c1)
+	if runs.CommitsPerRun <= 0 || runs.ServerAllocsPerRun <= 0 || runs.ServerAllocKBPerRun <= 0 || c1.GCs < c0.GCs {
+		t.Errorf("per-run counters %+v from %+v to %+v", runs, c0, c1)
 	}
 
 	fake.Reset()
@@ -135,5 +153,36 @@ func TestSummaryPercentiles(t *testing.T) {
 	}
 	if (&Latencies{}).Summary().Count != 0 {
 		t.Fatal("empty summary")
+	}
+}
+
+// TestCountersSumServersAndNameWhatIsMissing: counters are summed over the
+// servers, and a server without one is an error naming it.
+func TestCountersSumServersAndNameWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	serve := func(text string) *Client {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, text)
+		}))
+		t.Cleanup(srv.Close)
+		return NewClient(srv.URL, "")
+	}
+	full := "# HELP x\nswitchyard_store_commits_total 10\ngo_memstats_mallocs_total 1000\n" +
+		"go_memstats_alloc_bytes_total 2048\ngo_gc_duration_seconds{quantile=\"0.5\"} 0.001\ngo_gc_duration_seconds_count 3\n"
+	got, err := Counters(context.Background(), []*Client{serve(full), serve(full)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (ServerCounters{Commits: 20, Mallocs: 2000, AllocBytes: 4096, GCs: 6}); got != want {
+		t.Errorf("counters %+v, want %+v", got, want)
+	}
+	r := RunsResult{Completed: 4}
+	r.PerRun(ServerCounters{}, got)
+	if r.CommitsPerRun != 5 || r.ServerAllocsPerRun != 500 || r.ServerAllocKBPerRun != 1 || r.ServerGCsPer1000Runs != 1500 {
+		t.Errorf("per run %+v", r)
+	}
+	_, err = Counters(context.Background(), []*Client{serve(full), serve("go_memstats_mallocs_total 1\n")})
+	if err == nil || !strings.Contains(err.Error(), "switchyard_store_commits_total") {
+		t.Errorf("a server without the counters: %v", err)
 	}
 }

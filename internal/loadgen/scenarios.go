@@ -212,19 +212,61 @@ type RunsResult struct {
 	// switchyard_store_commits_total) per completed run: how well the
 	// writer groups commits, the other figure besides CPU to watch.
 	CommitsPerRun float64 `json:"commitsPerRun,omitempty"`
+	// ServerAllocsPerRun and ServerAllocKBPerRun are the servers' heap
+	// allocations per completed run (go_memstats_mallocs_total and
+	// go_memstats_alloc_bytes_total), ServerGCsPer1000Runs their garbage
+	// collections per 1,000 runs. Unlike CPU time they do not move with
+	// the machine's load, so they show what a change to the server's path
+	// saves where CPU per run cannot (the two reads of /metrics around the
+	// scenario are counted in them: a few allocations a run).
+	ServerAllocsPerRun   float64 `json:"serverAllocsPerRun,omitempty"`
+	ServerAllocKBPerRun  float64 `json:"serverAllocKbPerRun,omitempty"`
+	ServerGCsPer1000Runs float64 `json:"serverGcsPer1000Runs,omitempty"`
 }
 
-// Commits sums switchyard_store_commits_total over the servers of via.
-func Commits(ctx context.Context, via []*Client) (float64, error) {
-	var sum float64
+// ServerCounters are counters of the servers' /metrics, summed over them.
+type ServerCounters struct {
+	Commits    float64 // switchyard_store_commits_total
+	Mallocs    float64 // go_memstats_mallocs_total
+	AllocBytes float64 // go_memstats_alloc_bytes_total
+	GCs        float64 // go_gc_duration_seconds_count
+}
+
+// Counters reads ServerCounters from the servers of via, one /metrics
+// request each. A counter a server does not have is an error.
+func Counters(ctx context.Context, via []*Client) (ServerCounters, error) {
+	var sum ServerCounters
 	for _, c := range via {
-		v, err := c.Metric(ctx, "switchyard_store_commits_total")
+		text, err := c.Metrics(ctx)
 		if err != nil {
-			return 0, err
+			return ServerCounters{}, err
 		}
-		sum += v
+		for _, f := range []struct {
+			name string
+			to   *float64
+		}{{"switchyard_store_commits_total", &sum.Commits}, {"go_memstats_mallocs_total", &sum.Mallocs},
+			{"go_memstats_alloc_bytes_total", &sum.AllocBytes}, {"go_gc_duration_seconds_count", &sum.GCs}} {
+			v, ok := PromValue(text, f.name)
+			if !ok {
+				return ServerCounters{}, fmt.Errorf("%s/metrics has no %s", c.Base, f.name)
+			}
+			*f.to += v
+		}
 	}
 	return sum, nil
+}
+
+// PerRun fills in r's per-run figures from the counters read before
+// (c0) and after (c1) its runs.
+func (r *RunsResult) PerRun(c0, c1 ServerCounters) {
+	if r.Completed <= 0 {
+		return
+	}
+	n := float64(r.Completed)
+	r.CommitsPerRun = (c1.Commits - c0.Commits) / n
+	r.ServerAllocsPerRun = (c1.Mallocs - c0.Mallocs) / n
+	r.ServerAllocKBPerRun = (c1.AllocBytes - c0.AllocBytes) / 1024 / n
+	r.ServerGCsPer1000Runs = (c1.GCs - c0.GCs) * 1000 / n
 }
 
 // Runs starts runs for cfg.Duration from cfg.Clients clients and measures
