@@ -55,6 +55,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "how long shutdown waits for in-flight requests")
 	cpuProfile := fs.String("cpuprofile", os.Getenv("SWITCHYARD_CPUPROFILE"), "write a CPU profile to this file until shutdown (default $SWITCHYARD_CPUPROFILE)")
 	mutexProfile := fs.String("mutexprofile", os.Getenv("SWITCHYARD_MUTEXPROFILE"), "write a profile of lock contention to this file at shutdown (default $SWITCHYARD_MUTEXPROFILE)")
+	memProfile := fs.String("memprofile", os.Getenv("SWITCHYARD_MEMPROFILE"), "write a profile of the heap allocations made since start to this file at shutdown (default $SWITCHYARD_MEMPROFILE)")
 	maxParallel := fs.Int("max-parallel", envInt("SWITCHYARD_MAX_PARALLEL", 16), "nodes of one run executing at once (default $SWITCHYARD_MAX_PARALLEL or 16)")
 	maxConns := fs.Int("max-conns", envInt("SWITCHYARD_MAX_CONNS", server.DefaultMaxConns), "concurrent connections; at the cap idle keep-alive ones are closed first, then new ones wait (default $SWITCHYARD_MAX_CONNS or 4096)")
 	maxLLM := fs.Int("max-llm-calls", envInt("SWITCHYARD_MAX_LLM_CALLS", 64), "concurrent LLM calls across all runs (default $SWITCHYARD_MAX_LLM_CALLS or 64)")
@@ -209,7 +210,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	for _, p := range []struct {
 		flag, path string
 		start      func(string) (func(), error)
-	}{{"cpuprofile", *cpuProfile, startCPUProfile}, {"mutexprofile", *mutexProfile, startMutexProfile}} {
+	}{{"cpuprofile", *cpuProfile, startCPUProfile}, {"mutexprofile", *mutexProfile, startMutexProfile},
+		{"memprofile", *memProfile, startMemProfile}} {
 		if p.path == "" {
 			continue
 		}
@@ -332,6 +334,22 @@ func startMutexProfile(path string) (stop func(), err error) {
 }
 
 const mutexProfileRate = 5
+
+// startMemProfile writes the allocations made from start to stop (pprof's
+// allocs profile, sampled every 512 KB allocated, as by default) to path:
+// which code allocates what `load runs` reports as serverAllocsPerRun.
+func startMemProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			slog.Warn("memory profile not written", "path", path, "err", err)
+		}
+		f.Close()
+	}, nil
+}
 
 type serveOptions struct {
 	addr, data, token, workflows string

@@ -453,21 +453,23 @@ func TestServeStartsWithoutStartupGarbage(t *testing.T) {
 	}
 }
 
-// TestServeWritesProfiles: --cpuprofile and --mutexprofile (the load
-// tool's way of showing where a run's CPU goes and what serializes) are
-// written, as gzipped pprof, when the server stops on a signal.
+// TestServeWritesProfiles: --cpuprofile, --mutexprofile and --memprofile
+// (the load tool's way of showing where a run's CPU goes, what serializes
+// and what allocates) are written, as gzipped pprof, when the server stops
+// on a signal.
 func TestServeWritesProfiles(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cpu, mutex := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "mutex.pprof")
-	p := startServe(t, []string{"SWITCHYARD_MUTEXPROFILE=" + mutex}, "--addr", "127.0.0.1:0", "--data", dir, "--cpuprofile", cpu)
+	cpu, mutex, mem := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "mutex.pprof"), filepath.Join(dir, "mem.pprof")
+	p := startServe(t, []string{"SWITCHYARD_MUTEXPROFILE=" + mutex}, "--addr", "127.0.0.1:0", "--data", dir, "--cpuprofile", cpu,
+		"--memprofile", mem)
 	if status, _, body := p.get(t, "/api/health", ""); status != http.StatusOK {
 		t.Fatalf("health: %d %s", status, body)
 	}
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("serve exited %d:\n%s", code, p.log())
 	}
-	for _, f := range []string{cpu, mutex} {
+	for _, f := range []string{cpu, mutex, mem} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatalf("profile not written: %v\n%s", err, p.log())
