@@ -333,16 +333,22 @@ func startMutexProfile(path string) (stop func(), err error) {
 	}, nil
 }
 
-const mutexProfileRate = 5
+const (
+	mutexProfileRate = 5
+	memProfileRate   = 4 << 10
+)
 
 // startMemProfile writes the allocations made from start to stop (pprof's
-// allocs profile, sampled every 512 KB allocated, as by default) to path:
-// which code allocates what `load runs` reports as serverAllocsPerRun.
+// allocs profile) to path: which code allocates what `load runs` reports
+// as serverAllocsPerRun. It samples every memProfileRate bytes instead of
+// Go's 512 KB, which in a few seconds of load left too few samples to
+// tell the owners of a run's thousand allocations apart.
 func startMemProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, err
 	}
+	runtime.MemProfileRate = memProfileRate
 	return func() {
 		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
 			slog.Warn("memory profile not written", "path", path, "err", err)
