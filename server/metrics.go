@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"hash/maphash"
+	"maps"
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -167,28 +169,70 @@ func statusLabel(status int) string {
 
 // eventData holds the fields of event data the metrics read.
 type eventData struct {
-	Type       string
-	Status     string
-	DurationMs *int64
-	Model      string
-	Final      bool
+	Type        string
+	Status      string
+	DurationMs  int64
+	HasDuration bool
+	Model       string
+	Final       bool
+}
+
+// The fields of eventData, as a set: each event type's data is searched
+// for the ones its metrics use only (a step_end's data holds the node's
+// whole output, and each field is a search through it).
+type eventFields uint8
+
+const (
+	fieldType eventFields = 1 << iota
+	fieldStatus
+	fieldDuration
+	fieldModel
+	fieldFinal
+	allFields = fieldType | fieldStatus | fieldDuration | fieldModel | fieldFinal
+)
+
+// fieldsOf is what Emit reads of an event type's data.
+func fieldsOf(typ string) eventFields {
+	switch typ {
+	case engine.EvStepStart:
+		return fieldType
+	case engine.EvStepEnd:
+		return fieldStatus | fieldDuration
+	case engine.EvStartPrompt:
+		return fieldModel
+	case engine.EvLLMError:
+		return fieldFinal
+	}
+	return 0
 }
 
 // parseEventData reads the few top-level fields the metrics use without
-// decoding the rest: a step_end's data holds the node's whole output, and
-// this runs for every event on the engine's hot path.
-func parseEventData(data []byte) eventData {
+// decoding the rest: this runs for every event on the engine's hot path.
+func parseEventData(data []byte) eventData { return parseEventFields(data, allFields) }
+
+// parseEventFields is parseEventData for the fields in want only.
+func parseEventFields(data []byte, want eventFields) eventData {
 	var d eventData
-	d.Type, _ = stringField(data, "type")
-	d.Status, _ = stringField(data, "status")
-	d.Model, _ = stringField(data, "model")
-	if raw, ok := topField(data, "durationMs"); ok {
-		if v, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
-			d.DurationMs = &v
+	if want&fieldType != 0 {
+		d.Type, _ = stringField(data, "type")
+	}
+	if want&fieldStatus != 0 {
+		d.Status, _ = stringField(data, "status")
+	}
+	if want&fieldModel != 0 {
+		d.Model, _ = stringField(data, "model")
+	}
+	if want&fieldDuration != 0 {
+		if raw, ok := topField(data, "durationMs"); ok {
+			if v, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+				d.DurationMs, d.HasDuration = v, true
+			}
 		}
 	}
-	if raw, ok := topField(data, "final"); ok {
-		d.Final = string(raw) == "true"
+	if want&fieldFinal != 0 {
+		if raw, ok := topField(data, "final"); ok {
+			d.Final = string(raw) == "true"
+		}
 	}
 	return d
 }
@@ -196,8 +240,8 @@ func parseEventData(data []byte) eventData {
 // topField returns the raw value of "key" in a flat JSON object. A match
 // cannot start inside a string value: there every quote is escaped.
 func topField(data []byte, key string) ([]byte, bool) {
-	pat := make([]byte, 0, len(key)+3)
-	pat = append(append(append(pat, '"'), key...), '"', ':')
+	var buf [32]byte // the keys are short: the pattern stays on the stack
+	pat := append(append(append(buf[:0], '"'), key...), '"', ':')
 	i := bytes.Index(data, pat)
 	if i < 0 {
 		return nil, false
@@ -230,13 +274,50 @@ func stringField(data []byte, key string) (string, bool) {
 		return "", false
 	}
 	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw[1 : len(raw)-1]), true
+		return labelValues.intern(raw[1 : len(raw)-1]), true
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return "", false
 	}
 	return s, true
+}
+
+// labelValues are the node types, statuses and model names seen, kept so
+// that reading one from an event does not allocate a string each time:
+// they are few, and become labels. A map replaced whole on each new value
+// (rare), so that reading takes no lock.
+var labelValues interner
+
+type interner struct {
+	mu sync.Mutex
+	m  atomic.Pointer[map[string]string]
+}
+
+// internedMax bounds the values kept; past it a value is copied as usual.
+const internedMax = 256
+
+func (in *interner) intern(b []byte) string {
+	if m := in.m.Load(); m != nil {
+		if s, ok := (*m)[string(b)]; ok { // no allocation for the lookup
+			return s
+		}
+	}
+	s := string(b)
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var next map[string]string
+	if old := in.m.Load(); old != nil {
+		if len(*old) >= internedMax {
+			return s
+		}
+		next = maps.Clone(*old)
+	} else {
+		next = map[string]string{}
+	}
+	next[s] = s
+	in.m.Store(&next)
+	return s
 }
 
 // Emit implements engine.Sink. It runs on the engine's hot path: it only
@@ -257,7 +338,7 @@ func (m *Metrics) Emit(ev *engine.Event) {
 	default:
 		return
 	}
-	d := parseEventData(ev.Data)
+	d := parseEventFields(ev.Data, fieldsOf(ev.Type))
 	now := time.Now()
 	sh := m.shard(ev.RunID)
 	sh.mu.Lock()
@@ -292,12 +373,12 @@ func (m *Metrics) Emit(ev *engine.Event) {
 			m.llmErrors.WithLabelValues("retry").Inc()
 		}
 	case engine.EvStepEnd:
-		if d.DurationMs != nil {
+		if d.HasDuration {
 			status := d.Status
 			if status == "" {
 				status = "unknown"
 			}
-			m.nodeDuration.WithLabelValues(n.typ, status).Observe(float64(*d.DurationMs) / 1000)
+			m.nodeDuration.WithLabelValues(n.typ, status).Observe(float64(d.DurationMs) / 1000)
 		}
 		delete(nodes, ev.NodeID)
 	}
