@@ -774,6 +774,7 @@ func (s *Store) ListOrphaned(ctx context.Context, now time.Time) ([]string, erro
 // also the copy that lets the engine reuse its NodeState structs.
 func nodeArgs(runID string, nodes []*engine.NodeState) ([][]any, error) {
 	out := make([][]any, 0, len(nodes))
+	rid := any(runID) // boxed once for every row (an allocation each)
 	for _, n := range nodes {
 		if n == nil {
 			continue
@@ -789,11 +790,29 @@ func nodeArgs(runID string, nodes []*engine.NodeState) ([][]any, error) {
 			}
 			fired = string(b)
 		}
-		out = append(out, []any{runID, n.NodeID, string(n.Status), n.Input, n.Output, n.Handle,
+		out = append(out, []any{rid, n.NodeID, statusArg(n.Status), n.Input, n.Output, n.Handle,
 			n.Error, n.Visits, n.Attempts, fired, nullText(n.Wait),
 			optMicros(n.StartedAt), optMicros(n.FinishedAt), n.Rejection, nullText(n.Decision)})
 	}
 	return out, nil
+}
+
+// boxedStatuses are the node statuses as statement arguments, boxed
+// once: a checkpoint binds one per node state.
+var boxedStatuses = func() map[engine.NodeStatus]any {
+	m := map[engine.NodeStatus]any{}
+	for _, s := range []engine.NodeStatus{engine.NodeIdle, engine.NodePending, engine.NodeQueued, engine.NodeRunning,
+		engine.NodeWaiting, engine.NodeCompleted, engine.NodeFailed, engine.NodeSkipped} {
+		m[s] = string(s)
+	}
+	return m
+}()
+
+func statusArg(s engine.NodeStatus) any {
+	if v, ok := boxedStatuses[s]; ok {
+		return v
+	}
+	return string(s)
 }
 
 func upsertNodes(t *wtx, st *sql.Stmt, nargs [][]any) error {
