@@ -178,7 +178,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "runs":
 		cpu := startCPUMeter(srv)
 		fake0, fakeErr := loadgen.GetFakeStats(ctx, llmURL)
-		counters0, countersErr := loadgen.Counters(ctx, via)
+		counters0, countersErr := loadgen.BaselineCounters(ctx, via)
 		var rr *loadgen.RunsResult
 		n := *clients
 		if n <= 0 {

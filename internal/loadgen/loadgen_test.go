@@ -62,9 +62,12 @@ func TestScenariosAgainstARealServer(t *testing.T) {
 	c, fake := startStack(t, 50*time.Millisecond)
 	ctx := context.Background()
 
-	c0, err := Counters(ctx, []*Client{c})
+	c0, err := BaselineCounters(ctx, []*Client{c})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c0.ReadMallocs <= 0 {
+		t.Errorf("a read of /metrics allocated nothing: %+v", c0)
 	}
 	runs, err := Runs(ctx, c, RunsConfig{Duration: time.Second, Clients: 4}, nil)
 	if err != nil {
@@ -177,9 +180,9 @@ func TestCountersSumServersAndNameWhatIsMissing(t *testing.T) {
 		t.Errorf("counters %+v, want %+v", got, want)
 	}
 	r := RunsResult{Completed: 4}
-	r.PerRun(ServerCounters{}, got)
-	if r.CommitsPerRun != 5 || r.ServerAllocsPerRun != 500 || r.ServerAllocKBPerRun != 1 || r.ServerGCsPer1000Runs != 1500 {
-		t.Errorf("per run %+v", r)
+	r.PerRun(ServerCounters{ReadMallocs: 400, ReadBytes: 1024}, got)
+	if r.CommitsPerRun != 5 || r.ServerAllocsPerRun != 400 || r.ServerAllocKBPerRun != 0.75 || r.ServerGCsPer1000Runs != 1500 {
+		t.Errorf("per run %+v, want the read's cost taken out", r)
 	}
 	_, err = Counters(context.Background(), []*Client{serve(full), serve("go_memstats_mallocs_total 1\n")})
 	if err == nil || !strings.Contains(err.Error(), "switchyard_store_commits_total") {

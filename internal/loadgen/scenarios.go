@@ -217,8 +217,8 @@ type RunsResult struct {
 	// go_memstats_alloc_bytes_total), ServerGCsPer1000Runs their garbage
 	// collections per 1,000 runs. Unlike CPU time they do not move with
 	// the machine's load, so they show what a change to the server's path
-	// saves where CPU per run cannot (the two reads of /metrics around the
-	// scenario are counted in them: a few allocations a run).
+	// saves where CPU per run cannot (what a read of /metrics allocates is
+	// taken out, see BaselineCounters).
 	ServerAllocsPerRun   float64 `json:"serverAllocsPerRun,omitempty"`
 	ServerAllocKBPerRun  float64 `json:"serverAllocKbPerRun,omitempty"`
 	ServerGCsPer1000Runs float64 `json:"serverGcsPer1000Runs,omitempty"`
@@ -230,6 +230,9 @@ type ServerCounters struct {
 	Mallocs    float64 // go_memstats_mallocs_total
 	AllocBytes float64 // go_memstats_alloc_bytes_total
 	GCs        float64 // go_gc_duration_seconds_count
+	// ReadMallocs and ReadBytes are what one read of the servers' /metrics
+	// allocates (BaselineCounters; zero from Counters).
+	ReadMallocs, ReadBytes float64
 }
 
 // Counters reads ServerCounters from the servers of via, one /metrics
@@ -256,6 +259,24 @@ func Counters(ctx context.Context, via []*Client) (ServerCounters, error) {
 	return sum, nil
 }
 
+// BaselineCounters reads Counters twice in a row: the second read is the
+// baseline, and what the servers allocated between the two (one read of
+// /metrics, thousands of allocations) is kept in its ReadCost, which
+// PerRun takes out of the figures, so they do not move with how many runs
+// the reads are spread over.
+func BaselineCounters(ctx context.Context, via []*Client) (ServerCounters, error) {
+	first, err := Counters(ctx, via)
+	if err != nil {
+		return ServerCounters{}, err
+	}
+	c, err := Counters(ctx, via)
+	if err != nil {
+		return ServerCounters{}, err
+	}
+	c.ReadMallocs, c.ReadBytes = max(c.Mallocs-first.Mallocs, 0), max(c.AllocBytes-first.AllocBytes, 0)
+	return c, nil
+}
+
 // PerRun fills in r's per-run figures from the counters read before
 // (c0) and after (c1) its runs.
 func (r *RunsResult) PerRun(c0, c1 ServerCounters) {
@@ -264,8 +285,8 @@ func (r *RunsResult) PerRun(c0, c1 ServerCounters) {
 	}
 	n := float64(r.Completed)
 	r.CommitsPerRun = (c1.Commits - c0.Commits) / n
-	r.ServerAllocsPerRun = (c1.Mallocs - c0.Mallocs) / n
-	r.ServerAllocKBPerRun = (c1.AllocBytes - c0.AllocBytes) / 1024 / n
+	r.ServerAllocsPerRun = max(c1.Mallocs-c0.Mallocs-c0.ReadMallocs, 0) / n
+	r.ServerAllocKBPerRun = max(c1.AllocBytes-c0.AllocBytes-c0.ReadBytes, 0) / 1024 / n
 	r.ServerGCsPer1000Runs = (c1.GCs - c0.GCs) * 1000 / n
 }
 
