@@ -73,7 +73,7 @@ type schedState struct {
 	queue      []int // decided to run, waiting for a slot or for resume
 	waiting    []int // nodes waiting for a human, oldest first
 	running    int
-	cancels    map[int]context.CancelFunc
+	cancels    []context.CancelFunc // by node index: the running node's, else nil
 	done       chan nodeDone // results of launched nodes
 	inlineDone []nodeDone    // results of nodes run inline this iteration
 	goAgain    bool          // something completed this iteration: go round again
@@ -148,7 +148,7 @@ func newRunner(e *Engine, p *plan, run *Run, states []*NodeState, lastSeq int64,
 			fired:      make([]bool, len(p.edges)),
 			firedCount: make([]int, n),
 			inPending:  make([]bool, n),
-			cancels:    make(map[int]context.CancelFunc),
+			cancels:    make([]context.CancelFunc, n),
 			done:       make(chan nodeDone, min(n, 64)), // never more in flight than nodes; a full channel only makes a node wait
 		},
 		checkpointState: checkpointState{isDirty: make([]bool, n)},
@@ -157,8 +157,10 @@ func newRunner(e *Engine, p *plan, run *Run, states []*NodeState, lastSeq int64,
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	run.Owner = e.cfg.Owner
+	states0 := make([]NodeState, n) // one allocation for every node's state
 	for i, pn := range p.nodes {
-		r.nodes[i] = &NodeState{NodeID: pn.id}
+		states0[i].NodeID = pn.id
+		r.nodes[i] = &states0[i]
 	}
 	r.pausedSaved.Store(run.Status == StatusPaused) // as stored: loaded, or not stored yet
 	r.restore(states, log)

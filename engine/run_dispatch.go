@@ -145,9 +145,9 @@ func (r *runner) complete(d nodeDone) {
 		r.impureDone = true
 	}
 	r.running--
-	if c, ok := r.cancels[d.idx]; ok {
+	if c := r.cancels[d.idx]; c != nil {
 		c()
-		delete(r.cancels, d.idx)
+		r.cancels[d.idx] = nil
 	}
 	i := d.idx
 	ns := r.nodes[i]
