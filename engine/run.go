@@ -74,10 +74,10 @@ type schedState struct {
 	waiting    []int // nodes waiting for a human, oldest first
 	running    int
 	cancels    []context.CancelFunc // by node index: the running node's, else nil
-	done       chan nodeDone // results of launched nodes
-	inlineDone []nodeDone    // results of nodes run inline this iteration
-	goAgain    bool          // something completed this iteration: go round again
-	ending     RunStatus     // failed or cancelled once decided; loop drains then ends
+	done       chan nodeDone        // results of launched nodes
+	inlineDone []nodeDone           // results of nodes run inline this iteration
+	goAgain    bool                 // something completed this iteration: go round again
+	ending     RunStatus            // failed or cancelled once decided; loop drains then ends
 	endReason  string
 	stopping   bool // engine shutdown: drain, persist nothing more, keep run resumable
 	begun      bool // begin ran
