@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -281,5 +282,32 @@ func TestStartPinned(t *testing.T) {
 	}
 	if got := strings.Fields(out.String()); len(got) != 2 || got[1] != "0" {
 		t.Fatalf("child's CPUs: %q, want 0", out.String())
+	}
+}
+
+// TestAllocsScript: scripts/allocs.sh drives a server binary with the load
+// tool and prints its allocations per run, a line per server and pass.
+func TestAllocsScript(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not on PATH")
+	}
+	cmd := exec.Command("bash", filepath.Join("..", "..", "scripts", "allocs.sh"), binary, binary, "--", "1", "1s")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("allocs.sh: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "pass") {
+		t.Fatalf("want a header and one line:\n%s", out)
+	}
+	f := strings.Fields(lines[1])
+	if len(f) != 6 {
+		t.Fatalf("line %q", lines[1])
+	}
+	runs, err1 := strconv.Atoi(f[2])
+	allocs, err2 := strconv.ParseFloat(f[3], 64)
+	if err1 != nil || err2 != nil || runs <= 0 || allocs < 50 || allocs > 1e6 {
+		t.Errorf("runs %q allocs/run %q: not measured\n%s", f[2], f[3], out)
 	}
 }
