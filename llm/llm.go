@@ -469,6 +469,7 @@ func decodeChatStream(dec ssestream.Decoder, onDelta func(string), touch func())
 		calls    []ToolCall
 		finished bool
 		usage    Usage
+		chunk    chatChunk
 	)
 	for dec.Next() {
 		touch()
@@ -476,7 +477,9 @@ func decodeChatStream(dec ssestream.Decoder, onDelta func(string), touch func())
 		if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
 			break
 		}
-		var chunk chatChunk
+		// A fresh chunk each time but for the choices' backing array (an
+		// allocation a chunk): every choice read is copied out below.
+		chunk = chatChunk{Choices: chunk.Choices[:0]}
 		if err := parseChatChunk(ev.Data, &chunk); err != nil {
 			return nil, fmt.Errorf("decode stream chunk: %w", err)
 		}
