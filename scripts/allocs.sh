@@ -28,6 +28,16 @@ for b in "$load" "${servers[@]}"; do
 done
 pin=()
 command -v taskset >/dev/null && pin=(taskset -c 0)
+# What a pass started is stopped however the script ends (a failed load
+# run exits through set -e).
+server="" fake="" dir=""
+cleanup() {
+	[ -n "$server" ] && kill "$server" 2>/dev/null
+	[ -n "$fake" ] && kill "$fake" 2>/dev/null
+	[ -n "$dir" ] && rm -rf "$dir"
+	return 0
+}
+trap cleanup EXIT
 
 # wait_for FILE PATTERN: until a line of FILE matches (30 s at most).
 wait_for() {
@@ -57,6 +67,7 @@ for pass in $(seq "$passes"); do
 		"$load" load runs --server "$url" --token "$token" --fake-url "$fake_url" --duration "$dur" --json --quiet >"$dir/out.json"
 		kill "$server" "$fake" 2>/dev/null || true
 		wait "$server" "$fake" 2>/dev/null || true
+		server="" fake=""
 		python3 - "$pass" "$srv" "$dir/out.json" <<'PY' 2>/dev/null || sed -n 's/.*"serverAllocsPerRun":\([0-9.]*\).*/\1/p' "$dir/out.json"
 import json, sys
 r = json.load(open(sys.argv[3]))["result"]
@@ -64,5 +75,6 @@ print("%-5s %-40s %8d %12.1f %10.1f %14.2f" % (sys.argv[1], sys.argv[2][-40:], r
       r.get("serverAllocsPerRun", 0), r.get("serverAllocKbPerRun", 0), r.get("serverGcsPer1000Runs", 0)))
 PY
 		rm -rf "$dir"
+		dir=""
 	done
 done
