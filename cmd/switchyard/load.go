@@ -212,7 +212,14 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		res = rr
 	case "fanout":
-		res, err = loadgen.Fanout(ctx, c, loadgen.FanoutConfig{Width: *width, LLMLatency: *llmLatency, Repeat: *repeat})
+		fcfg := loadgen.FanoutConfig{Width: *width, LLMLatency: *llmLatency, Repeat: *repeat, FakeURL: llmURL}
+		if m := startCPUMeter(srv); m.srvOK {
+			fcfg.ServerCPU = func() (time.Duration, bool) {
+				t, ok := m.serversCPU()
+				return t.total(), ok
+			}
+		}
+		res, err = loadgen.Fanout(ctx, c, fcfg)
 	case "watchers":
 		wcfg := loadgen.WatchersConfig{Watchers: *watchers, Runs: *busyRuns, Steps: *steps, EventsRate: *eventRate, Burst: *burst}
 		if len(others) > 0 {

@@ -205,6 +205,42 @@ func TestLoadUsesRunningFake(t *testing.T) {
 	}
 }
 
+// TestLoadFanoutReportsCPU: each fan-out of a repeated load fanout
+// reports its server CPU, and the fake's CPU per call stands beside the
+// walls, so a slow fan-out can be told apart from a busy machine.
+func TestLoadFanoutReportsCPU(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("CPU times are read from /proc")
+	}
+	cmd := exec.Command(binary, "load", "fanout", "--width", "300", "--llm-latency", "20ms", "--repeat", "2", "--json", "--quiet")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("load: %v\n%s", err, errb.String())
+	}
+	var got struct {
+		Result struct {
+			Status           string    `json:"status"`
+			WallsMs          []float64 `json:"wallsMs"`
+			ServerCPUMs      []float64 `json:"serverCpuMs"`
+			FakeCPUPerCallUs float64   `json:"fakeCpuPerCallUs"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("output %q: %v", out.String(), err)
+	}
+	r := got.Result
+	if r.Status != "completed" || len(r.WallsMs) != 2 || len(r.ServerCPUMs) != 2 {
+		t.Fatalf("result %s: want two fan-outs, each with its server CPU", out.String())
+	}
+	// /proc counts in 10 ms ticks, so the fan-outs are wide enough that
+	// each process spends several: 301 LLM calls a fan-out, 602 in all.
+	if r.ServerCPUMs[0] < 0 || r.ServerCPUMs[1] < 0 || r.ServerCPUMs[0]+r.ServerCPUMs[1] <= 0 || r.FakeCPUPerCallUs <= 0 {
+		t.Errorf("result %s: CPU not measured", out.String())
+	}
+}
+
 // TestLoadBadFlags: each bad flag is refused with exit 2, naming it.
 func TestLoadBadFlags(t *testing.T) {
 	t.Parallel()

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,12 +103,19 @@ func TestScenariosAgainstARealServer(t *testing.T) {
 	// Repeated: each fan-out is timed, the first is the one reported, and
 	// each one ran (its branches and the join called the fake).
 	fake.Reset()
-	fan, err = Fanout(ctx, c, FanoutConfig{Width: 10, LLMLatency: 50 * time.Millisecond, Repeat: 3})
+	// The server's CPU is read before and after each fan-out: here a
+	// clock that adds 5 ms a read, so each fan-out's share is 5 ms.
+	var reads time.Duration
+	cpu := func() (time.Duration, bool) { reads += 5 * time.Millisecond; return reads, true }
+	fan, err = Fanout(ctx, c, FanoutConfig{Width: 10, LLMLatency: 50 * time.Millisecond, Repeat: 3, ServerCPU: cpu})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fan.Status != "completed" || len(fan.WallsMs) != 3 || fan.WallsMs[0] != fan.WallMs || fan.Width != 10 {
 		t.Errorf("repeated fanout %+v", fan)
+	}
+	if !slices.Equal(fan.ServerCPUMs, []float64{5, 5, 5}) || fan.FakeCPUPerCallUs != 0 {
+		t.Errorf("repeated fanout's CPU %v, fake %v: want 5 ms each, no fake figure without its url", fan.ServerCPUMs, fan.FakeCPUPerCallUs)
 	}
 	for _, w := range fan.WallsMs {
 		if w < fan.IdealMs {

@@ -481,6 +481,13 @@ type FanoutConfig struct {
 	// The first opens the server's connections to the fake; the next
 	// reuse them, as a server that has been up a while would.
 	Repeat int
+	// ServerCPU, when set, reads the CPU time the server has used so far
+	// (false when it cannot): each fan-out's share is reported, so a wall
+	// time can be told apart from a busy machine's.
+	ServerCPU func() (time.Duration, bool)
+	// FakeURL, when set, is the fake LLM's url: its GET /_stats gives its
+	// CPU per call over the fan-outs, the machine's speed beside the wall.
+	FakeURL string
 }
 
 // FanoutResult reports the fanout scenario.
@@ -496,6 +503,11 @@ type FanoutResult struct {
 	// WallsMs is each fan-out's wall time with Repeat > 1 (the fields
 	// above are the first's).
 	WallsMs []float64 `json:"wallsMs,omitempty"`
+	// ServerCPUMs is each fan-out's server CPU time (with ServerCPU).
+	ServerCPUMs []float64 `json:"serverCpuMs,omitempty"`
+	// FakeCPUPerCallUs is the fake LLM's CPU per call over all the
+	// fan-outs (with FakeURL): on a loaded machine it rises with the walls.
+	FakeCPUPerCallUs float64 `json:"fakeCpuPerCallUs,omitempty"`
 }
 
 // Fanout runs one W-wide fan-out with a join and reports wall time against
@@ -506,12 +518,31 @@ func Fanout(ctx context.Context, c *Client, cfg FanoutConfig) (*FanoutResult, er
 		return nil, err
 	}
 	defer sw.Close()
-	var first *FanoutResult
-	var walls []float64
+	var (
+		first *FanoutResult
+		walls []float64
+		cpus  []float64
+		fake0 FakeStats
+	)
+	fakeErr := errors.New("no fake url")
+	if cfg.FakeURL != "" {
+		fake0, fakeErr = GetFakeStats(ctx, cfg.FakeURL)
+	}
+	cpuOK := cfg.ServerCPU != nil
 	for range max(cfg.Repeat, 1) {
+		var cpu0 time.Duration
+		if cpuOK {
+			cpu0, cpuOK = cfg.ServerCPU()
+		}
 		res, err := fanoutOnce(ctx, c, sw, cfg)
 		if err != nil {
 			return nil, err
+		}
+		if cpuOK {
+			var cpu1 time.Duration
+			if cpu1, cpuOK = cfg.ServerCPU(); cpuOK {
+				cpus = append(cpus, ms(cpu1-cpu0))
+			}
 		}
 		if first == nil {
 			first = res
@@ -522,6 +553,14 @@ func Fanout(ctx context.Context, c *Client, cfg FanoutConfig) (*FanoutResult, er
 	}
 	if len(walls) > 1 {
 		first.WallsMs = walls
+	}
+	if cpuOK {
+		first.ServerCPUMs = cpus
+	}
+	if fakeErr == nil {
+		if fake1, err := GetFakeStats(ctx, cfg.FakeURL); err == nil && fake1.Requests > fake0.Requests {
+			first.FakeCPUPerCallUs = float64(fake1.CPUUs-fake0.CPUUs) / float64(fake1.Requests-fake0.Requests)
+		}
 	}
 	return first, nil
 }
