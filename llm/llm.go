@@ -133,7 +133,7 @@ func New(cfg Config) (*Client, error) {
 	case cfg.HTTPClient != nil:
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	case cfg.Transport != nil:
-		opts = append(opts, option.WithHTTPClient(directDoer{inMemoryBody{cfg.Transport}}))
+		opts = append(opts, option.WithHTTPClient(directDoer{inMemoryBody{newDialGate(cfg.Transport)}}))
 	default:
 		// Go's default keeps 2 idle connections per host: with many LLM
 		// calls in flight against one endpoint, connections would be
@@ -141,17 +141,23 @@ func New(cfg Config) (*Client, error) {
 		// be in flight: a fan-out of 1,000 branches (serve
 		// --max-llm-calls 1008) kept 512 and dialed the rest again each
 		// time, 30 ms of its 490 (switchyard load fanout --repeat).
-		idle := max(cfg.MaxConns, defaultIdleConns)
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConns = idle
-		tr.MaxIdleConnsPerHost = idle
-		// A request (headers, system prompt, history, tool schemas) is
-		// often over the default 4 KiB buffer, which splits it into two
-		// writes; 64 KiB sends most in one.
-		tr.WriteBufferSize = 64 << 10
-		opts = append(opts, option.WithHTTPClient(directDoer{inMemoryBody{tr}}))
+		opts = append(opts, option.WithHTTPClient(directDoer{inMemoryBody{newDialGate(newTransport(cfg.MaxConns))}}))
 	}
 	return &Client{cfg: cfg, client: openai.NewClient(opts...)}, nil
+}
+
+// newTransport is the default client's transport, for up to maxConns
+// calls in flight.
+func newTransport(maxConns int) *http.Transport {
+	idle := max(maxConns, defaultIdleConns)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = idle
+	tr.MaxIdleConnsPerHost = idle
+	// A request (headers, system prompt, history, tool schemas) is
+	// often over the default 4 KiB buffer, which splits it into two
+	// writes; 64 KiB sends most in one.
+	tr.WriteBufferSize = 64 << 10
+	return tr
 }
 
 // directDoer sends a request through its transport without http.Client,
