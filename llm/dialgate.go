@@ -53,6 +53,9 @@ const (
 	gateUnknown = iota
 	gateHTTP1
 	gateHTTP2
+	// gateGaveUp: the call's context ended before it had a connection,
+	// which says nothing of the host.
+	gateGaveUp
 )
 
 func newDialGate(next http.RoundTripper) *dialGate {
@@ -109,6 +112,9 @@ func (g *dialGate) RoundTrip(req *http.Request) (*http.Response, error) {
 		connected(proto)
 	}}
 	resp, err := g.next.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+	if req.Context().Err() != nil {
+		connected(gateGaveUp) // says nothing of the host
+	}
 	connected(gateUnknown) // failed before it had a connection
 	return resp, err
 }
@@ -120,20 +126,21 @@ func (h *gateHost) limit() int {
 	return 1 // its first call finds out what it speaks
 }
 
-// connected ends a call's wait for a connection and lets held calls
-// through while there is room. A call that learned nothing (it failed
-// before it had a connection: the host may be down or unreachable) lets
-// every held call through, as if there were no gate, so that calls never
-// fail one after another behind each other's dial timeouts; so does a
-// host found to speak HTTP/1.1.
-func (g *dialGate) connected(h *gateHost, proto int) {
+// connected ends a call's wait for a connection (it has one, it failed,
+// or it gave up) and lets held calls through while there is room. A call
+// that failed before it had a connection (the host may be down or
+// unreachable) lets every held call through, as if there were no gate,
+// so that calls never fail one after another behind each other's dial
+// timeouts; so does a host found to speak HTTP/1.1.
+func (g *dialGate) connected(h *gateHost, learned int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	h.waiting--
-	if proto != gateUnknown {
-		h.proto = proto
+	if learned == gateHTTP1 || learned == gateHTTP2 {
+		h.proto = learned
 	}
-	for len(h.held) > 0 && (proto != gateHTTP2 || h.waiting < h.limit()) {
+	all := learned == gateUnknown || h.proto == gateHTTP1
+	for len(h.held) > 0 && (all || h.waiting < h.limit()) {
 		h.waiting++
 		close(h.held[0])
 		h.held = h.held[1:]

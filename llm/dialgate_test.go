@@ -183,6 +183,9 @@ func TestDialGateConnected(t *testing.T) {
 		{"HTTP/2 host: one call connected, one goes", gateHTTP2, dialGateWaiting, 10, gateHTTP2, 1, gateHTTP2, dialGateWaiting},
 		{"HTTP/2 host: a call failed, all go", gateHTTP2, dialGateWaiting, 10, gateUnknown, 10, gateHTTP2, dialGateWaiting - 1 + 10},
 		{"nothing held", gateHTTP2, 2, 0, gateHTTP2, 0, gateHTTP2, 1},
+		{"first call gave up: the next is the first", gateUnknown, 1, 10, gateGaveUp, 1, gateUnknown, 1},
+		{"HTTP/2 host: a call gave up, one goes", gateHTTP2, dialGateWaiting, 10, gateGaveUp, 1, gateHTTP2, dialGateWaiting},
+		{"HTTP/1.1 host: a held call gave up, all go", gateHTTP1, 1, 10, gateGaveUp, 10, gateHTTP1, 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newDialGate(http.DefaultTransport)
