@@ -40,6 +40,7 @@ import (
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/graph"
 	"github.com/switchyard/switchyard/internal/fakeopenai"
+	sqlitestore "github.com/switchyard/switchyard/store/sqlite"
 )
 
 // binary is the switchyard executable built once by TestMain.
@@ -744,8 +745,9 @@ func integrityCheck(t *testing.T, data string) {
 	}
 }
 
-// hasSchema reports whether the database file exists with its tables: a
-// process killed early may not have created them yet.
+// hasSchema reports whether the database file exists, migrated to this
+// binary's schema: a process killed early may not have made or finished
+// it yet.
 func hasSchema(t *testing.T, data string) bool {
 	t.Helper()
 	if _, err := os.Stat(filepath.Join(data, "switchyard.db")); err != nil {
@@ -753,11 +755,22 @@ func hasSchema(t *testing.T, data string) bool {
 	}
 	db := openDB(t, data, 5000)
 	defer db.Close()
+	// A process killed while it migrated a new file leaves it at an
+	// earlier version (each migration commits on its own); the next one
+	// finishes it. Until then it holds no runs, and the queries below are
+	// written for the latest schema.
 	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name IN ('runs', 'run_events')`).Scan(&n); err != nil {
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name = 'goose_db_version'`).Scan(&n); err != nil {
 		t.Fatalf("read schema: %v", err)
 	}
-	return n == 2
+	if n == 0 {
+		return false
+	}
+	var v int64
+	if err := db.QueryRow(`SELECT COALESCE(max(version_id), 0) FROM goose_db_version WHERE is_applied`).Scan(&v); err != nil {
+		t.Fatalf("read schema version: %v", err)
+	}
+	return v == sqlitestore.SchemaVersion()
 }
 
 // completedInDB returns, per run, the nodes whose completed step_end is in
