@@ -2,14 +2,23 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchyard/switchyard/internal/fakeopenai"
@@ -59,11 +68,16 @@ right next turn. Other conversations get the answers above. Example:
 The format (conditions, goto, max_times, delay, placeholders) is described
 in internal/fakeopenai/SCRIPT.md.
 
-GET /_stats answers {"requests": N, "cpuUs": U}: the requests served so far
-and the CPU time (user+system, µs; Linux) the fake has used. switchyard
-load reads it before and after a scenario to print the fake's CPU per call
-beside the server's CPU per run: on a noisy machine their ratio varies far
-less than either figure.
+GET /_stats answers {"requests": N, "cpuUs": U, "conns": C}: the requests
+served so far, the CPU time (user+system, µs; Linux) the fake has used and
+the connections it has accepted. switchyard load reads it before and after
+a scenario to print the fake's CPU per call beside the server's CPU per
+run: on a noisy machine their ratio varies far less than either figure.
+
+With --tls it serves HTTPS and HTTP/2, as hosted providers do, with a
+certificate of its own made at start for 127.0.0.1 and localhost, written
+to --cert-out FILE (PEM) for clients to trust: a Go program such as
+switchyard serve trusts it with SSL_CERT_FILE=FILE in its environment.
 
 flags:
 `
@@ -83,10 +97,16 @@ func cmdFakeLLM(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	scriptPath := fs.String("script", "", "YAML or JSON `file` of scripted agent turns (see above)")
 	chunkDelay := fs.Duration("chunk-delay", 0, "delay between streamed chunks (when not given: latency/8, at most 100ms)")
 	whole := fs.Bool("whole", false, "answer \"echo: <message>\" in one chunk and call no tools (the load tool's workload)")
+	useTLS := fs.Bool("tls", false, "serve HTTPS and HTTP/2 with a certificate made at start (see --cert-out)")
+	certOut := fs.String("cert-out", "", "with --tls: write the certificate (PEM) to this `file`")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return exitOK
 		}
+		return exitUsage
+	}
+	if *certOut != "" && !*useTLS {
+		fmt.Fprintln(stderr, "switchyard fake-llm: --cert-out needs --tls")
 		return exitUsage
 	}
 	given := false
@@ -109,7 +129,22 @@ func cmdFakeLLM(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 		opts = append(opts, fakeopenai.WithScript(sc))
 	}
-	srv, url, err := startFakeWithStats(*addr, opts...)
+	var cert *tls.Certificate
+	if *useTLS {
+		c, pemBytes, err := selfSignedCert()
+		if err != nil {
+			fmt.Fprintln(stderr, "switchyard fake-llm: --tls:", err)
+			return exitFailed
+		}
+		if *certOut != "" {
+			if err := os.WriteFile(*certOut, pemBytes, 0o644); err != nil {
+				fmt.Fprintln(stderr, "switchyard fake-llm: --cert-out:", err)
+				return exitFailed
+			}
+		}
+		cert = &c
+	}
+	srv, url, err := startFakeWithStats(*addr, cert, opts...)
 	if err != nil {
 		fmt.Fprintln(stderr, "switchyard fake-llm:", err)
 		return exitUsage
@@ -139,9 +174,10 @@ type fakeWithStats struct {
 }
 
 // startFakeWithStats listens on addr (loopback only, as fakeopenai.Start)
-// and serves the fake with the /_stats endpoint beside it; the URL returned
-// ends in /v1, for OPENAI_BASE_URL.
-func startFakeWithStats(addr string, opts ...fakeopenai.Option) (*fakeWithStats, string, error) {
+// and serves the fake with the /_stats endpoint beside it, over HTTPS and
+// HTTP/2 when cert is given; the URL returned ends in /v1, for
+// OPENAI_BASE_URL.
+func startFakeWithStats(addr string, cert *tls.Certificate, opts ...fakeopenai.Option) (*fakeWithStats, string, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, "", fmt.Errorf("--addr %q: %w", addr, err)
@@ -155,18 +191,64 @@ func startFakeWithStats(addr string, opts ...fakeopenai.Option) (*fakeWithStats,
 	}
 	fake := fakeopenai.New(opts...)
 	api := fake.Handler()
+	var conns atomic.Int64
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /_stats", func(w http.ResponseWriter, _ *http.Request) {
 		// Requests come from the fake's own counter; the stats request
 		// itself is not one of them.
 		cpu, _ := procCPU(os.Getpid())
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(fakeStats{Requests: fake.TotalRequests(), CPUUs: cpu.total().Microseconds()})
+		_ = json.NewEncoder(w).Encode(fakeStats{Requests: fake.TotalRequests(), CPUUs: cpu.total().Microseconds(), Conns: conns.Load()})
 	})
 	mux.Handle("/", api)
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	return &fakeWithStats{fake: fake, http: hs}, "http://" + ln.Addr().String() + "/v1", nil
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		}}
+	scheme := "http"
+	if cert != nil {
+		scheme = "https"
+		// ServeTLS offers HTTP/2 as well, as a hosted provider does.
+		hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: tls.VersionTLS12}
+		go func() { _ = hs.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { _ = hs.Serve(ln) }()
+	}
+	return &fakeWithStats{fake: fake, http: hs}, scheme + "://" + ln.Addr().String() + "/v1", nil
+}
+
+// selfSignedCert makes a certificate for 127.0.0.1, ::1 and localhost,
+// good for a day, and returns it with its PEM for clients to trust.
+func selfSignedCert() (tls.Certificate, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 64))
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: "switchyard fake-llm"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true, // trusted as its own root through SSL_CERT_FILE
+		DNSNames:              []string{"localhost"},
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pemBytes, nil
 }
 
 // Close stops listening, then releases the fake's hanging requests.
@@ -179,4 +261,5 @@ func (f *fakeWithStats) Close() error {
 type fakeStats struct {
 	Requests int64 `json:"requests"`
 	CPUUs    int64 `json:"cpuUs"`
+	Conns    int64 `json:"conns"` // connections accepted
 }

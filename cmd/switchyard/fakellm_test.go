@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
+	"net/http"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -18,6 +21,7 @@ import (
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/internal/fakeopenai"
+	"github.com/switchyard/switchyard/internal/loadgen"
 )
 
 const delegateGraphJSON = `{"nodes":[
@@ -287,5 +291,49 @@ func TestFakeLLMHelpScriptExampleParses(t *testing.T) {
 	rep, ok := sc.Reply(&fakeopenai.Request{Messages: []fakeopenai.Message{{Role: "user", Content: "fix the failing test"}}})
 	if !ok || len(rep.ToolCalls) != 1 || rep.ToolCalls[0].Name != "Bash" {
 		t.Errorf("first turn %+v (matched %v)", rep, ok)
+	}
+}
+
+// TestFakeLLMServesTLS: with --tls the fake answers over HTTPS and HTTP/2
+// with the certificate it wrote to --cert-out, which a client that trusts
+// that file (and nothing else) accepts; its /_stats counts connections.
+// --cert-out without --tls is refused.
+func TestFakeLLMServesTLS(t *testing.T) {
+	t.Parallel()
+	certFile := filepath.Join(t.TempDir(), "fake.pem")
+	url := startFakeLLM(t, "--tls", "--cert-out", certFile, "--whole")
+	if !strings.HasPrefix(url, "https://127.0.0.1:") || !strings.HasSuffix(url, "/v1") {
+		t.Fatalf("url %q", url)
+	}
+	hc, err := trustingClient(certFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+	resp, err := hc.Post(url+"/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.ProtoMajor != 2 || !strings.Contains(string(b), "echo: hi") {
+		t.Fatalf("%s over %s: %s", resp.Status, resp.Proto, b)
+	}
+	st, err := loadgen.GetFakeStats(context.Background(), hc, url)
+	if err != nil || st.Requests != 1 || st.Conns != 1 {
+		t.Errorf("stats %+v, %v: want 1 request on 1 connection (the stats read shares it)", st, err)
+	}
+	// A client with the system's roots only refuses the certificate.
+	if resp, err := http.Get(strings.TrimSuffix(url, "/v1") + "/_stats"); err == nil {
+		resp.Body.Close()
+		t.Error("the fake's own certificate was trusted without --cert-out's file")
+	}
+
+	cmd := exec.Command(binary, "fake-llm", "--cert-out", certFile)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	var ee *exec.ExitError
+	if err := cmd.Run(); !errors.As(err, &ee) || ee.ExitCode() != exitUsage || !strings.Contains(stderr.String(), "--cert-out needs --tls") {
+		t.Errorf("--cert-out without --tls: %v, %s", err, stderr.String())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -45,6 +46,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the load process (the clients) to this file; profile the server with SWITCHYARD_CPUPROFILE")
 	route := fs.String("route", loadgen.RouteRuns, "runs: where runs start: \"runs\" (POST /api/runs, completions watched on /api/ws) or \"compat\" (AgentFlow's POST /api/run, graph inline, answered when the run ends)")
 	graphFile := fs.String("graph", "", "runs: a drawn graph's JSON `file` to run instead of start → agent → agent (either route)")
+	llmTLS := fs.Bool("llm-tls", false, "the fake LLM started serves HTTPS and HTTP/2, as hosted providers do (the servers load starts trust its certificate)")
 	fakeURL := fs.String("fake-url", "", "use this running `switchyard fake-llm` (its url line, e.g. http://127.0.0.1:9090/v1) instead of starting one; its CPU per call is read from its GET /_stats")
 	cores := fs.Int("cores", 0, "pin the server started to N CPUs (--server-cpus, default the first N) with GOMAXPROCS=N (Linux)")
 	serverCPUs := fs.String("server-cpus", "", "CPU `list` (e.g. 0-3,8) the server started is pinned to (Linux; default with --cores N: 0-(N-1))")
@@ -94,6 +96,10 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "switchyard load: --cores/--server-cpus pin the server load starts (not --server), --fake-cpus the fake it starts (not --fake-url)")
 		return exitUsage
 	}
+	if *llmTLS && (*fakeURL != "" || *server != "") {
+		fmt.Fprintln(stderr, "switchyard load: --llm-tls is for the fake and servers load starts (not --fake-url or --server: start the fake with fake-llm --tls --cert-out FILE and the server with SSL_CERT_FILE=FILE)")
+		return exitUsage
+	}
 	if *servers < 1 || (*servers > 1 && (*db == "" || *server != "")) {
 		fmt.Fprintln(stderr, "switchyard load: --servers N > 1 needs --db (and no --server)")
 		return exitUsage
@@ -115,16 +121,23 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		*llmLatency = 200 * time.Millisecond
 	}
 	llmURL := *fakeURL
+	var fakeHTTP *http.Client // reads the fake's /_stats (nil: the default client)
+	var srvEnv []string
 	if llmURL == "" {
 		// The fake runs in its own process, so its CPU is measured apart
 		// from the clients'.
-		fake, err := startFakeChild(ctx, *fakeAddr, *llmLatency, fakePin)
+		fake, err := startFakeChild(ctx, *fakeAddr, *llmLatency, fakePin, *llmTLS)
 		if err != nil {
 			fmt.Fprintln(stderr, "switchyard load: fake LLM:", err)
 			return exitFailed
 		}
 		defer fake.stop()
-		llmURL = fake.url
+		llmURL, fakeHTTP = fake.url, fake.http
+		if fake.certFile != "" {
+			// Go reads the trusted roots from this file instead of the
+			// system's: the servers trust the fake, and only it.
+			srvEnv = append(srvEnv, "SSL_CERT_FILE="+fake.certFile)
+		}
 	}
 	base := *server
 	var srv *childServer
@@ -146,7 +159,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if *db != "" {
 			extra = append(extra, "--db", *db)
 		}
-		srv, err = startServer(ctx, llmURL, stderr, srvPin, extra...)
+		srv, err = startServer(ctx, llmURL, srvEnv, stderr, srvPin, extra...)
 		if err != nil {
 			fmt.Fprintln(stderr, "switchyard load: start server:", err)
 			return exitFailed
@@ -154,7 +167,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer srv.stop()
 		base, *token = srv.url, srv.token
 		for i := 1; i < *servers; i++ {
-			o, err := startServer(ctx, llmURL, stderr, srvPin, extra...)
+			o, err := startServer(ctx, llmURL, srvEnv, stderr, srvPin, extra...)
 			if err != nil {
 				fmt.Fprintln(stderr, "switchyard load: start server:", err)
 				return exitFailed
@@ -177,7 +190,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch scenario {
 	case "runs":
 		cpu := startCPUMeter(srv)
-		fake0, fakeErr := loadgen.GetFakeStats(ctx, llmURL)
+		fake0, fakeErr := loadgen.GetFakeStats(ctx, fakeHTTP, llmURL)
 		counters0, countersErr := loadgen.BaselineCounters(ctx, via)
 		var rr *loadgen.RunsResult
 		n := *clients
@@ -197,7 +210,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		if rr != nil {
-			if fake1, err := loadgen.GetFakeStats(ctx, llmURL); err == nil && fakeErr == nil {
+			if fake1, err := loadgen.GetFakeStats(ctx, fakeHTTP, llmURL); err == nil && fakeErr == nil {
 				rr.FakeCalls = fake1.Requests - fake0.Requests
 				if rr.FakeCalls > 0 {
 					rr.FakeCPUPerCallUs = float64(fake1.CPUUs-fake0.CPUUs) / float64(rr.FakeCalls)
@@ -212,7 +225,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		res = rr
 	case "fanout":
-		fcfg := loadgen.FanoutConfig{Width: *width, LLMLatency: *llmLatency, Repeat: *repeat, FakeURL: llmURL}
+		fcfg := loadgen.FanoutConfig{Width: *width, LLMLatency: *llmLatency, Repeat: *repeat, FakeURL: llmURL, FakeHTTP: fakeHTTP}
 		if m := startCPUMeter(srv); m.srvOK {
 			fcfg.ServerCPU = func() (time.Duration, bool) {
 				t, ok := m.serversCPU()
@@ -398,7 +411,7 @@ var (
 
 // startServer runs this binary's serve command on a free loopback port with
 // a fresh database, its LLM pointed at the fake.
-func startServer(ctx context.Context, llmURL string, stderr io.Writer, cpus []int, extra ...string) (*childServer, error) {
+func startServer(ctx context.Context, llmURL string, env []string, stderr io.Writer, cpus []int, extra ...string) (*childServer, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -410,6 +423,7 @@ func startServer(ctx context.Context, llmURL string, stderr io.Writer, cpus []in
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dir, "--workflows", dir + "/workflows"}, extra...)
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+llmURL, "OPENAI_API_KEY=load", "SWITCHYARD_TOKEN=", "SWITCHYARD_LOG_LEVEL=warn")
+	cmd.Env = append(cmd.Env, env...)
 	if len(cpus) > 0 {
 		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(len(cpus)))
 	}

@@ -241,6 +241,42 @@ func TestLoadFanoutReportsCPU(t *testing.T) {
 	}
 }
 
+// TestLoadFanoutOverTLS: with --llm-tls the fake speaks HTTPS and HTTP/2
+// and the server load starts trusts it: a fan-out's calls share a few
+// connections (each would need its own over HTTP/1.1), and the next
+// fan-out reuses them.
+func TestLoadFanoutOverTLS(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(binary, "load", "fanout", "--llm-tls", "--width", "300", "--llm-latency", "20ms", "--repeat", "2", "--json", "--quiet")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("load: %v\n%s", err, errb.String())
+	}
+	var got struct {
+		Result struct {
+			Status    string  `json:"status"`
+			FakeConns []int64 `json:"fakeConns"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("output %q: %v", out.String(), err)
+	}
+	r := got.Result
+	if r.Status != "completed" || len(r.FakeConns) != 2 {
+		t.Fatalf("result %s", out.String())
+	}
+	// 301 calls a fan-out (300 branches and the join); a connection
+	// carries 100 streams until the fake's settings say 250, and the LLM
+	// client lets 4 calls at a time wait for a new one.
+	if r.FakeConns[0] < 1 || r.FakeConns[0] > 40 {
+		t.Errorf("the first fan-out opened %d connections to the fake, want a few", r.FakeConns[0])
+	}
+	if r.FakeConns[1] > r.FakeConns[0] {
+		t.Errorf("the second fan-out opened %d connections, more than the first (%d)", r.FakeConns[1], r.FakeConns[0])
+	}
+}
+
 // TestLoadBadFlags: each bad flag is refused with exit 2, naming it.
 func TestLoadBadFlags(t *testing.T) {
 	t.Parallel()

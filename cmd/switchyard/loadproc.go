@@ -3,11 +3,15 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -99,16 +103,31 @@ type fakeChild struct {
 	url  string
 	cmd  *exec.Cmd
 	done chan struct{}
+	// With TLS: the certificate's file (SSL_CERT_FILE for the servers load
+	// starts) and a client that trusts it (for the fake's /_stats).
+	certFile string
+	http     *http.Client
+	dir      string
 }
 
 // startFakeChild runs this binary's fake-llm (replies in one chunk, no chunk
-// delay: the load workload) on addr, pinned to cpus when given.
-func startFakeChild(ctx context.Context, addr string, latency time.Duration, cpus []int) (*fakeChild, error) {
+// delay: the load workload) on addr, pinned to cpus when given; over
+// HTTPS and HTTP/2 with useTLS.
+func startFakeChild(ctx context.Context, addr string, latency time.Duration, cpus []int, useTLS bool) (*fakeChild, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, "fake-llm", "--whole", "--addr", addr, "--latency", latency.String(), "--chunk-delay", "0s")
+	args := []string{"fake-llm", "--whole", "--addr", addr, "--latency", latency.String(), "--chunk-delay", "0s"}
+	var dir, certFile string
+	if useTLS {
+		if dir, err = os.MkdirTemp("", "switchyard-fake-"); err != nil {
+			return nil, err
+		}
+		certFile = filepath.Join(dir, "fake.pem")
+		args = append(args, "--tls", "--cert-out", certFile)
+	}
+	cmd := exec.Command(exe, args...)
 	if len(cpus) > 0 {
 		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(len(cpus)))
 	}
@@ -120,7 +139,7 @@ func startFakeChild(ctx context.Context, addr string, latency time.Duration, cpu
 	if err := startPinned(cmd, cpus); err != nil {
 		return nil, err
 	}
-	f := &fakeChild{cmd: cmd, done: make(chan struct{})}
+	f := &fakeChild{cmd: cmd, done: make(chan struct{}), certFile: certFile, dir: dir}
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -136,7 +155,13 @@ func startFakeChild(ctx context.Context, addr string, latency time.Duration, cpu
 	}()
 	select {
 	case f.url = <-found:
-		return f, nil
+		if !useTLS {
+			return f, nil
+		}
+		// The certificate is written before the url line.
+		if f.http, err = trustingClient(certFile); err == nil {
+			return f, nil
+		}
 	case <-f.done:
 		err = errors.New("fake-llm exited before listening")
 	case <-time.After(30 * time.Second):
@@ -148,7 +173,26 @@ func startFakeChild(ctx context.Context, addr string, latency time.Duration, cpu
 	return nil, err
 }
 
+// trustingClient is an HTTP client that trusts the certificates in a
+// PEM file (and only those).
+func trustingClient(certFile string) (*http.Client, error) {
+	pemBytes, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemBytes) {
+		return nil, fmt.Errorf("%s: no certificate", certFile)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return &http.Client{Transport: tr}, nil
+}
+
 func (f *fakeChild) stop() {
+	if f.dir != "" {
+		defer os.RemoveAll(f.dir)
+	}
 	if f.cmd.Process != nil {
 		_ = f.cmd.Process.Signal(os.Interrupt)
 		select {

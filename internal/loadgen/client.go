@@ -128,13 +128,18 @@ func (c *Client) CompatRun(ctx context.Context, graph json.RawMessage, input str
 type FakeStats struct {
 	Requests int64 `json:"requests"`
 	CPUUs    int64 `json:"cpuUs"`
+	Conns    int64 `json:"conns"` // connections accepted
 }
 
 // GetFakeStats reads a fake LLM's counters; base is its URL (with or
-// without the /v1 suffix).
-func GetFakeStats(ctx context.Context, base string) (FakeStats, error) {
+// without the /v1 suffix), hc the client to read them with (nil: the
+// default; a fake serving HTTPS needs one that trusts its certificate).
+func GetFakeStats(ctx context.Context, hc *http.Client, base string) (FakeStats, error) {
 	var st FakeStats
-	c := &Client{Base: strings.TrimSuffix(strings.TrimRight(base, "/"), "/v1"), HTTP: http.DefaultClient}
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	c := &Client{Base: strings.TrimSuffix(strings.TrimRight(base, "/"), "/v1"), HTTP: hc}
 	err := c.do(ctx, http.MethodGet, "/_stats", nil, &st)
 	return st, err
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -486,8 +487,11 @@ type FanoutConfig struct {
 	// time can be told apart from a busy machine's.
 	ServerCPU func() (time.Duration, bool)
 	// FakeURL, when set, is the fake LLM's url: its GET /_stats gives its
-	// CPU per call over the fan-outs, the machine's speed beside the wall.
-	FakeURL string
+	// CPU per call over the fan-outs, the machine's speed beside the wall,
+	// and the connections each fan-out opened to it. FakeHTTP reads it
+	// (nil: the default client).
+	FakeURL  string
+	FakeHTTP *http.Client
 }
 
 // FanoutResult reports the fanout scenario.
@@ -508,6 +512,9 @@ type FanoutResult struct {
 	// FakeCPUPerCallUs is the fake LLM's CPU per call over all the
 	// fan-outs (with FakeURL): on a loaded machine it rises with the walls.
 	FakeCPUPerCallUs float64 `json:"fakeCpuPerCallUs,omitempty"`
+	// FakeConns is the connections each fan-out opened to the fake LLM
+	// (with FakeURL): one per branch over HTTP/1.1, a few over HTTP/2.
+	FakeConns []int64 `json:"fakeConns,omitempty"`
 }
 
 // Fanout runs one W-wide fan-out with a join and reports wall time against
@@ -519,14 +526,17 @@ func Fanout(ctx context.Context, c *Client, cfg FanoutConfig) (*FanoutResult, er
 	}
 	defer sw.Close()
 	var (
-		first *FanoutResult
-		walls []float64
-		cpus  []float64
-		fake0 FakeStats
+		first        *FanoutResult
+		walls        []float64
+		cpus         []float64
+		conns        []int64
+		fake0, fakeI FakeStats
 	)
-	fakeErr := errors.New("no fake url")
+	fakeOK := false
 	if cfg.FakeURL != "" {
-		fake0, fakeErr = GetFakeStats(ctx, cfg.FakeURL)
+		var err error
+		fake0, err = GetFakeStats(ctx, cfg.FakeHTTP, cfg.FakeURL)
+		fakeOK, fakeI = err == nil, fake0
 	}
 	cpuOK := cfg.ServerCPU != nil
 	for range max(cfg.Repeat, 1) {
@@ -544,6 +554,14 @@ func Fanout(ctx context.Context, c *Client, cfg FanoutConfig) (*FanoutResult, er
 				cpus = append(cpus, ms(cpu1-cpu0))
 			}
 		}
+		if fakeOK {
+			st, err := GetFakeStats(ctx, cfg.FakeHTTP, cfg.FakeURL)
+			if fakeOK = err == nil; fakeOK {
+				// The stats reads share one kept-alive connection, opened by the first.
+				conns = append(conns, st.Conns-fakeI.Conns)
+				fakeI = st
+			}
+		}
 		if first == nil {
 			first = res
 		} else if res.Status != "completed" && first.Status == "completed" {
@@ -557,10 +575,9 @@ func Fanout(ctx context.Context, c *Client, cfg FanoutConfig) (*FanoutResult, er
 	if cpuOK {
 		first.ServerCPUMs = cpus
 	}
-	if fakeErr == nil {
-		if fake1, err := GetFakeStats(ctx, cfg.FakeURL); err == nil && fake1.Requests > fake0.Requests {
-			first.FakeCPUPerCallUs = float64(fake1.CPUUs-fake0.CPUUs) / float64(fake1.Requests-fake0.Requests)
-		}
+	if fakeOK && fakeI.Requests > fake0.Requests {
+		first.FakeCPUPerCallUs = float64(fakeI.CPUUs-fake0.CPUUs) / float64(fakeI.Requests-fake0.Requests)
+		first.FakeConns = conns
 	}
 	return first, nil
 }
