@@ -86,6 +86,18 @@ func burst(t testing.TB, c *Client, n int) {
 	wg.Wait()
 }
 
+// burstAllInFlight starts n calls together against a fresh TLS fake
+// (HTTP/2 when h2) and fails unless all were in flight at once.
+func burstAllInFlight(t *testing.T, h2 bool, n int) *tlsFake {
+	t.Helper()
+	f := startTLSFake(t, h2, n)
+	burst(t, f.client(t), n)
+	if f.timedOutWait.Load() {
+		t.Fatalf("the %d calls were not all in flight at once", n)
+	}
+	return f
+}
+
 // TestDialGateBurstSharesHTTP2Connections: 200 calls started together
 // against a cold HTTPS endpoint that speaks HTTP/2, all in flight at once,
 // share a few connections. Without the gate net/http dialed one for
@@ -93,11 +105,7 @@ func burst(t testing.TB, c *Client, n int) {
 // all but a few again.
 func TestDialGateBurstSharesHTTP2Connections(t *testing.T) {
 	const n = 200
-	f := startTLSFake(t, true, n)
-	burst(t, f.client(t), n)
-	if f.timedOutWait.Load() {
-		t.Fatalf("the %d calls were not all in flight at once", n)
-	}
+	f := burstAllInFlight(t, true, n)
 	if got := f.h2.Load(); got != n {
 		t.Errorf("%d of %d calls came over HTTP/2", got, n)
 	}
@@ -155,11 +163,7 @@ func BenchmarkColdBurstHTTP2(b *testing.B) {
 // 50 are in flight at once, on 50 connections.
 func TestDialGateLeavesHTTP1HostsAlone(t *testing.T) {
 	const n = 50
-	f := startTLSFake(t, false, n)
-	burst(t, f.client(t), n)
-	if f.timedOutWait.Load() {
-		t.Fatalf("the %d calls were not all in flight at once", n)
-	}
+	f := burstAllInFlight(t, false, n)
 	if f.h2.Load() != 0 || f.conns.Load() != n {
 		t.Errorf("%d HTTP/2 calls, %d connections: want 0 and one per call (%d)", f.h2.Load(), f.conns.Load(), n)
 	}

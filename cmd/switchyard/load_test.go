@@ -174,6 +174,13 @@ type loadRunsResult struct {
 
 func loadRunsJSON(t *testing.T, args ...string) loadRunsResult {
 	t.Helper()
+	return loadJSON[loadRunsResult](t, "runs", args...)
+}
+
+// loadJSON runs the load command (args from "load" on, with --json) and
+// returns the result of its scenario's summary.
+func loadJSON[R any](t *testing.T, scenario string, args ...string) R {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -181,10 +188,10 @@ func loadRunsJSON(t *testing.T, args ...string) loadRunsResult {
 		t.Fatalf("load %v: %v\n%s", args, err, errb.String())
 	}
 	var got struct {
-		Scenario string         `json:"scenario"`
-		Result   loadRunsResult `json:"result"`
+		Scenario string `json:"scenario"`
+		Result   R      `json:"result"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Scenario != "runs" {
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Scenario != scenario {
 		t.Fatalf("output %q: %v", out.String(), err)
 	}
 	return got.Result
@@ -205,39 +212,45 @@ func TestLoadUsesRunningFake(t *testing.T) {
 	}
 }
 
+// loadFanoutResult is what the tests read of `load fanout --json`.
+type loadFanoutResult struct {
+	Status           string    `json:"status"`
+	WallsMs          []float64 `json:"wallsMs"`
+	ServerCPUMs      []float64 `json:"serverCpuMs"`
+	FakeCPUPerCallUs float64   `json:"fakeCpuPerCallUs"`
+	FakeConns        []int64   `json:"fakeConns"`
+}
+
+// loadFanoutJSON runs `load fanout ARGS --json --quiet`: two fan-outs of
+// 300 branches at 20 ms.
+func loadFanoutJSON(t *testing.T, args ...string) loadFanoutResult {
+	t.Helper()
+	args = append([]string{"load", "fanout", "--width", "300", "--llm-latency", "20ms", "--repeat", "2", "--json", "--quiet"}, args...)
+	r := loadJSON[loadFanoutResult](t, "fanout", args...)
+	if r.Status != "completed" || len(r.WallsMs) != 2 {
+		t.Fatalf("result %+v: want two completed fan-outs", r)
+	}
+	return r
+}
+
 // TestLoadFanoutReportsCPU: each fan-out of a repeated load fanout
-// reports its server CPU, and the fake's CPU per call stands beside the
-// walls, so a slow fan-out can be told apart from a busy machine.
+// reports its server CPU and the connections it opened to the fake, and
+// the fake's CPU per call stands beside the walls, so a slow fan-out can
+// be told apart from a busy machine.
 func TestLoadFanoutReportsCPU(t *testing.T) {
 	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("CPU times are read from /proc")
 	}
-	cmd := exec.Command(binary, "load", "fanout", "--width", "300", "--llm-latency", "20ms", "--repeat", "2", "--json", "--quiet")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("load: %v\n%s", err, errb.String())
-	}
-	var got struct {
-		Result struct {
-			Status           string    `json:"status"`
-			WallsMs          []float64 `json:"wallsMs"`
-			ServerCPUMs      []float64 `json:"serverCpuMs"`
-			FakeCPUPerCallUs float64   `json:"fakeCpuPerCallUs"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
-		t.Fatalf("output %q: %v", out.String(), err)
-	}
-	r := got.Result
-	if r.Status != "completed" || len(r.WallsMs) != 2 || len(r.ServerCPUMs) != 2 {
-		t.Fatalf("result %s: want two fan-outs, each with its server CPU", out.String())
-	}
+	r := loadFanoutJSON(t)
 	// /proc counts in 10 ms ticks, so the fan-outs are wide enough that
 	// each process spends several: 301 LLM calls a fan-out, 602 in all.
-	if r.ServerCPUMs[0] < 0 || r.ServerCPUMs[1] < 0 || r.ServerCPUMs[0]+r.ServerCPUMs[1] <= 0 || r.FakeCPUPerCallUs <= 0 {
-		t.Errorf("result %s: CPU not measured", out.String())
+	if len(r.ServerCPUMs) != 2 || r.ServerCPUMs[0] < 0 || r.ServerCPUMs[1] < 0 || r.ServerCPUMs[0]+r.ServerCPUMs[1] <= 0 || r.FakeCPUPerCallUs <= 0 {
+		t.Errorf("result %+v: CPU not measured", r)
+	}
+	// Over HTTP/1.1 a call in flight needs a connection of its own.
+	if len(r.FakeConns) != 2 || r.FakeConns[0] < 2 {
+		t.Errorf("result %+v: connections to the fake not counted", r)
 	}
 }
 
@@ -247,28 +260,14 @@ func TestLoadFanoutReportsCPU(t *testing.T) {
 // fan-out reuses them.
 func TestLoadFanoutOverTLS(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command(binary, "load", "fanout", "--llm-tls", "--width", "300", "--llm-latency", "20ms", "--repeat", "2", "--json", "--quiet")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("load: %v\n%s", err, errb.String())
-	}
-	var got struct {
-		Result struct {
-			Status    string  `json:"status"`
-			FakeConns []int64 `json:"fakeConns"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
-		t.Fatalf("output %q: %v", out.String(), err)
-	}
-	r := got.Result
-	if r.Status != "completed" || len(r.FakeConns) != 2 {
-		t.Fatalf("result %s", out.String())
+	r := loadFanoutJSON(t, "--llm-tls")
+	if len(r.FakeConns) != 2 {
+		t.Fatalf("result %+v: connections to the fake not counted", r)
 	}
 	// 301 calls a fan-out (300 branches and the join); a connection
 	// carries 100 streams until the fake's settings say 250, and the LLM
-	// client lets 4 calls at a time wait for a new one.
+	// client lets 4 calls at a time wait for a new one (317 connections
+	// without that).
 	if r.FakeConns[0] < 1 || r.FakeConns[0] > 40 {
 		t.Errorf("the first fan-out opened %d connections to the fake, want a few", r.FakeConns[0])
 	}
