@@ -90,6 +90,9 @@ func (g *dialGate) RoundTrip(req *http.Request) (*http.Response, error) {
 			if i := indexOf(h.held, through); i >= 0 {
 				h.held = append(h.held[:i], h.held[i+1:]...)
 				g.mu.Unlock()
+				if req.Body != nil {
+					_ = req.Body.Close() // a RoundTripper closes the body, even on errors
+				}
 				return nil, req.Context().Err()
 			}
 			g.mu.Unlock()

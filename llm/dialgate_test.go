@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -276,8 +278,9 @@ func TestDialGateHeldCallGivesUp(t *testing.T) {
 	waitFor(t, "the first call under way", func() bool { h := host(); return h != nil && held() == 0 })
 	ctx, cancel := context.WithCancel(context.Background())
 	second := make(chan error, 1)
+	body := &closeRecorder{Reader: strings.NewReader("{}")}
 	go func() {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
 		resp, err := c.Do(req)
 		if err == nil {
 			resp.Body.Close()
@@ -292,6 +295,9 @@ func TestDialGateHeldCallGivesUp(t *testing.T) {
 	if n := held(); n != 0 {
 		t.Errorf("%d calls still held after the only one gave up", n)
 	}
+	if !body.closed.Load() {
+		t.Error("the held call's body was not closed")
+	}
 	closeAll()
 	if err := <-first; err == nil {
 		t.Error("the first call succeeded against an endpoint that never answered")
@@ -300,6 +306,14 @@ func TestDialGateHeldCallGivesUp(t *testing.T) {
 		t.Errorf("after both: waiting %d, proto %d; want 0 and unknown", h.waiting, h.proto)
 	}
 }
+
+// closeRecorder is a request body that remembers being closed.
+type closeRecorder struct {
+	io.Reader
+	closed atomic.Bool
+}
+
+func (c *closeRecorder) Close() error { c.closed.Store(true); return nil }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
