@@ -628,14 +628,16 @@ func (p *proc) usage(t *testing.T) usage {
 
 // Slack over the baseline (the fake LLM ends idle keep-alive connections
 // after a few seconds: newFakeLLM). The database's descriptors are bounded separately:
-// the store keeps one writer and at most max(4, NumCPU) idle readers, each
-// with the database and its WAL open, plus the shared memory file.
+// the store keeps two writer connections (the write queue's and the pool
+// for migrations, workflows and prunes) and at most max(4, NumCPU) idle
+// readers, each with the database and its WAL open, plus the shared
+// memory file.
 const (
 	goroutineSlack = 8
 	fdSlack        = 4
 )
 
-var maxDBFiles = 2*(1+max(4, runtime.NumCPU())) + 1
+var maxDBFiles = 2*(2+max(4, runtime.NumCPU())) + 1
 
 // baseline warms the server up (one completed agent run, concurrent reads,
 // so that connection pools have their usual size) and measures it.

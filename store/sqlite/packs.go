@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -108,7 +107,7 @@ func (t *wtx) writeEvents(evs []*engine.Event, created bool) (bool, error) {
 	if !ok {
 		// Once per run and process (or after forgetRuns): a log the writer
 		// has not written yet in this process.
-		if err := t.stmt(w.eventsTail).QueryRowContext(t.ctx, e.RunID).Scan(&tail); err != nil {
+		if err := t.queryRow(sqlEventsTail, []any{e.RunID}, &tail); err != nil {
 			return false, fmt.Errorf("append events %s#%d-%d: tail: %w", e.RunID, e.Seq, last, err)
 		}
 	}
@@ -123,7 +122,7 @@ func (t *wtx) writeEvents(evs []*engine.Event, created bool) (bool, error) {
 		args = append(args, e.RunID, last, e.Seq)
 	}
 	t.args = args[:0]
-	n, err := t.execStmt(w.insEvent[b2i(checkOwner)][b2i(checkOverlap)], args...)
+	n, err := t.exec(w.insEvent[b2i(checkOwner)][b2i(checkOverlap)], args...)
 	if err != nil {
 		return false, fmt.Errorf("append events %s#%d-%d: %w", e.RunID, e.Seq, last, err)
 	}
@@ -142,15 +141,6 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// execStmt runs the prepared ps in the batch's transaction.
-func (t *wtx) execStmt(ps *sql.Stmt, args ...any) (int64, error) {
-	res, err := t.stmt(ps).ExecContext(t.ctx, args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
 }
 
 // packEvents appends evs in more's form: packFormat, then per event its

@@ -14,6 +14,7 @@ import (
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/store"
 	"github.com/switchyard/switchyard/store/internal/commit"
+	zsqlite "zombiezen.com/go/sqlite"
 )
 
 var _ store.Store = (*Store)(nil)
@@ -76,7 +77,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 	err = s.w.doEvents(ctx, hdr, evs, func(t *wtx) error {
 		if checkWorkflow {
 			var one int
-			err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM workflows WHERE id = ?`, wf).Scan(&one)
+			err := t.queryRow(`SELECT 1 FROM workflows WHERE id = ?`, []any{wf}, &one)
 			if errors.Is(err, sql.ErrNoRows) {
 				return reject(fmt.Errorf("workflow %q: %w", hdr.WorkflowID, engine.ErrNotFound))
 			}
@@ -108,7 +109,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 		if len(evs) > 0 && hdr.Owner != "" {
 			t.w.fenced[hdr.ID] = hdr.Owner
 		}
-		return upsertNodes(t, t.stmt(s.w.upsNode), nargs)
+		return upsertNodes(t, nargs)
 	})
 	if err != nil {
 		return fmt.Errorf("store: create run %s: %w", r.ID, err)
@@ -178,17 +179,17 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 			t.ownerMayChange(hdr.ID)
 		}
 		var (
-			res sql.Result
+			n   int64
 			err error
 		)
 		if hdr.SameStatus && !release {
-			res, err = t.stmt(s.w.updRunSame).ExecContext(t.ctx, hdr.Input,
+			n, err = t.exec(sqlUpdateRunSameStatus, hdr.Input,
 				hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
 				toMicros(hdr.UpdatedAt),
 				hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, optFloat(hdr.Usage.CostUSD),
 				hdr.ID, hdr.Owner, hdr.Owner)
 		} else {
-			res, err = t.stmt(s.w.updRun).ExecContext(t.ctx, string(hdr.Status), hdr.Input,
+			n, err = t.exec(sqlUpdateRun, string(hdr.Status), hdr.Input,
 				hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
 				toMicros(hdr.UpdatedAt), optMicros(hdr.FinishedAt),
 				hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, optFloat(hdr.Usage.CostUSD),
@@ -197,11 +198,9 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
+		if n == 0 {
 			var holder, status string
-			err := t.tx.QueryRowContext(t.ctx, `SELECT owner, status FROM runs WHERE id = ?`, hdr.ID).Scan(&holder, &status)
+			err := t.queryRow(`SELECT owner, status FROM runs WHERE id = ?`, []any{hdr.ID}, &holder, &status)
 			if errors.Is(err, sql.ErrNoRows) {
 				return reject(engine.ErrNotFound)
 			}
@@ -214,7 +213,7 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 			}
 			return reject(fmt.Errorf("run is held by %q, not %q: %w", holder, hdr.Owner, engine.ErrConflict))
 		}
-		return upsertNodes(t, t.stmt(s.w.upsNode), nargs)
+		return upsertNodes(t, nargs)
 	})
 	if err != nil {
 		return fmt.Errorf("store: checkpoint run %s: %w", r.ID, err)
@@ -239,7 +238,7 @@ func (s *Store) AcquireRun(ctx context.Context, runID, owner string, expect engi
 			return nil
 		}
 		var status, holder string
-		err = t.tx.QueryRowContext(t.ctx, `SELECT status, owner FROM runs WHERE id = ?`, runID).Scan(&status, &holder)
+		err = t.queryRow(`SELECT status, owner FROM runs WHERE id = ?`, []any{runID}, &status, &holder)
 		if errors.Is(err, sql.ErrNoRows) {
 			return reject(engine.ErrNotFound)
 		}
@@ -277,8 +276,8 @@ AND EXISTS (SELECT 1 FROM runs WHERE id = ?1 AND owner = ?3)`, runID, nodeID, ow
 		}
 		var holder sql.NullString
 		var status sql.NullString
-		err = t.tx.QueryRowContext(t.ctx, `SELECT r.owner, n.status FROM runs r
-LEFT JOIN node_states n ON n.run_id = r.id AND n.node_id = ?2 WHERE r.id = ?1`, runID, nodeID).Scan(&holder, &status)
+		err = t.queryRow(`SELECT r.owner, n.status FROM runs r
+LEFT JOIN node_states n ON n.run_id = r.id AND n.node_id = ?2 WHERE r.id = ?1`, []any{runID, nodeID}, &holder, &status)
 		if errors.Is(err, sql.ErrNoRows) {
 			return reject(fmt.Errorf("run: %w", engine.ErrNotFound))
 		}
@@ -365,7 +364,7 @@ func (s *Store) ReleaseRun(ctx context.Context, runID, owner string) error {
 			return nil
 		}
 		var holder string
-		err = t.tx.QueryRowContext(t.ctx, `SELECT owner FROM runs WHERE id = ?`, runID).Scan(&holder)
+		err = t.queryRow(`SELECT owner FROM runs WHERE id = ?`, []any{runID}, &holder)
 		if errors.Is(err, sql.ErrNoRows) {
 			return reject(engine.ErrNotFound)
 		}
@@ -412,19 +411,10 @@ func (s *Store) TakeCancelRequests(ctx context.Context, owner string) ([]string,
 	var ids []string
 	err = s.w.do(ctx, nil, func(t *wtx) error {
 		ids = ids[:0]
-		rows, err := t.tx.QueryContext(t.ctx, sqlTakeCancels, owner)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			ids = append(ids, id)
-		}
-		return rows.Err()
+		return t.c.query(sqlTakeCancels, []any{owner}, func(st *zsqlite.Stmt) error {
+			ids = append(ids, st.ColumnText(0))
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: take cancel requests of %s: %w", owner, err)
@@ -815,9 +805,9 @@ func statusArg(s engine.NodeStatus) any {
 	return string(s)
 }
 
-func upsertNodes(t *wtx, st *sql.Stmt, nargs [][]any) error {
+func upsertNodes(t *wtx, nargs [][]any) error {
 	for _, a := range nargs {
-		if _, err := st.ExecContext(t.ctx, a...); err != nil {
+		if _, err := t.exec(sqlUpsertNode, a...); err != nil {
 			return fmt.Errorf("node %v: %w", a[1], err)
 		}
 	}

@@ -27,6 +27,7 @@ import (
 
 	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
 	sqlite3 "modernc.org/sqlite/lib"
+	zsqlite "zombiezen.com/go/sqlite"
 
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/store"
@@ -49,7 +50,13 @@ type Store struct {
 	log  *slog.Logger
 	now  func() time.Time
 
-	wdb   *sql.DB // the one writer connection
+	wdb *sql.DB // the writer pool (one connection): migrations, workflows, prunes
+	wc  *wconn  // the write queue's connection (writer.go)
+	// wmu is held by whoever writes: a batch on wc or a transaction on
+	// wdb. Both are connections of this process to one file: without it
+	// one would wait on the other's lock in SQLite's busy handler, which
+	// sleeps.
+	wmu   sync.Mutex
 	rdb   *sql.DB // read-only pool
 	reads *readStmts
 
@@ -167,11 +174,17 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("store: %s: %w", abs, err)
 	}
 
+	var maxPages int64
 	if cfg.maxSize > 0 {
-		if err := capSize(ctx, wdb, cfg.maxSize); err != nil {
+		if maxPages, err = capSize(ctx, wdb, cfg.maxSize); err != nil {
 			wdb.Close()
 			return nil, fmt.Errorf("store: %s: %w", abs, err)
 		}
+	}
+	wc, err := openWConn(abs, maxPages)
+	if err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("store: open %s for the writer: %w", abs, err)
 	}
 
 	// The read pool is opened after migrating so that its connections never
@@ -179,21 +192,24 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	rdb, err := sql.Open("sqlite", dsn(abs, true))
 	if err != nil {
 		wdb.Close()
+		wc.close()
 		return nil, fmt.Errorf("store: open %s for reading: %w", abs, err)
 	}
 	rdb.SetMaxOpenConns(cfg.readConns)
 	rdb.SetMaxIdleConns(cfg.readConns)
 	if err := rdb.PingContext(ctx); err != nil {
 		wdb.Close()
+		wc.close()
 		rdb.Close()
 		return nil, fmt.Errorf("store: open %s for reading: %w", abs, err)
 	}
 
-	s := &Store{path: abs, log: cfg.log, now: cfg.now, wdb: wdb, rdb: rdb, reads: newReadStmts(rdb)}
+	s := &Store{path: abs, log: cfg.log, now: cfg.now, wdb: wdb, wc: wc, rdb: rdb, reads: newReadStmts(rdb)}
 	w, err := newWriter(ctx, s, commit.Config{Log: cfg.log, QueueSize: cfg.queueSize,
 		EventTries: cfg.eventTries, RetryDelay: cfg.retryDelay})
 	if err != nil {
 		wdb.Close()
+		wc.close()
 		rdb.Close()
 		return nil, fmt.Errorf("store: %w", err)
 	}
@@ -245,9 +261,8 @@ func (s *Store) Close() error {
 		if _, err := s.wdb.Exec("PRAGMA optimize"); err != nil {
 			s.log.Warn("store: pragma optimize", "err", err)
 		}
-		errs = append(errs, s.w.closeStmts())
 		s.reads.close()
-		errs = append(errs, s.rdb.Close(), s.wdb.Close())
+		errs = append(errs, s.wc.close(), s.rdb.Close(), s.wdb.Close())
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
@@ -288,17 +303,19 @@ func nullText(b []byte) any {
 	return string(b)
 }
 
-// capSize sets max_page_count on the writer connection (the only one that
-// writes, kept open for the store's lifetime).
-func capSize(ctx context.Context, wdb *sql.DB, n int64) error {
+// capSize sets max_page_count on the writer pool's connection (kept open
+// for the store's lifetime) and returns it for the writer connection
+// (wconn): the setting is per connection.
+func capSize(ctx context.Context, wdb *sql.DB, n int64) (int64, error) {
 	var page int64
 	if err := wdb.QueryRowContext(ctx, "PRAGMA page_size").Scan(&page); err != nil {
-		return fmt.Errorf("read page size: %w", err)
+		return 0, fmt.Errorf("read page size: %w", err)
 	}
-	if _, err := wdb.ExecContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", max(1, n/page))); err != nil {
-		return fmt.Errorf("cap size: %w", err)
+	pages := max(1, n/page)
+	if _, err := wdb.ExecContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", pages)); err != nil {
+		return 0, fmt.Errorf("cap size: %w", err)
 	}
-	return nil
+	return pages, nil
 }
 
 // storageErr marks an error of a write refused for lack of space (SQLITE_FULL,
@@ -309,7 +326,8 @@ func storageErr(err error) error {
 		return err
 	}
 	var se *sqlite.Error
-	if (errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL) || errors.Is(err, syscall.ENOSPC) {
+	if (errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL) || errors.Is(err, syscall.ENOSPC) ||
+		zsqlite.ErrCode(err).ToPrimary() == zsqlite.ResultFull { // the writer connection's (wconn)
 		return fmt.Errorf("%w: %w", engine.ErrStorageFull, err)
 	}
 	return err

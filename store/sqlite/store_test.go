@@ -424,6 +424,24 @@ func TestPragmasOnEveryConnection(t *testing.T) {
 	if got := s.wdb.Stats().MaxOpenConnections; got != 1 {
 		t.Errorf("writer pool allows %d connections, want 1", got)
 	}
+	// The write queue's connection (wconn), between its batches.
+	func() {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		var journal string
+		var fk, sync, busy, temp int
+		for _, q := range []struct {
+			sql  string
+			dest any
+		}{{`PRAGMA journal_mode`, &journal}, {`PRAGMA foreign_keys`, &fk}, {`PRAGMA synchronous`, &sync},
+			{`PRAGMA busy_timeout`, &busy}, {`PRAGMA temp_store`, &temp}} {
+			mustOK(t, s.wc.queryRow(q.sql, nil, q.dest), "queue writer "+q.sql)
+		}
+		if journal != "wal" || fk != 1 || sync != 1 || busy != busyTimeoutMS || temp != 2 {
+			t.Errorf("queue writer: journal_mode=%s foreign_keys=%d synchronous=%d busy_timeout=%d temp_store=%d; "+
+				"want wal 1 1(NORMAL) %d 2(MEMORY)", journal, fk, sync, busy, temp, busyTimeoutMS)
+		}
+	}()
 
 	// Hold all read connections at once so each is a distinct connection.
 	var conns []*sql.Conn
@@ -777,7 +795,7 @@ func TestCheckpointWithDoneContext(t *testing.T) {
 	}
 }
 
-// limitPages makes the writer's connection unable to grow the database
+// limitPages makes the writer's connections unable to grow the database
 // (SQLITE_FULL), the closest thing to a full disk that works as root and
 // without mounting a small filesystem.
 func limitPages(t *testing.T, s *Store, limit bool) {
@@ -789,6 +807,10 @@ func limitPages(t *testing.T, s *Store, limit bool) {
 	}
 	var got int64
 	mustOK(t, s.wdb.QueryRowContext(ctx, fmt.Sprintf(`PRAGMA max_page_count = %d`, n)).Scan(&got), "max_page_count")
+	// The write queue's connection, between its batches.
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	mustOK(t, s.wc.once(fmt.Sprintf(`PRAGMA max_page_count = %d`, n)), "max_page_count (writer)")
 }
 
 func integrityOK(t *testing.T, s *Store) {

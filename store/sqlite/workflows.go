@@ -15,13 +15,15 @@ import (
 	"github.com/switchyard/switchyard/store/internal/commit"
 )
 
-// writeTx runs fn in a transaction on the writer connection. Workflow
-// writes need no ordering with run events, so they bypass the queue; the
-// single connection still serializes them with the writer's batches.
+// writeTx runs fn in a transaction on the writer pool. Workflow writes
+// need no ordering with run events, so they bypass the queue; Store.wmu
+// still serializes them with the writer's batches.
 func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if s.w.Closed() {
 		return store.ErrClosed
 	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		return err

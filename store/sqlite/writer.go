@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -25,10 +23,8 @@ func reject(err error) error { return commit.Rejected{Err: err} }
 
 // wtx is the transaction of one batch as seen by an op function.
 type wtx struct {
-	ctx   context.Context
-	tx    *sql.Tx
-	w     *writer
-	stmts map[*sql.Stmt]*sql.Stmt
+	c *wconn
+	w *writer
 	// newDefs are the definition hashes this batch inserted: known stored
 	// once it commits (writer.defs).
 	newDefs []string
@@ -46,33 +42,18 @@ type wtx struct {
 // (writer.fenced); every op that can change a run's owner calls it.
 func (t *wtx) ownerMayChange(runID string) { delete(t.w.fenced, runID) }
 
-// stmt returns ps bound to the batch's transaction.
-func (t *wtx) stmt(ps *sql.Stmt) *sql.Stmt {
-	if s, ok := t.stmts[ps]; ok {
-		return s
-	}
-	s := t.tx.StmtContext(t.ctx, ps)
-	t.stmts[ps] = s
-	return s
+// exec runs query in the batch's transaction and returns the rows it
+// changed. Every statement stays prepared on the writer connection
+// (parsing SQL on every run start and lease change showed up in
+// profiles).
+func (t *wtx) exec(query string, args ...any) (int64, error) {
+	return t.c.exec(query, args...)
 }
 
-// exec runs query, as a prepared statement when it is one of the writer's
-// hot queries (parsing SQL on every run start and lease change showed up
-// in profiles).
-func (t *wtx) exec(query string, args ...any) (int64, error) {
-	var (
-		res sql.Result
-		err error
-	)
-	if ps, ok := t.w.cache[query]; ok {
-		res, err = t.stmt(ps).ExecContext(t.ctx, args...)
-	} else {
-		res, err = t.tx.ExecContext(t.ctx, query, args...)
-	}
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
+// queryRow runs query and scans its first row into dest (sql.ErrNoRows
+// if none).
+func (t *wtx) queryRow(query string, args []any, dest ...any) error {
+	return t.c.queryRow(query, args, dest...)
 }
 
 // writer is the SQLite side of the write queue: its statements and how it
@@ -81,13 +62,9 @@ type writer struct {
 	*commit.Queue[job]
 	s *Store
 
-	// prepared on the writer connection
 	// insEvent[checkOwner][checkOverlap]: an event row with or without
 	// each guard (sqlRunOwned, sqlNoOverlap)
-	insEvent                    [2][2]*sql.Stmt
-	eventsTail                  *sql.Stmt
-	updRun, updRunSame, upsNode *sql.Stmt
-	cache                       map[string]*sql.Stmt // writer goroutine only
+	insEvent [2][2]string
 
 	// defs are hashes of definitions known to be in the definitions
 	// table, so a run of a graph already stored does not write its
@@ -121,7 +98,6 @@ type writer struct {
 	runsDeleted atomic.Uint64
 	keptAt      uint64
 	dataVersion int64
-	readVersion *sql.Stmt // PRAGMA data_version
 }
 
 // runsKnownMax bounds writer.fenced and writer.tails: past it they start
@@ -145,7 +121,7 @@ func (w *writer) forgetRuns() {
 func (t *wtx) checkRunsKept() error {
 	w := t.w
 	var v int64
-	if err := t.stmt(w.readVersion).QueryRowContext(t.ctx).Scan(&v); err != nil {
+	if err := t.queryRow(`PRAGMA data_version`, nil, &v); err != nil {
 		return fmt.Errorf("data_version: %w", err)
 	}
 	if n := w.runsDeleted.Load(); n != w.keptAt || v != w.dataVersion || len(w.fenced)+len(w.tails) > runsKnownMax {
@@ -248,51 +224,18 @@ rejection = excluded.rejection, decision = excluded.decision`
 
 func newWriter(ctx context.Context, s *Store, cfg commit.Config) (*writer, error) {
 	w := &writer{s: s, defs: map[string]struct{}{}, fenced: map[string]string{}, tails: map[string]int64{}}
-	var err error
-	prep := func(q string) *sql.Stmt {
-		if err != nil {
-			return nil
+	w.insEvent = [2][2]string{{sqlInsertEvent, sqlInsertEventNew}, {sqlInsertEventOwned, sqlInsertEventOwnedNew}}
+	// Prepared now, so that an error in one is found at open.
+	for _, q := range append(hotStatements, sqlInsertEvent, sqlInsertEventNew, sqlInsertEventOwned,
+		sqlInsertEventOwnedNew, sqlEventsTail, sqlUpdateRun, sqlUpdateRunSameStatus, sqlUpsertNode, `PRAGMA data_version`) {
+		if _, err := s.wc.c.Prepare(q); err != nil {
+			return nil, fmt.Errorf("prepare statements: %w", err)
 		}
-		var st *sql.Stmt
-		st, err = s.wdb.PrepareContext(ctx, q)
-		return st
-	}
-	w.insEvent = [2][2]*sql.Stmt{{prep(sqlInsertEvent), prep(sqlInsertEventNew)},
-		{prep(sqlInsertEventOwned), prep(sqlInsertEventOwnedNew)}}
-	w.eventsTail = prep(sqlEventsTail)
-	w.readVersion = prep(`PRAGMA data_version`)
-	w.updRun = prep(sqlUpdateRun)
-	w.updRunSame = prep(sqlUpdateRunSameStatus)
-	w.upsNode = prep(sqlUpsertNode)
-	// Prepared before any transaction: the writer pool has one connection.
-	w.cache = map[string]*sql.Stmt{}
-	for _, q := range hotStatements {
-		w.cache[q] = prep(q)
-	}
-	if err != nil {
-		w.closeStmts()
-		return nil, fmt.Errorf("prepare statements: %w", err)
 	}
 	cfg.Name, cfg.FailErr = "store", storageErr
 	cfg.Skipped = "unknown run or duplicate seq"
 	w.Queue = commit.New(cfg, w.writeBatch)
 	return w, nil
-}
-
-func (w *writer) closeStmts() error {
-	var errs []error
-	for _, st := range []*sql.Stmt{w.insEvent[0][0], w.insEvent[0][1], w.insEvent[1][0], w.insEvent[1][1],
-		w.eventsTail, w.readVersion, w.updRun, w.updRunSame, w.upsNode} {
-		if st != nil {
-			errs = append(errs, st.Close())
-		}
-	}
-	for _, st := range w.cache {
-		if st != nil {
-			errs = append(errs, st.Close())
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // do runs fn in the writer's next batch and waits for the commit. run, if
@@ -310,14 +253,19 @@ func (w *writer) doEvents(ctx context.Context, run *engine.Run, evs []engine.Eve
 // writeBatch commits batch as one transaction, or returns why nothing of
 // it was committed.
 func (w *writer) writeBatch(batch []op) error {
-	ctx := context.Background()
-	tx, err := w.s.wdb.BeginTx(ctx, nil)
-	if err != nil {
+	w.s.wmu.Lock()
+	defer w.s.wmu.Unlock()
+	c := w.s.wc
+	if _, err := c.exec("BEGIN IMMEDIATE"); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	t := &wtx{ctx: ctx, tx: tx, w: w, stmts: make(map[*sql.Stmt]*sql.Stmt, 4), held: map[string][]heldEvent{}}
+	t := &wtx{c: c, w: w, held: map[string][]heldEvent{}}
+	rollback := func() {
+		// May fail if SQLite already rolled back; nothing to do then.
+		_, _ = c.exec("ROLLBACK")
+	}
 	if err := t.checkRunsKept(); err != nil {
-		_ = tx.Rollback()
+		rollback()
 		return fmt.Errorf("begin: %w", err)
 	}
 	var fatal error
@@ -352,11 +300,16 @@ loop:
 		fatal = t.flushAll()
 	}
 	if fatal != nil {
-		_ = tx.Rollback() // may fail if SQLite already rolled back; nothing to do then
-		w.forgetRuns()    // what it learnt in the transaction may be undone
+		rollback()
+		w.forgetRuns() // what it learnt in the transaction may be undone
 		return fatal
 	}
-	if err := tx.Commit(); err != nil {
+	if _, err := c.exec("COMMIT"); err != nil {
+		// A COMMIT that fails (SQLITE_BUSY, SQLITE_FULL) leaves the
+		// transaction open: end it, so the next batch can begin.
+		if !c.c.AutocommitEnabled() {
+			rollback()
+		}
 		w.forgetRuns()
 		return fmt.Errorf("commit: %w", err)
 	}
