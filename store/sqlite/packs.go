@@ -94,11 +94,6 @@ func (t *wtx) writeHeld(ops []heldEvent) error {
 func (t *wtx) writeEvents(evs []*engine.Event, created bool) (bool, error) {
 	e := evs[0]
 	last := evs[len(evs)-1].Seq
-	var more any
-	if len(evs) > 1 {
-		t.more = packEvents(t.more[:0], evs[1:])
-		more = t.more
-	}
 	w := t.w
 	tail, ok := w.tails[e.RunID]
 	if created {
@@ -113,16 +108,32 @@ func (t *wtx) writeEvents(evs []*engine.Event, created bool) (bool, error) {
 	}
 	checkOwner := !created && !(e.Owner != "" && w.fenced[e.RunID] == e.Owner)
 	checkOverlap := e.Seq < tail // fills a gap or repeats a seq: rare
-	args := append(t.args[:0], e.RunID, e.Seq, e.NodeID, e.Type, e.Content, toMicros(e.Timestamp), nullText(e.Data),
-		len(evs), more)
+	b := t.c.bind(w.insEvent[b2i(checkOwner)][b2i(checkOverlap)])
+	b.text(e.RunID)
+	b.int64(e.Seq)
+	b.text(e.NodeID)
+	b.text(e.Type)
+	b.text(e.Content)
+	b.int64(toMicros(e.Timestamp))
+	b.textBytes(e.Data)
+	b.int64(int64(len(evs)))
+	if len(evs) > 1 {
+		t.more = packEvents(t.more[:0], evs[1:])
+		b.blob(t.more)
+	} else {
+		b.null()
+	}
 	if checkOwner {
-		args = append(args, e.RunID, e.Owner, e.Owner)
+		b.text(e.RunID)
+		b.text(e.Owner)
+		b.text(e.Owner)
 	}
 	if checkOverlap {
-		args = append(args, e.RunID, last, e.Seq)
+		b.text(e.RunID)
+		b.int64(last)
+		b.int64(e.Seq)
 	}
-	t.args = args[:0]
-	n, err := t.exec(w.insEvent[b2i(checkOwner)][b2i(checkOverlap)], args...)
+	n, err := t.c.run(&b)
 	if err != nil {
 		return false, fmt.Errorf("append events %s#%d-%d: %w", e.RunID, e.Seq, last, err)
 	}

@@ -54,7 +54,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 	if err != nil {
 		return fmt.Errorf("store: create run %s: pending approvals: %w", r.ID, err)
 	}
-	nargs, err := nodeArgs(r.ID, nodes)
+	nrows, err := nodeRows(nodes)
 	if err != nil {
 		return fmt.Errorf("store: create run %s: %w", r.ID, err)
 	}
@@ -85,11 +85,33 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 				return err
 			}
 		}
-		n, err := t.exec(sqlInsertRun,
-			hdr.ID, wf, hdr.Kind, string(hdr.Status), hdr.Input,
-			hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
-			hdr.Owner, lease, toMicros(hdr.CreatedAt), toMicros(hdr.UpdatedAt), optMicros(hdr.FinishedAt),
-			hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, optFloat(hdr.Usage.CostUSD), defHash)
+		b := t.c.bind(sqlInsertRun)
+		b.text(hdr.ID)
+		if wf == nil {
+			b.null()
+		} else {
+			b.text(hdr.WorkflowID)
+		}
+		b.text(string(hdr.Kind))
+		b.text(string(hdr.Status))
+		b.text(hdr.Input)
+		b.bool(hdr.WaitingForInput)
+		b.text(hdr.CurrentNodeID)
+		b.textFrom(approvals)
+		b.text(hdr.Error)
+		b.text(hdr.WorkDir)
+		b.text(hdr.Owner)
+		b.int64(lease)
+		b.int64(toMicros(hdr.CreatedAt))
+		b.int64(toMicros(hdr.UpdatedAt))
+		b.time(hdr.FinishedAt)
+		bindUsage(&b, hdr.Usage)
+		if h, ok := defHash.([]byte); ok {
+			b.blob(h)
+		} else {
+			b.null()
+		}
+		n, err := t.c.run(&b)
 		if err != nil {
 			return err
 		}
@@ -109,7 +131,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 		if len(evs) > 0 && hdr.Owner != "" {
 			t.w.fenced[hdr.ID] = hdr.Owner
 		}
-		return upsertNodes(t, nargs)
+		return upsertNodes(t, hdr.ID, nrows)
 	})
 	if err != nil {
 		return fmt.Errorf("store: create run %s: %w", r.ID, err)
@@ -169,7 +191,7 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 	if err != nil {
 		return fmt.Errorf("store: checkpoint run %s: pending approvals: %w", r.ID, err)
 	}
-	nargs, err := nodeArgs(r.ID, nodes)
+	nrows, err := nodeRows(nodes)
 	if err != nil {
 		return fmt.Errorf("store: checkpoint run %s: %w", r.ID, err)
 	}
@@ -182,19 +204,33 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 			n   int64
 			err error
 		)
-		if hdr.SameStatus && !release {
-			n, err = t.exec(sqlUpdateRunSameStatus, hdr.Input,
-				hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
-				toMicros(hdr.UpdatedAt),
-				hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, optFloat(hdr.Usage.CostUSD),
-				hdr.ID, hdr.Owner, hdr.Owner)
+		same := hdr.SameStatus && !release
+		var b bound
+		if same {
+			b = t.c.bind(sqlUpdateRunSameStatus)
 		} else {
-			n, err = t.exec(sqlUpdateRun, string(hdr.Status), hdr.Input,
-				hdr.WaitingForInput, hdr.CurrentNodeID, string(approvals), hdr.Error, hdr.WorkDir,
-				toMicros(hdr.UpdatedAt), optMicros(hdr.FinishedAt),
-				hdr.Usage.PromptTokens, hdr.Usage.CompletionTokens, hdr.Usage.TotalTokens, optFloat(hdr.Usage.CostUSD),
-				release, release, hdr.ID, hdr.Owner, hdr.Owner)
+			b = t.c.bind(sqlUpdateRun)
+			b.text(string(hdr.Status))
 		}
+		b.text(hdr.Input)
+		b.bool(hdr.WaitingForInput)
+		b.text(hdr.CurrentNodeID)
+		b.textFrom(approvals)
+		b.text(hdr.Error)
+		b.text(hdr.WorkDir)
+		b.int64(toMicros(hdr.UpdatedAt))
+		if !same {
+			b.time(hdr.FinishedAt)
+		}
+		bindUsage(&b, hdr.Usage)
+		if !same {
+			b.bool(release)
+			b.bool(release)
+		}
+		b.text(hdr.ID)
+		b.text(hdr.Owner)
+		b.text(hdr.Owner)
+		n, err = t.c.run(&b)
 		if err != nil {
 			return err
 		}
@@ -213,7 +249,7 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 			}
 			return reject(fmt.Errorf("run is held by %q, not %q: %w", holder, hdr.Owner, engine.ErrConflict))
 		}
-		return upsertNodes(t, nargs)
+		return upsertNodes(t, hdr.ID, nrows)
 	})
 	if err != nil {
 		return fmt.Errorf("store: checkpoint run %s: %w", r.ID, err)
@@ -421,14 +457,6 @@ func (s *Store) TakeCancelRequests(ctx context.Context, owner string) ([]string,
 	}
 	sort.Strings(ids)
 	return ids, nil
-}
-
-// optFloat is a nullable REAL.
-func optFloat(f *float64) any {
-	if f == nil {
-		return nil
-	}
-	return *f
 }
 
 // --- reads: all through the read pool, seeing committed data only ---
@@ -760,11 +788,29 @@ func (s *Store) ListOrphaned(ctx context.Context, now time.Time) ([]string, erro
 
 // --- copying and argument building ---
 
-// nodeArgs turns node states into statement arguments right away, which is
-// also the copy that lets the engine reuse its NodeState structs.
-func nodeArgs(runID string, nodes []*engine.NodeState) ([][]any, error) {
-	out := make([][]any, 0, len(nodes))
-	rid := any(runID) // boxed once for every row (an allocation each)
+// bindUsage binds a run's token counts and cost, in the order of the runs
+// table's statements.
+func bindUsage(b *bound, u engine.Usage) {
+	b.int64(int64(u.PromptTokens))
+	b.int64(int64(u.CompletionTokens))
+	b.int64(int64(u.TotalTokens))
+	b.optFloat(u.CostUSD)
+}
+
+// nodeRow is a node state's row as the writer binds it, copied from the
+// engine's NodeState right away (the engine reuses those structs).
+type nodeRow struct {
+	nodeID, status, input, output, handle, errText, rejection string
+	visits, attempts                                          int64
+	fired                                                     string // "" for NULL
+	wait, decision                                            []byte // copies; NULL when empty
+	startedAt, finishedAt                                     int64
+	started, finished                                         bool
+}
+
+// nodeRows copies node states into rows.
+func nodeRows(nodes []*engine.NodeState) ([]nodeRow, error) {
+	out := make([]nodeRow, 0, len(nodes))
 	for _, n := range nodes {
 		if n == nil {
 			continue
@@ -772,43 +818,59 @@ func nodeArgs(runID string, nodes []*engine.NodeState) ([][]any, error) {
 		if n.NodeID == "" {
 			return nil, errors.New("node state without node id")
 		}
-		var fired any
+		r := nodeRow{nodeID: n.NodeID, status: string(n.Status), input: n.Input, output: n.Output,
+			handle: n.Handle, errText: n.Error, rejection: n.Rejection,
+			visits: int64(n.Visits), attempts: int64(n.Attempts)}
 		if len(n.Fired) > 0 {
 			b, err := json.Marshal(n.Fired)
 			if err != nil {
 				return nil, fmt.Errorf("node %s: fired: %w", n.NodeID, err)
 			}
-			fired = string(b)
+			r.fired = string(b)
 		}
-		out = append(out, []any{rid, n.NodeID, statusArg(n.Status), n.Input, n.Output, n.Handle,
-			n.Error, n.Visits, n.Attempts, fired, nullText(n.Wait),
-			optMicros(n.StartedAt), optMicros(n.FinishedAt), n.Rejection, nullText(n.Decision)})
+		if len(n.Wait) > 0 {
+			r.wait = bytes.Clone(n.Wait)
+		}
+		if len(n.Decision) > 0 {
+			r.decision = bytes.Clone(n.Decision)
+		}
+		if n.StartedAt != nil {
+			r.startedAt, r.started = toMicros(*n.StartedAt), true
+		}
+		if n.FinishedAt != nil {
+			r.finishedAt, r.finished = toMicros(*n.FinishedAt), true
+		}
+		out = append(out, r)
 	}
 	return out, nil
 }
 
-// boxedStatuses are the node statuses as statement arguments, boxed
-// once: a checkpoint binds one per node state.
-var boxedStatuses = func() map[engine.NodeStatus]any {
-	m := map[engine.NodeStatus]any{}
-	for _, s := range []engine.NodeStatus{engine.NodeIdle, engine.NodePending, engine.NodeQueued, engine.NodeRunning,
-		engine.NodeWaiting, engine.NodeCompleted, engine.NodeFailed, engine.NodeSkipped} {
-		m[s] = string(s)
-	}
-	return m
-}()
-
-func statusArg(s engine.NodeStatus) any {
-	if v, ok := boxedStatuses[s]; ok {
-		return v
-	}
-	return string(s)
-}
-
-func upsertNodes(t *wtx, nargs [][]any) error {
-	for _, a := range nargs {
-		if _, err := t.exec(sqlUpsertNode, a...); err != nil {
-			return fmt.Errorf("node %v: %w", a[1], err)
+// upsertNodes writes rows of runID (sqlUpsertNode).
+func upsertNodes(t *wtx, runID string, rows []nodeRow) error {
+	for i := range rows {
+		r := &rows[i]
+		b := t.c.bind(sqlUpsertNode)
+		b.text(runID)
+		b.text(r.nodeID)
+		b.text(r.status)
+		b.text(r.input)
+		b.text(r.output)
+		b.text(r.handle)
+		b.text(r.errText)
+		b.int64(r.visits)
+		b.int64(r.attempts)
+		if r.fired == "" {
+			b.null()
+		} else {
+			b.text(r.fired)
+		}
+		b.textBytes(r.wait)
+		b.optInt64(r.startedAt, r.started)
+		b.optInt64(r.finishedAt, r.finished)
+		b.text(r.rejection)
+		b.textBytes(r.decision)
+		if _, err := t.c.run(&b); err != nil {
+			return fmt.Errorf("node %s: %w", r.nodeID, err)
 		}
 	}
 	return nil

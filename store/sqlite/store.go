@@ -280,13 +280,6 @@ func toMicros(t time.Time) int64 { return t.UnixMicro() }
 
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
-func optMicros(t *time.Time) any {
-	if t == nil {
-		return nil
-	}
-	return t.UnixMicro()
-}
-
 func optTime(v sql.NullInt64) *time.Time {
 	if !v.Valid {
 		return nil

@@ -2,11 +2,14 @@ package sqlite
 
 import (
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchyard/switchyard/engine"
+	"github.com/switchyard/switchyard/store"
 )
 
 // TestWConnBindsAsTheDriver writes every kind of argument the writer
@@ -108,5 +111,80 @@ func TestWConnRefusesWhatItCannotBind(t *testing.T) {
 	mustOK(t, c.queryRow(`SELECT v FROM r WHERE k = ?`, []any{"a"}, &v), "read back")
 	if n != 1 || v.String != "b" || !v.Valid {
 		t.Errorf("insert after the errors: %d rows, read %+v", n, v)
+	}
+}
+
+// TestRowsKeepTheirTypes pins the SQLite type of every column the
+// writer's typed binds write (bound), for a sparse and a full row of
+// each table: NULL where a value is absent, as the driver's ...any
+// arguments stored them.
+func TestRowsKeepTheirTypes(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	s := openStore(t)
+	sparse := newRun("run-sparse")
+	sparse.Definition = nil
+	mustOK(t, s.CreateRun(ctx, sparse, []*engine.NodeState{{NodeID: "a"}}, nil), "CreateRun sparse")
+	wf, err := s.CreateWorkflow(ctx, store.Workflow{ID: "wf-types", Name: "wf", Kind: engine.KindYAML, Definition: json.RawMessage(`"steps: []"`)})
+	mustOK(t, err, "workflow")
+	full := newRun("run-full")
+	full.WorkflowID, full.Owner, full.LeaseUntil = wf.ID, "me", t0.Add(time.Minute)
+	full.Input, full.CurrentNodeID, full.WorkDir, full.WaitingForInput = "in", "b", "/w", true
+	cost := 0.25
+	full.Usage = engine.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7, CostUSD: &cost}
+	started, finished := t0.Add(time.Second), t0.Add(2*time.Second)
+	fullNode := &engine.NodeState{NodeID: "b", Status: engine.NodeWaiting, Input: "i", Output: "o", Handle: "h",
+		Error: "e", Visits: 2, Attempts: 3, Fired: []string{"x"}, Rejection: "r",
+		Decision: json.RawMessage(`{"d":1}`), Wait: json.RawMessage(`{"w":1}`), StartedAt: &started, FinishedAt: &finished}
+	mustOK(t, s.CreateRun(ctx, full, []*engine.NodeState{fullNode}, []*engine.Event{
+		{Seq: 1, NodeID: "b", Type: engine.EvOutput, Content: "one", Timestamp: t0, Data: json.RawMessage(`{"k":1}`), Owner: "me"},
+		{Seq: 2, NodeID: "b", Type: engine.EvOutput, Content: "two", Timestamp: t0, Owner: "me"},
+	}), "CreateRun full")
+	done := *full
+	done.Status, done.FinishedAt = engine.StatusCompleted, &finished
+	mustOK(t, s.Checkpoint(ctx, &done, []*engine.NodeState{fullNode}), "Checkpoint full")
+	s.Emit(&engine.Event{RunID: sparse.ID, Seq: 1, NodeID: "a", Type: engine.EvOutput, Content: "", Timestamp: t0})
+	mustOK(t, s.Checkpoint(ctx, sparse, []*engine.NodeState{{NodeID: "a", Status: engine.NodeRunning}}), "Checkpoint sparse")
+
+	types := func(q string, args ...any) string {
+		t.Helper()
+		var got string
+		mustOK(t, s.rdb.QueryRowContext(ctx, q, args...).Scan(&got), q)
+		return got
+	}
+	const runCols = `typeof(workflow_id)||' '||typeof(kind)||' '||typeof(status)||' '||typeof(input)||' '||
+typeof(waiting_for_input)||' '||typeof(pending_approvals)||' '||typeof(owner)||' '||typeof(lease_until)||' '||
+typeof(created_at)||' '||typeof(finished_at)||' '||typeof(prompt_tokens)||' '||typeof(cost_usd)||' '||typeof(definition_hash)`
+	const nodeCols = `typeof(status)||' '||typeof(input)||' '||typeof(visits)||' '||typeof(fired)||' '||typeof(wait)||' '||
+typeof(started_at)||' '||typeof(finished_at)||' '||typeof(rejection)||' '||typeof(decision)`
+	const eventCols = `typeof(node_id)||' '||typeof(content)||' '||typeof(ts)||' '||typeof(data)||' '||typeof(n)||' '||typeof(more)`
+	for _, tt := range []struct{ what, got, want string }{
+		{"sparse run", types(`SELECT ` + runCols + ` FROM runs WHERE id = ?`, sparse.ID),
+			"null text text text integer text text integer integer null integer null null"},
+		{"full run", types(`SELECT ` + runCols + ` FROM runs WHERE id = ?`, full.ID),
+			"text text text text integer text text integer integer integer integer real blob"},
+		{"sparse node", types(`SELECT ` + nodeCols + ` FROM node_states WHERE run_id = ?`, sparse.ID),
+			"text text integer null null null null text null"},
+		{"full node", types(`SELECT ` + nodeCols + ` FROM node_states WHERE run_id = ?`, full.ID),
+			"text text integer text text integer integer text text"},
+		{"sparse event", types(`SELECT ` + eventCols + ` FROM run_events WHERE run_id = ?`, sparse.ID),
+			"text text integer null integer null"},
+		{"packed events", types(`SELECT ` + eventCols + ` FROM run_events WHERE run_id = ?`, full.ID),
+			"text text integer text integer blob"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("%s: column types %q, want %q", tt.what, tt.got, tt.want)
+		}
+	}
+	// And they read back as they were written.
+	got, nodes, _, err := s.LoadRun(ctx, full.ID)
+	mustOK(t, err, "LoadRun")
+	if got.Status != engine.StatusCompleted || got.WorkflowID != "wf-types" || got.Usage.CostUSD == nil ||
+		*got.Usage.CostUSD != cost || got.Usage.TotalTokens != 7 || !got.WaitingForInput || got.FinishedAt == nil {
+		t.Errorf("full run read back: %+v", got)
+	}
+	if n := nodes[0]; n.Output != "o" || n.Visits != 2 || string(n.Decision) != `{"d":1}` || string(n.Wait) != `{"w":1}` ||
+		len(n.Fired) != 1 || n.StartedAt == nil || !n.StartedAt.Equal(started) {
+		t.Errorf("full node read back: %+v", n)
 	}
 }

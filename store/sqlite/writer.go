@@ -32,10 +32,9 @@ type wtx struct {
 	// written packed, before the next op of their run (flushRun) or at
 	// the end of the batch.
 	held map[string][]heldEvent
-	// evs, more and args are scratch space of writeEvents.
+	// evs and more are scratch space of writeEvents.
 	evs  []*engine.Event
 	more []byte
-	args []any
 }
 
 // ownerMayChange drops what the writer knows of runID's owner
