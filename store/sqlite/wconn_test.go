@@ -159,17 +159,17 @@ typeof(created_at)||' '||typeof(finished_at)||' '||typeof(prompt_tokens)||' '||t
 typeof(started_at)||' '||typeof(finished_at)||' '||typeof(rejection)||' '||typeof(decision)`
 	const eventCols = `typeof(node_id)||' '||typeof(content)||' '||typeof(ts)||' '||typeof(data)||' '||typeof(n)||' '||typeof(more)`
 	for _, tt := range []struct{ what, got, want string }{
-		{"sparse run", types(`SELECT ` + runCols + ` FROM runs WHERE id = ?`, sparse.ID),
+		{"sparse run", types(`SELECT `+runCols+` FROM runs WHERE id = ?`, sparse.ID),
 			"null text text text integer text text integer integer null integer null null"},
-		{"full run", types(`SELECT ` + runCols + ` FROM runs WHERE id = ?`, full.ID),
+		{"full run", types(`SELECT `+runCols+` FROM runs WHERE id = ?`, full.ID),
 			"text text text text integer text text integer integer integer integer real blob"},
-		{"sparse node", types(`SELECT ` + nodeCols + ` FROM node_states WHERE run_id = ?`, sparse.ID),
+		{"sparse node", types(`SELECT `+nodeCols+` FROM node_states WHERE run_id = ?`, sparse.ID),
 			"text text integer null null null null text null"},
-		{"full node", types(`SELECT ` + nodeCols + ` FROM node_states WHERE run_id = ?`, full.ID),
+		{"full node", types(`SELECT `+nodeCols+` FROM node_states WHERE run_id = ?`, full.ID),
 			"text text integer text text integer integer text text"},
-		{"sparse event", types(`SELECT ` + eventCols + ` FROM run_events WHERE run_id = ?`, sparse.ID),
+		{"sparse event", types(`SELECT `+eventCols+` FROM run_events WHERE run_id = ?`, sparse.ID),
 			"text text integer null integer null"},
-		{"packed events", types(`SELECT ` + eventCols + ` FROM run_events WHERE run_id = ?`, full.ID),
+		{"packed events", types(`SELECT `+eventCols+` FROM run_events WHERE run_id = ?`, full.ID),
 			"text text integer text integer blob"},
 	} {
 		if tt.got != tt.want {
