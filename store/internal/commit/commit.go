@@ -86,6 +86,10 @@ func (o *Op[J]) Skip() bool {
 // Settle records a sync op's outcome: done, or refused (Rejected). Any
 // other error is returned: it fails the whole batch.
 func (o *Op[J]) Settle(err error) error {
+	if err == nil { // most ops: no errors.As, whose target escapes
+		o.Settled = true
+		return nil
+	}
 	var rj Rejected
 	if errors.As(err, &rj) {
 		o.Settled, o.Res = true, rj.Err
@@ -212,17 +216,26 @@ func (q *Queue[J]) Do(ctx context.Context, run *engine.Run, evs []engine.Event, 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	o := Op[J]{Kind: Sync, Job: job, Ctx: ctx, Run: run, Evs: evs, res: make(chan error, 1)}
+	res := resChans.Get().(chan error)
+	o := Op[J]{Kind: Sync, Job: job, Ctx: ctx, Run: run, Evs: evs, res: res}
 	if err := q.enqueue(ctx, o); err != nil {
+		resChans.Put(res)
 		return err
 	}
 	select {
-	case err := <-o.res:
+	case err := <-res:
+		// Emptied: the writer sends one outcome per op, and has sent it.
+		resChans.Put(res)
 		return err
 	case <-ctx.Done():
+		// Not reused: the writer may still send the outcome into it.
 		return ctx.Err()
 	}
 }
+
+// resChans are the outcome channels of sync ops (buffered 1), reused
+// once their outcome was received: one allocation less per op.
+var resChans = sync.Pool{New: func() any { return make(chan error, 1) }}
 
 // Stop closes the queue and waits until everything in it is written.
 func (q *Queue[J]) Stop() {
