@@ -94,12 +94,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 		}
 		b.text(string(hdr.Kind))
 		b.text(string(hdr.Status))
-		b.text(hdr.Input)
-		b.bool(hdr.WaitingForInput)
-		b.text(hdr.CurrentNodeID)
-		b.textFrom(approvals)
-		b.text(hdr.Error)
-		b.text(hdr.WorkDir)
+		bindRunState(&b, hdr, approvals)
 		b.text(hdr.Owner)
 		b.int64(lease)
 		b.int64(toMicros(hdr.CreatedAt))
@@ -212,12 +207,7 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 			b = t.c.bind(sqlUpdateRun)
 			b.text(string(hdr.Status))
 		}
-		b.text(hdr.Input)
-		b.bool(hdr.WaitingForInput)
-		b.text(hdr.CurrentNodeID)
-		b.textFrom(approvals)
-		b.text(hdr.Error)
-		b.text(hdr.WorkDir)
+		bindRunState(&b, hdr, approvals)
 		b.int64(toMicros(hdr.UpdatedAt))
 		if !same {
 			b.time(hdr.FinishedAt)
@@ -787,6 +777,17 @@ func (s *Store) ListOrphaned(ctx context.Context, now time.Time) ([]string, erro
 }
 
 // --- copying and argument building ---
+
+// bindRunState binds the run columns a checkpoint changes besides its
+// status and times, in the order of the runs table's statements.
+func bindRunState(b *bound, hdr *engine.Run, approvals []byte) {
+	b.text(hdr.Input)
+	b.bool(hdr.WaitingForInput)
+	b.text(hdr.CurrentNodeID)
+	b.textFrom(approvals)
+	b.text(hdr.Error)
+	b.text(hdr.WorkDir)
+}
 
 // bindUsage binds a run's token counts and cost, in the order of the runs
 // table's statements.
