@@ -16,7 +16,7 @@ import (
 // uses) through zombiezen.com/go/sqlite instead of database/sql and the
 // driver. The writer is what bounds SQLite's throughput (one goroutine,
 // every run's rows), and on its path database/sql and the driver cost
-// about a quarter of its CPU and most of its allocations: converting and
+// a tenth to a quarter of its CPU and most of its allocations: converting and
 // boxing every argument, a result and a connection lock per statement,
 // and the driver's connections are opened SQLITE_OPEN_FULLMUTEX, so
 // SQLite took a mutex (emulated in Go) on every call. This connection
