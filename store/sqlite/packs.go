@@ -108,7 +108,7 @@ func (t *wtx) writeEvents(evs []*engine.Event, created bool) (bool, error) {
 	}
 	checkOwner := !created && !(e.Owner != "" && w.fenced[e.RunID] == e.Owner)
 	checkOverlap := e.Seq < tail // fills a gap or repeats a seq: rare
-	b := t.c.bind(w.insEvent[b2i(checkOwner)][b2i(checkOverlap)])
+	b := t.c.bind(insEvent[b2i(checkOwner)][b2i(checkOverlap)])
 	b.text(e.RunID)
 	b.int64(e.Seq)
 	b.text(e.NodeID)

@@ -167,9 +167,6 @@ AND (r.status <> 'paused' OR EXISTS
 ORDER BY r.created_at, r.id`
 )
 
-// hotStatements are prepared once by the writer (see wtx.exec).
-var hotStatements = []string{sqlInsertRun, sqlInsertDefinition, sqlAcquireRun, sqlReleaseRun}
-
 // Checkpoint writes the run header and upserts the given node states in the
 // writer's next batch, after every event already emitted, and returns once
 // that batch committed. The header's mutable fields are written (status,
@@ -195,10 +192,6 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 		if release {
 			t.ownerMayChange(hdr.ID)
 		}
-		var (
-			n   int64
-			err error
-		)
 		same := hdr.SameStatus && !release
 		var b bound
 		if same {
@@ -220,7 +213,7 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 		b.text(hdr.ID)
 		b.text(hdr.Owner)
 		b.text(hdr.Owner)
-		n, err = t.c.run(&b)
+		n, err := t.c.run(&b)
 		if err != nil {
 			return err
 		}

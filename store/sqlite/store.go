@@ -205,7 +205,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 
 	s := &Store{path: abs, log: cfg.log, now: cfg.now, wdb: wdb, wc: wc, rdb: rdb, reads: newReadStmts(rdb)}
-	w, err := newWriter(ctx, s, commit.Config{Log: cfg.log, QueueSize: cfg.queueSize,
+	w, err := newWriter(s, commit.Config{Log: cfg.log, QueueSize: cfg.queueSize,
 		EventTries: cfg.eventTries, RetryDelay: cfg.retryDelay})
 	if err != nil {
 		wdb.Close()

@@ -61,10 +61,6 @@ type writer struct {
 	*commit.Queue[job]
 	s *Store
 
-	// insEvent[checkOwner][checkOverlap]: an event row with or without
-	// each guard (sqlRunOwned, sqlNoOverlap)
-	insEvent [2][2]string
-
 	// defs are hashes of definitions known to be in the definitions
 	// table, so a run of a graph already stored does not write its
 	// definition again: an insert that binds the whole text only to do
@@ -221,12 +217,20 @@ started_at = excluded.started_at, finished_at = excluded.finished_at,
 rejection = excluded.rejection, decision = excluded.decision`
 )
 
-func newWriter(ctx context.Context, s *Store, cfg commit.Config) (*writer, error) {
+// insEvent[checkOwner][checkOverlap] inserts an event row with or
+// without each guard (sqlRunOwned, sqlNoOverlap).
+var insEvent = [2][2]string{{sqlInsertEvent, sqlInsertEventNew}, {sqlInsertEventOwned, sqlInsertEventOwnedNew}}
+
+// preparedStatements are the writer's frequent statements, prepared when
+// the store opens so that an error in one is found then (every statement
+// the writer runs stays prepared once run: wconn).
+var preparedStatements = []string{sqlInsertRun, sqlInsertDefinition, sqlAcquireRun, sqlReleaseRun,
+	sqlInsertEvent, sqlInsertEventNew, sqlInsertEventOwned, sqlInsertEventOwnedNew, sqlEventsTail,
+	sqlUpdateRun, sqlUpdateRunSameStatus, sqlUpsertNode, `PRAGMA data_version`}
+
+func newWriter(s *Store, cfg commit.Config) (*writer, error) {
 	w := &writer{s: s, defs: map[string]struct{}{}, fenced: map[string]string{}, tails: map[string]int64{}}
-	w.insEvent = [2][2]string{{sqlInsertEvent, sqlInsertEventNew}, {sqlInsertEventOwned, sqlInsertEventOwnedNew}}
-	// Prepared now, so that an error in one is found at open.
-	for _, q := range append(hotStatements, sqlInsertEvent, sqlInsertEventNew, sqlInsertEventOwned,
-		sqlInsertEventOwnedNew, sqlEventsTail, sqlUpdateRun, sqlUpdateRunSameStatus, sqlUpsertNode, `PRAGMA data_version`) {
+	for _, q := range preparedStatements {
 		if _, err := s.wc.c.Prepare(q); err != nil {
 			return nil, fmt.Errorf("prepare statements: %w", err)
 		}
