@@ -3,6 +3,7 @@ package llm
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -23,6 +24,22 @@ func TestParseChatChunkMatchesUnmarshal(t *testing.T) {
 		`{"error":null,"choices":null}`,
 		`{"choices":[null,{"delta":null}]}`,
 		`{"choices":[{"delta":{"content":"a"}}],"choices":[{"delta":{"content":"b"}}]}`,
+		// A repeated key decodes into what the earlier one left: null
+		// keeps a string, a shorter array keeps the fields of the
+		// elements it reaches, and a longer one finds them again.
+		`{"choices":[{"delta":{"content":"a","content":null},"finish_reason":"stop"}]}`,
+		`{"choices":[{"finish_reason":"stop"},{"delta":{"content":"x"}}],"choices":[{"delta":{"content":"b"}}]}`,
+		`{"choices":[{"finish_reason":"a"},{"finish_reason":"b"}],"choices":[{}],"choices":[{},{}]}`,
+		`{"choices":[{"finish_reason":"a"}],"choices":[],"choices":[{}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":2,"id":"a"}],"tool_calls":[{"function":{"name":"n"}}]}}]}`,
+		`{"usage":{"prompt_tokens":1},"usage":null,"usage":{"total_tokens":2}}`,
+		`{"error":{"a":[1,2.5e-3,true,false,null,"\u00e9"]},"error":  "x" }`,
+		` {"choices" : [ { "delta" : { "content" : "spaced" } } ] } ` + "\n",
+		strings.Repeat("[", 10000) + strings.Repeat("]", 10000),
+		`{"x":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}`,
+		`{"choices":[{"delta":{"tool_calls":[{"index":-0}]}}]}`,
+		`{"k\u0041":1,"choi\u0063es":[{"delta":{"content":"esc key"}}]}`,
+		"{\"choices\":[{\"delta\":{\"content\":\"日本語 \xed\xa0\x80 \\ud83d\\u0041\"}}]}",
 		`null`,
 		`{}`,
 		// Refused by both.
@@ -36,6 +53,20 @@ func TestParseChatChunkMatchesUnmarshal(t *testing.T) {
 		`"s"`,
 		`{"choices":[{"delta":{"content":"x"}}]`,
 		`{"choices":[{"delta":{"content":"x"}}]} trailing`,
+		`{"x":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`,
+		`{"usage":{"total_tokens":9223372036854775808}}`,
+		`{"choices":[{"delta":{"content":"a\x"}}]}`,
+		"{\"choices\":[{\"delta\":{\"content\":\"tab\there\"}}]}",
+		`{"a":01}`,
+		`{"a":1.}`,
+		`{"a":-}`,
+		`{"a":1e}`,
+		`{"a":tru}`,
+		`{"a":1,}`,
+		`[1,]`,
+		`{"a" 1}`,
+		`{"choices":[{"delta":{"content":"x"}}`,
+		`{"choices":"x","a":}`,
 		``,
 	} {
 		var want, got chatChunk
@@ -70,7 +101,7 @@ func normChunk(c chatChunk) chatChunk {
 
 func BenchmarkParseChatChunk(b *testing.B) {
 	in := []byte(`{"id":"chatcmpl-fake1","object":"chat.completion.chunk","created":1700000000,"model":"gpt-5-mini","system_fingerprint":"fp","choices":[{"index":0,"delta":{"content":"echo: hi"},"logprobs":null,"finish_reason":null}]}`)
-	b.Run("gjson", func(b *testing.B) {
+	b.Run("hand-written", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			var c chatChunk
