@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -292,90 +291,6 @@ VALUES ('r1', 'wf', 'graph', 'paused', 'proc', 99, 5, 6, 1, 42, 0.5)`,
 	y := newRun("r-yaml")
 	y.Kind, y.WorkflowID = engine.KindYAML, "yaml.a.yaml"
 	mustOK(t, s.CreateRun(ctx, y, nil, nil), "CreateRun of a YAML run with its workflow id")
-}
-
-// TestEventsRebuildKeepsEverything: migration 13 moves run_events from
-// (run_id, seq) order to the order rows are written, and back down: every
-// event (packs too) reads back the same both ways, and the foreign key to
-// runs still holds.
-func TestEventsRebuildKeepsEverything(t *testing.T) {
-	t.Parallel()
-	ctx := testCtx(t)
-	path := filepath.Join(t.TempDir(), "switchyard.db")
-	s, err := Open(ctx, path, WithLogger(testLogger(t)))
-	mustOK(t, err, "Open")
-	var want []engine.Event
-	for _, id := range []string{"r2", "r1"} {
-		mustOK(t, s.CreateRun(ctx, newRun(id), nil, nil), "CreateRun "+id)
-		// Events queued while the writer is held go in as one pack.
-		release := holdWriter(t, s, ev(id, 1, "first"), nil)
-		for seq := int64(2); seq <= 5; seq++ {
-			s.Emit(ev(id, seq, fmt.Sprintf("%s event %d", id, seq)))
-		}
-		release()
-		mustOK(t, s.Checkpoint(ctx, newRun(id), nil), "Checkpoint "+id)
-		evs, err := s.Events(ctx, id, 0, 0)
-		mustOK(t, err, "Events "+id)
-		if len(evs) != 5 {
-			t.Fatalf("run %s: %d events before the migrations, want 5", id, len(evs))
-		}
-		want = append(want, evs...)
-	}
-	var packs int
-	mustOK(t, s.rdb.QueryRow(`SELECT count(*) FROM run_events WHERE n > 1`).Scan(&packs), "count packs")
-	if packs == 0 {
-		t.Fatal("no row holds a pack: the test would not check them")
-	}
-	mustOK(t, s.Close(), "Close")
-
-	read := func(s *Store) []engine.Event {
-		var got []engine.Event
-		for _, id := range []string{"r2", "r1"} {
-			evs, err := s.Events(ctx, id, 0, 0)
-			mustOK(t, err, "Events "+id)
-			got = append(got, evs...)
-			after, err := s.Events(ctx, id, 3, 1)
-			mustOK(t, err, "Events after 3")
-			if len(after) != 1 || after[0].Seq != 4 {
-				t.Fatalf("run %s: events after 3, limit 1: %+v", id, after)
-			}
-		}
-		return got
-	}
-	db := mustRawDB(t, path)
-	p, err := newProvider(db)
-	mustOK(t, err, "newProvider")
-	_, err = p.DownTo(ctx, 12)
-	mustOK(t, err, "down to 12")
-	var withoutRowid int
-	mustOK(t, db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE name = 'run_events' AND sql LIKE '%WITHOUT ROWID%'`).Scan(&withoutRowid), "schema")
-	if withoutRowid != 1 {
-		t.Fatal("after going down, run_events is not WITHOUT ROWID")
-	}
-	var rows int
-	mustOK(t, db.QueryRowContext(ctx, `SELECT count(*) FROM run_events`).Scan(&rows), "count rows")
-	mustOK(t, db.Close(), "close raw db")
-
-	s2 := openAt(t, path) // up to 13 again
-	if got := read(s2); !reflect.DeepEqual(got, want) {
-		t.Fatalf("events after going down and up:\n  got  %+v\n  want %+v", got, want)
-	}
-	var rows2, problems, fk int
-	mustOK(t, s2.rdb.QueryRow(`SELECT count(*) FROM run_events`).Scan(&rows2), "count rows")
-	mustOK(t, s2.rdb.QueryRow(`SELECT count(*) FROM pragma_foreign_key_check`).Scan(&problems), "foreign_key_check")
-	mustOK(t, s2.rdb.QueryRow(`SELECT count(*) FROM pragma_foreign_key_list('run_events') WHERE "table" = 'runs'`).Scan(&fk), "foreign keys of run_events")
-	if rows2 != rows || problems != 0 || fk != 1 {
-		t.Fatalf("rows %d, want %d; %d foreign key problems; run_events has %d foreign keys to runs", rows2, rows, problems, fk)
-	}
-	// New events still refuse a seq already stored, and land after the rest.
-	s2.Emit(ev("r1", 3, "again"))
-	s2.Emit(ev("r1", 6, "sixth"))
-	mustOK(t, s2.Checkpoint(ctx, newRun("r1"), nil), "Checkpoint")
-	evs, err := s2.Events(ctx, "r1", 0, 0)
-	mustOK(t, err, "Events")
-	if len(evs) != 6 || evs[2].Content != "r1 event 3" || evs[5].Content != "sixth" {
-		t.Fatalf("after the migration, run r1's events: %+v", evs)
-	}
 }
 
 // TestDefinitionsStoredOnce: runs of one definition share its row (by
