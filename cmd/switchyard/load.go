@@ -51,6 +51,8 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cores := fs.Int("cores", 0, "pin the server started to N CPUs (--server-cpus, default the first N) with GOMAXPROCS=N (Linux)")
 	serverCPUs := fs.String("server-cpus", "", "CPU `list` (e.g. 0-3,8) the server started is pinned to (Linux; default with --cores N: 0-(N-1))")
 	fakeCPUs := fs.String("fake-cpus", "", "CPU `list` the fake LLM started is pinned to (Linux)")
+	against := fs.String("against", "", "runs: compare with another switchyard `binary`: a server of each is started alike and loaded in turn, --rounds slices of --duration each (A B, B A, ...); prints each one's figures and B's change against A with its standard error (Linux)")
+	rounds := fs.Int("rounds", 6, "runs with --against: paired rounds")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: switchyard load runs|fanout|watchers|approvals [flags]")
 		fs.PrintDefaults()
@@ -104,6 +106,20 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "switchyard load: --servers N > 1 needs --db (and no --server)")
 		return exitUsage
 	}
+	if *against != "" {
+		switch {
+		case scenario != "runs" || *server != "" || *servers > 1:
+			fmt.Fprintln(stderr, "switchyard load: --against is for load runs with one server that load starts (not --server or --servers)")
+			return exitUsage
+		case *rounds < 1:
+			fmt.Fprintf(stderr, "switchyard load: --rounds %d: want at least 1\n", *rounds)
+			return exitUsage
+		}
+		if err := checkAgainst(*against); err != nil {
+			fmt.Fprintf(stderr, "switchyard load: --against %s: %v\n", *against, err)
+			return exitUsage
+		}
+	}
 	tuneGC() // the load driver should take as little CPU from the server as it can
 	if scenario == "watchers" && !*burst && !flagSet(fs, "llm-latency") {
 		// Steady runs: the LLM latency paces the agent chains at --event-rate.
@@ -142,6 +158,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	base := *server
 	var srv *childServer
 	var others []*loadgen.Client
+	var serveExtra []string // the flags every server started gets
 	if base == "" && os.Getenv("GOMAXPROCS") == "" {
 		// The server runs on this machine: the driver (clients and fake
 		// LLM) keeps to one P, so its idle threads do not spin for work
@@ -159,6 +176,7 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if *db != "" {
 			extra = append(extra, "--db", *db)
 		}
+		serveExtra = extra
 		srv, err = startServer(ctx, llmURL, srvEnv, stderr, srvPin, extra...)
 		if err != nil {
 			fmt.Fprintln(stderr, "switchyard load: start server:", err)
@@ -189,16 +207,26 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var res any
 	switch scenario {
 	case "runs":
-		cpu := startCPUMeter(srv)
-		fake0, fakeErr := loadgen.GetFakeStats(ctx, fakeHTTP, llmURL)
-		counters0, countersErr := loadgen.BaselineCounters(ctx, via)
-		var rr *loadgen.RunsResult
 		n := *clients
 		if n <= 0 {
 			// Enough requests in flight that the server, not the round
 			// trips of a few clients, sets the pace.
 			n = 32
 		}
+		if *against != "" {
+			var progFn func(string)
+			if !*quiet {
+				progFn = func(line string) { fmt.Fprintln(stderr, line) }
+			}
+			res, err = runCompare(ctx, srv, compareConfig{against: *against, rounds: *rounds, slice: *duration,
+				runs:   loadgen.RunsConfig{Route: *route, Graph: workload, Clients: n, Rate: *rate},
+				llmURL: llmURL, fakeHTTP: fakeHTTP, env: srvEnv, cpus: srvPin, extra: serveExtra}, progFn)
+			break
+		}
+		cpu := startCPUMeter(srv)
+		fake0, fakeErr := loadgen.GetFakeStats(ctx, fakeHTTP, llmURL)
+		counters0, countersErr := loadgen.BaselineCounters(ctx, via)
+		var rr *loadgen.RunsResult
 		rr, err = loadgen.Runs(ctx, c, loadgen.RunsConfig{Route: *route, Graph: workload, Duration: *duration, Clients: n, Rate: *rate, Via: via}, prog)
 		if rr != nil && rr.Completed > 0 {
 			c := cpu.perRun(rr.Completed)
@@ -258,6 +286,8 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *asJSON {
 		printJSON(stdout, map[string]any{"scenario": scenario, "result": res})
+	} else if cr, ok := res.(*compareResult); ok {
+		fmt.Fprintf(stdout, "%s\n%s", scenario, cr.table())
 	} else {
 		fmt.Fprintf(stdout, "%s\n%s", scenario, loadgen.Table(res))
 	}
@@ -416,6 +446,11 @@ func startServer(ctx context.Context, llmURL string, env []string, stderr io.Wri
 	if err != nil {
 		return nil, err
 	}
+	return startServerFrom(ctx, exe, llmURL, env, stderr, cpus, extra...)
+}
+
+// startServerFrom is startServer with the binary exe (load runs --against).
+func startServerFrom(ctx context.Context, exe, llmURL string, env []string, stderr io.Writer, cpus []int, extra ...string) (*childServer, error) {
 	dir, err := os.MkdirTemp("", "switchyard-load-")
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -283,6 +284,34 @@ func TestLoadFanoutOverTLS(t *testing.T) {
 	}
 }
 
+// TestLoadRunsAgainst: --against starts a server of each binary and loads
+// them in turn, round after round; each slice is measured on its own and
+// the paired change is reported (here a binary against itself).
+func TestLoadRunsAgainst(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("CPU times are read from /proc")
+	}
+	r := loadJSON[compareResult](t, "runs", "load", "runs", "--against", binary, "--rounds", "2", "--duration", "500ms", "--clients", "4", "--json", "--quiet")
+	if r.Rounds != 2 || r.A.Binary == "" || r.B.Binary != binary || r.Summary == "" {
+		t.Fatalf("result %+v", r)
+	}
+	for name, side := range map[string]compareSide{"A": r.A, "B": r.B} {
+		if len(side.Completed) != 2 || len(side.Ratio) != 2 || len(side.AllocsPerRun) != 2 || side.Failed != 0 {
+			t.Fatalf("%s: %+v: want two slices and no failed run", name, side)
+		}
+		for i := range 2 {
+			if side.Completed[i] <= 0 || side.ServerCPUPerRunUs[i] < 0 || side.FakeCPUPerCallUs[i] <= 0 || side.AllocsPerRun[i] <= 0 {
+				t.Errorf("%s slice %d not measured: %+v", name, i, side)
+			}
+		}
+	}
+	// The same binary on both sides allocates alike, whatever the machine's load.
+	if math.Abs(r.AllocsDiffPct) > 10 {
+		t.Errorf("allocations a run differ by %.1f %% between two servers of one binary", r.AllocsDiffPct)
+	}
+}
+
 // TestLoadBadFlags: each bad flag is refused with exit 2, naming it.
 func TestLoadBadFlags(t *testing.T) {
 	t.Parallel()
@@ -304,6 +333,10 @@ func TestLoadBadFlags(t *testing.T) {
 		{[]string{"--cores", "2", "--server-cpus", "0"}, "--cores 2 but --server-cpus"},
 		{[]string{"--fake-cpus", "x"}, "--fake-cpus"},
 		{[]string{"--cores", "1", "--server", "http://127.0.0.1:1"}, "not --server"},
+		{[]string{"--against", filepath.Join(dir, "missing")}, "--against " + filepath.Join(dir, "missing")},
+		{[]string{"--against", dir}, "--against " + dir},
+		{[]string{"--against", binary, "--server", "http://127.0.0.1:1"}, "--against is for load runs"},
+		{[]string{"--against", binary, "--rounds", "0"}, "--rounds 0"},
 	} {
 		cmd := exec.Command(binary, append([]string{"load", "runs", "--quiet"}, tc.args...)...)
 		var errb bytes.Buffer

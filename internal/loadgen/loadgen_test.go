@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -195,5 +196,30 @@ func TestCountersSumServersAndNameWhatIsMissing(t *testing.T) {
 	_, err = Counters(context.Background(), []*Client{serve(full), serve("go_memstats_mallocs_total 1\n")})
 	if err == nil || !strings.Contains(err.Error(), "switchyard_store_commits_total") {
 		t.Errorf("a server without the counters: %v", err)
+	}
+}
+
+// TestPairedDiff: the mean change over pairs and its standard error,
+// checked against values worked out by hand.
+func TestPairedDiff(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		a, b     []float64
+		mean, se float64
+	}{
+		{"none", nil, nil, 0, 0},
+		{"one pair", []float64{100}, []float64{90}, -10, 0},
+		// Changes -10, -20, 0: mean -10, sample sd 10, se 10/√3.
+		{"three pairs", []float64{100, 50, 10}, []float64{90, 40, 10}, -10, 10 / math.Sqrt(3)},
+		// The same change whatever the level: no spread.
+		{"drifting machine", []float64{100, 200, 400}, []float64{95, 190, 380}, -5, 0},
+		// A pair without a first figure is left out; extra b values too.
+		{"skipped", []float64{0, 100}, []float64{5, 110, 7}, 10, 0},
+	} {
+		mean, se := PairedDiff(tc.a, tc.b)
+		if math.Abs(mean-tc.mean) > 1e-9 || math.Abs(se-tc.se) > 1e-9 {
+			t.Errorf("%s: PairedDiff = %v ± %v, want %v ± %v", tc.name, mean, se, tc.mean, tc.se)
+		}
 	}
 }

@@ -57,3 +57,35 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func (s Summary) String() string {
 	return fmt.Sprintf("p50 %.1fms  p90 %.1fms  p99 %.1fms  max %.1fms  (n=%d)", s.P50, s.P90, s.P99, s.Max, s.Count)
 }
+
+// PairedDiff compares two measurements taken in pairs (b[i] right after
+// or before a[i], as `switchyard load runs --against` takes them): the
+// mean of the per-pair changes from a to b in percent, and its standard
+// error (the sample standard deviation over √n; 0 for fewer than two
+// pairs). Pairs make the comparison hold on a machine whose speed drifts:
+// each pair sees the same neighbours, so the drift cancels out of the
+// change, and the standard error says how far the mean may be from the
+// truth. Pairs where a is not positive are skipped.
+func PairedDiff(a, b []float64) (meanPct, sePct float64) {
+	var d []float64
+	for i := range min(len(a), len(b)) {
+		if a[i] > 0 {
+			d = append(d, (b[i]/a[i]-1)*100)
+		}
+	}
+	if len(d) == 0 {
+		return 0, 0
+	}
+	for _, x := range d {
+		meanPct += x
+	}
+	meanPct /= float64(len(d))
+	if len(d) < 2 {
+		return meanPct, 0
+	}
+	var ss float64
+	for _, x := range d {
+		ss += (x - meanPct) * (x - meanPct)
+	}
+	return meanPct, math.Sqrt(ss/float64(len(d)-1)) / math.Sqrt(float64(len(d)))
+}
