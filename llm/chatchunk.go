@@ -384,6 +384,45 @@ func (p *chunkParser) integerBits(field string, dst *int64, bits int) {
 	}
 }
 
+// open reads null (false: nothing to decode, the field keeps what it
+// held, as with json.Unmarshal) or finds an object next (true); anything
+// else is field's type error (false).
+func (p *chunkParser) open(field string) bool {
+	switch p.peek() {
+	case '{':
+		return true
+	case 'n':
+		p.null()
+	default:
+		p.mismatch(field, "an object")
+	}
+	return false
+}
+
+// decodeArray decodes an array (p at its '[') into s as json.Unmarshal
+// decodes into a slice: element i into what s holds there (within its
+// capacity), s cut to the array's length; an empty array is an empty
+// slice.
+func decodeArray[T any](p *chunkParser, s []T, elem func(*T)) []T {
+	i := 0
+	for ok := p.array(true); ok; ok = p.array(false) {
+		if i >= len(s) {
+			if i < cap(s) {
+				s = s[:i+1]
+			} else {
+				var zero T
+				s = append(s, zero)
+			}
+		}
+		elem(&s[i])
+		i++
+	}
+	if i == 0 {
+		return []T{}
+	}
+	return s[:i]
+}
+
 func (p *chunkParser) chunk(c *chatChunk) {
 	for key, ok := p.object(true); ok; key, ok = p.object(false) {
 		switch name(key, "choices", "usage", "error") {
@@ -403,48 +442,21 @@ func (p *chunkParser) chunk(c *chatChunk) {
 	}
 }
 
-// choices decodes an array into c.Choices as json.Unmarshal decodes into
-// a slice: element i into what the slice holds there (within its
-// capacity), the slice cut to the array's length; an empty array is an
-// empty slice and null a nil one.
+// choices decodes into c.Choices (decodeArray); null makes it nil.
 func (p *chunkParser) choices(c *chatChunk) {
 	switch p.peek() {
 	case 'n':
 		p.null()
 		c.Choices = nil
-		return
 	case '[':
+		c.Choices = decodeArray(p, c.Choices, p.choice)
 	default:
 		p.mismatch("choices", "an array")
-		return
 	}
-	s := c.Choices
-	i := 0
-	for ok := p.array(true); ok; ok = p.array(false) {
-		if i >= len(s) {
-			if i < cap(s) {
-				s = s[:i+1]
-			} else {
-				s = append(s, chatChoice{})
-			}
-		}
-		p.choice(&s[i])
-		i++
-	}
-	if i == 0 {
-		s = []chatChoice{}
-	}
-	c.Choices = s[:i]
 }
 
 func (p *chunkParser) choice(ch *chatChoice) {
-	switch p.peek() {
-	case 'n':
-		p.null()
-		return
-	case '{':
-	default:
-		p.mismatch("choices[]", "an object")
+	if !p.open("choices[]") {
 		return
 	}
 	for key, ok := p.object(true); ok; key, ok = p.object(false) {
@@ -460,13 +472,7 @@ func (p *chunkParser) choice(ch *chatChoice) {
 }
 
 func (p *chunkParser) delta(ch *chatChoice) {
-	switch p.peek() {
-	case 'n':
-		p.null()
-		return
-	case '{':
-	default:
-		p.mismatch("delta", "an object")
+	if !p.open("delta") {
 		return
 	}
 	for key, ok := p.object(true); ok; key, ok = p.object(false) {
@@ -488,39 +494,15 @@ func (p *chunkParser) toolCalls(ch *chatChoice) {
 	case 'n':
 		p.null()
 		ch.Delta.ToolCalls = nil
-		return
 	case '[':
+		ch.Delta.ToolCalls = decodeArray(p, ch.Delta.ToolCalls, p.toolCall)
 	default:
 		p.mismatch("tool_calls", "an array")
-		return
 	}
-	s := ch.Delta.ToolCalls
-	i := 0
-	for ok := p.array(true); ok; ok = p.array(false) {
-		if i >= len(s) {
-			if i < cap(s) {
-				s = s[:i+1]
-			} else {
-				s = append(s, chatToolCallDelta{})
-			}
-		}
-		p.toolCall(&s[i])
-		i++
-	}
-	if i == 0 {
-		s = []chatToolCallDelta{}
-	}
-	ch.Delta.ToolCalls = s[:i]
 }
 
 func (p *chunkParser) toolCall(tc *chatToolCallDelta) {
-	switch p.peek() {
-	case 'n':
-		p.null()
-		return
-	case '{':
-	default:
-		p.mismatch("tool_calls[]", "an object")
+	if !p.open("tool_calls[]") {
 		return
 	}
 	for key, ok := p.object(true); ok; key, ok = p.object(false) {
@@ -540,13 +522,7 @@ func (p *chunkParser) toolCall(tc *chatToolCallDelta) {
 }
 
 func (p *chunkParser) function(tc *chatToolCallDelta) {
-	switch p.peek() {
-	case 'n':
-		p.null()
-		return
-	case '{':
-	default:
-		p.mismatch("function", "an object")
+	if !p.open("function") {
 		return
 	}
 	for key, ok := p.object(true); ok; key, ok = p.object(false) {
@@ -564,14 +540,12 @@ func (p *chunkParser) function(tc *chatToolCallDelta) {
 // usage decodes into c.Usage: null makes it nil, an object fills in the
 // struct there is (a repeated key fills in the same one), or a new one.
 func (p *chunkParser) usage(c *chatChunk) {
-	switch p.peek() {
-	case 'n':
+	if p.peek() == 'n' {
 		p.null()
 		c.Usage = nil
 		return
-	case '{':
-	default:
-		p.mismatch("usage", "an object")
+	}
+	if !p.open("usage") {
 		return
 	}
 	if c.Usage == nil {
