@@ -93,6 +93,19 @@ func (l *connLimiter) longestIdle() *limitedConn {
 	}
 }
 
+// idleConns counts the connections idle between requests.
+func (l *connLimiter) idleConns() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for c := range l.conns {
+		if c.idleSince.Load() != 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // connState follows the connections' states (http.Server.ConnState).
 func (l *connLimiter) connState(nc net.Conn, st http.ConnState) {
 	c, ok := nc.(*limitedConn)

@@ -159,6 +159,7 @@ type Server struct {
 
 	httpMu   sync.Mutex
 	httpSrv  *http.Server
+	limiter  *connLimiter // Serve's, with MaxConns (under httpMu; tests read it)
 	openapi  []byte
 	llmOK    bool
 	defModel string
@@ -294,7 +295,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.httpMu.Unlock()
 		return http.ErrServerClosed
 	}
-	s.httpSrv = srv
+	s.httpSrv, s.limiter = srv, limiter
 	s.httpMu.Unlock()
 	err := srv.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {

@@ -20,6 +20,13 @@ import (
 // limits applied on top.
 func serveWithLimits(t *testing.T, v *env, tune func(*Config)) string {
 	t.Helper()
+	addr, _ := serveWithLimitsSrv(t, v, tune)
+	return addr
+}
+
+// serveWithLimitsSrv is serveWithLimits, also returning the server.
+func serveWithLimitsSrv(t *testing.T, v *env, tune func(*Config)) (string, *Server) {
+	t.Helper()
 	cfg := Config{Engine: v.e, Store: v.st, Addr: "127.0.0.1:0", Token: v.srv.cfg.Token, Logger: v.srv.log}
 	tune(&cfg)
 	srv, err := New(cfg)
@@ -36,7 +43,7 @@ func serveWithLimits(t *testing.T, v *env, tune func(*Config)) string {
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	})
-	return ln.Addr().String()
+	return ln.Addr().String(), srv
 }
 
 // slowRequest sends a request's headers and the first byte of a body it
@@ -146,8 +153,22 @@ func TestIdleConnsMakeRoom(t *testing.T) {
 	t.Parallel()
 	v := newEnv(t, func(o *envOpts) { o.noLLM = true; o.noHTTP = true })
 	const slots = 5
-	addr := serveWithLimits(t, v, func(c *Config) { c.MaxConns = slots; c.BodyTimeout = time.Minute })
+	addr, srv := serveWithLimitsSrv(t, v, func(c *Config) { c.MaxConns = slots; c.BodyTimeout = time.Minute })
 	busy := slowRequest(t, addr, "POST", "/api/validate") // in use until it sends the rest of its body
+	// The server marks a connection idle once it has sent the response,
+	// which the client may read first: a loaded machine could run the
+	// client's next dial before that mark, and the limiter would then
+	// close another connection than the oldest (it failed CI once so).
+	// Each connection is waited for until the server counts it idle.
+	idleOnServer := func(want int) {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("%d idle connections on the server", want), func() bool {
+			srv.httpMu.Lock()
+			l := srv.limiter
+			srv.httpMu.Unlock()
+			return l != nil && l.idleConns() == want
+		})
+	}
 	var idle []net.Conn
 	for i := 0; i < 3*slots; i++ {
 		c, err := net.Dial("tcp", addr)
@@ -160,7 +181,8 @@ func TestIdleConnsMakeRoom(t *testing.T) {
 		if err := getHealth(c, addr); err != nil {
 			t.Fatalf("keep-alive connection %d beside %d idle ones (cap %d): %v", i, len(idle), slots, err)
 		}
-		idle = append(idle, c) // kept open by the client: idle on the server
+		idle = append(idle, c)                // kept open by the client: idle on the server
+		idleOnServer(min(len(idle), slots-1)) // all but the busy one's slot
 	}
 	// The oldest idle connections were closed by the server (EOF), the
 	// newest are still open.
