@@ -223,27 +223,11 @@ func cmdLoad(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				llmURL: llmURL, fakeHTTP: fakeHTTP, env: srvEnv, cpus: srvPin, extra: serveExtra}, progFn)
 			break
 		}
-		cpu := startCPUMeter(srv)
-		fake0, fakeErr := loadgen.GetFakeStats(ctx, fakeHTTP, llmURL)
-		counters0, countersErr := loadgen.BaselineCounters(ctx, via)
 		var rr *loadgen.RunsResult
-		rr, err = loadgen.Runs(ctx, c, loadgen.RunsConfig{Route: *route, Graph: workload, Duration: *duration, Clients: n, Rate: *rate, Via: via}, prog)
-		if rr != nil && rr.Completed > 0 {
-			c := cpu.perRun(rr.Completed)
-			rr.ServerCPUPerRunUs, rr.ServerSysCPUPerRunUs, rr.DriverCPUPerRunUs = c.server, c.serverSys, c.driver
-		}
-		if rr != nil && rr.Completed > 0 && countersErr == nil {
-			if counters1, err := loadgen.Counters(ctx, via); err == nil {
-				rr.PerRun(counters0, counters1)
-			}
-		}
+		var fakeOK bool
+		rr, fakeOK, err = measuredRuns(ctx, srv, c, loadgen.RunsConfig{Route: *route, Graph: workload, Duration: *duration, Clients: n, Rate: *rate, Via: via}, fakeHTTP, llmURL, prog)
 		if rr != nil {
-			if fake1, err := loadgen.GetFakeStats(ctx, fakeHTTP, llmURL); err == nil && fakeErr == nil {
-				rr.FakeCalls = fake1.Requests - fake0.Requests
-				if rr.FakeCalls > 0 {
-					rr.FakeCPUPerCallUs = float64(fake1.CPUUs-fake0.CPUUs) / float64(rr.FakeCalls)
-				}
-			} else if !*quiet {
+			if !fakeOK && !*quiet {
 				fmt.Fprintln(stderr, "switchyard load: the fake LLM's GET /_stats did not answer: no fake CPU per call")
 			}
 			rr.ServerCores = len(srvPin)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"runtime"
@@ -147,30 +148,47 @@ func runCompare(ctx context.Context, a *childServer, cfg compareConfig, prog fun
 
 // compareSlice runs one slice of d against srv and measures it.
 func compareSlice(ctx context.Context, srv *childServer, c *loadgen.Client, cfg compareConfig, d time.Duration) (*loadgen.RunsResult, error) {
-	via := []*loadgen.Client{c}
-	cpu := startCPUMeter(srv)
-	fake0, fakeErr := loadgen.GetFakeStats(ctx, cfg.fakeHTTP, cfg.llmURL)
-	c0, cErr := loadgen.BaselineCounters(ctx, via)
 	rc := cfg.runs
-	rc.Duration, rc.Via = d, via
-	rr, err := loadgen.Runs(ctx, c, rc, nil)
+	rc.Duration, rc.Via = d, []*loadgen.Client{c}
+	rr, _, err := measuredRuns(ctx, srv, c, rc, cfg.fakeHTTP, cfg.llmURL, nil)
 	if err != nil {
 		return nil, err
 	}
 	if rr.Completed == 0 {
 		return nil, fmt.Errorf("no run completed (%d failed; first error: %s)", rr.Failed, rr.FirstError)
 	}
-	rr.ServerCPUPerRunUs = cpu.perRun(rr.Completed).server
-	if fake1, err := loadgen.GetFakeStats(ctx, cfg.fakeHTTP, cfg.llmURL); err == nil && fakeErr == nil && fake1.Requests > fake0.Requests {
-		rr.FakeCalls = fake1.Requests - fake0.Requests
-		rr.FakeCPUPerCallUs = float64(fake1.CPUUs-fake0.CPUUs) / float64(rr.FakeCalls)
+	return rr, nil
+}
+
+// measuredRuns runs the runs scenario against srv (nil: a server load did
+// not start) and fills in what is measured around it: the servers' and
+// the driver's CPU a run, the fake's CPU a call (fakeOK: its GET /_stats
+// answered), commits and allocations a run.
+func measuredRuns(ctx context.Context, srv *childServer, c *loadgen.Client, rc loadgen.RunsConfig, fakeHTTP *http.Client, llmURL string, prog io.Writer) (rr *loadgen.RunsResult, fakeOK bool, err error) {
+	cpu := startCPUMeter(srv)
+	fake0, fakeErr := loadgen.GetFakeStats(ctx, fakeHTTP, llmURL)
+	counters0, countersErr := loadgen.BaselineCounters(ctx, rc.Via)
+	rr, err = loadgen.Runs(ctx, c, rc, prog)
+	if rr == nil {
+		return nil, false, err
 	}
-	if cErr == nil {
-		if c1, err := loadgen.Counters(ctx, via); err == nil {
-			rr.PerRun(c0, c1)
+	if rr.Completed > 0 {
+		c := cpu.perRun(rr.Completed)
+		rr.ServerCPUPerRunUs, rr.ServerSysCPUPerRunUs, rr.DriverCPUPerRunUs = c.server, c.serverSys, c.driver
+		if countersErr == nil {
+			if counters1, err := loadgen.Counters(ctx, rc.Via); err == nil {
+				rr.PerRun(counters0, counters1)
+			}
 		}
 	}
-	return rr, nil
+	if fake1, ferr := loadgen.GetFakeStats(ctx, fakeHTTP, llmURL); ferr == nil && fakeErr == nil {
+		fakeOK = true
+		rr.FakeCalls = fake1.Requests - fake0.Requests
+		if rr.FakeCalls > 0 {
+			rr.FakeCPUPerCallUs = float64(fake1.CPUUs-fake0.CPUUs) / float64(rr.FakeCalls)
+		}
+	}
+	return rr, fakeOK, err
 }
 
 func mean(xs []float64) float64 {
