@@ -11,7 +11,9 @@
 # 0..N-1 (GOMAXPROCS=N), the fake LLM (`switchyard fake-llm`) pinned to the
 # upper half of the machine's CPUs, and runs its 32 clients on the CPUs
 # left between them (taskset). It prints one table: cores, runs/s, the
-# server's CPU µs per run and the fake LLM's CPU µs per call. The fake's
+# server's CPU µs per run, the fake LLM's CPU µs per call, and the share
+# of the time the store's single writer was busy (near 100 % it, not the
+# cores, bounds runs/s; SQLite has one writer a process). The fake's
 # figure is the same work on every line: when it moves, the machine (not
 # the server) changed speed. SCALE_GRAPH=file.json runs that drawn graph.
 # SCALE_PROFILES=dir writes the server's CPU and lock-contention profiles
@@ -52,7 +54,7 @@ graph_args=()
 [ -n "${SCALE_GRAPH:-}" ] && graph_args=(--graph "$SCALE_GRAPH")
 
 echo "# $ncpu CPUs; server on 0..N-1, $where; $dur per line"
-printf '%-7s %-6s %10s %16s %16s %10s\n' route cores runs/s "server µs/run" "fake µs/call" "peak RSS MB"
+printf '%-7s %-6s %10s %16s %16s %10s %12s\n' route cores runs/s "server µs/run" "fake µs/call" "peak RSS MB" "writer busy"
 for route in runs compat; do
 	for n in "${counts[@]}"; do
 		prof_env=()
@@ -67,7 +69,7 @@ for route in runs compat; do
 		}
 		# The summary is one JSON object; pick the fields without jq.
 		field() { sed -n "s/.*\"$1\": *\([0-9.e+-]*\).*/\1/p" <<<"$out" | head -1; }
-		printf '%-7s %-6s %10.0f %16.0f %16.1f %10.0f\n' "$route" "$n" "$(field completedPerSec)" \
-			"$(field serverCpuPerRunUs)" "$(field fakeCpuPerCallUs)" "$(field serverPeakRssMb)"
+		printf '%-7s %-6s %10.0f %16.0f %16.1f %10.0f %11.0f%%\n' "$route" "$n" "$(field completedPerSec)" \
+			"$(field serverCpuPerRunUs)" "$(field fakeCpuPerCallUs)" "$(field serverPeakRssMb)" "$(field writerBusyPct)"
 	done
 done

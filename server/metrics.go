@@ -137,6 +137,10 @@ func (m *Metrics) attach(s *Server) {
 				Help: "Transactions the store writer committed; each holds whatever events and operations were queued (group commit).",
 			}, func() float64 { return float64(s.st.Stats().Batches) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "switchyard_store_writer_busy_seconds_total",
+				Help: "Time the store's single writer spent writing and reporting batches; its rate is the writer's utilization, and near 1 the writer bounds throughput (more cores add none).",
+			}, func() float64 { return s.st.Stats().WriterBusy.Seconds() }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
 				Name: "switchyard_store_events_dropped_total", Help: "Events the store gave up on.",
 			}, func() float64 { return float64(s.st.Stats().EventsDropped) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{

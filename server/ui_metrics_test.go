@@ -127,6 +127,7 @@ func TestMetrics(t *testing.T) {
 		{"switchyard_store_queue_depth", nil, func(f float64) bool { return f >= 0 }},
 		{"switchyard_store_events_written_total", nil, func(f float64) bool { return f > 10 }},
 		{"switchyard_store_commits_total", nil, func(f float64) bool { return f >= 1 }},
+		{"switchyard_store_writer_busy_seconds_total", nil, func(f float64) bool { return f > 0 && f < 60 }},
 		{"switchyard_events_total", nil, func(f float64) bool { return f > 10 }},
 		{"switchyard_http_requests_total", []string{`route="/api/runs"`, `method="POST"`, `code="201"`}, func(f float64) bool { return f == 2 }},
 		{"go_goroutines", nil, func(f float64) bool { return f > 0 }},

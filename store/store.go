@@ -137,6 +137,12 @@ type Stats struct {
 	LastBatchSize  int    // operations in the last committed batch
 	LargestBatch   int    // most operations in one committed batch
 	LastWriteError string // text of the last write error, "" if none
+	// WriterBusy is the time the writer spent writing batches and
+	// reporting their commits (hooks, waiting callers), the work that
+	// one goroutine does for the whole process: its share of the elapsed
+	// time is the writer's utilization, and throughput stops growing with
+	// cores as it nears 100 % (SQLite; on PostgreSQL, per process).
+	WriterBusy time.Duration
 }
 
 // Workflow is a saved workflow: its current version. Definition is the

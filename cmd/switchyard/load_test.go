@@ -140,6 +140,13 @@ func TestLoadRunsRoutesAndGraphFile(t *testing.T) {
 			if r.ServerGCsPer1000Runs < 0 {
 				t.Errorf("serverGcsPer1000Runs %v", r.ServerGCsPer1000Runs)
 			}
+			// The writer's busy time: some for every run's commits, and a
+			// share of the time within (0, 100] %; the ceiling is its inverse.
+			if r.WriterBusyPerRunUs <= 0 || r.WriterBusyPct <= 0 || r.WriterBusyPct > 100 ||
+				math.Abs(r.WriterCeilingRunsPerSec*r.WriterBusyPerRunUs-1e6) > 1 {
+				t.Errorf("writerBusyPerRunUs %v, writerBusyPct %v, writerCeilingRunsPerSec %v",
+					r.WriterBusyPerRunUs, r.WriterBusyPct, r.WriterCeilingRunsPerSec)
+			}
 			if runtime.GOOS != "linux" {
 				return
 			}
@@ -171,6 +178,10 @@ type loadRunsResult struct {
 	ServerAllocsPerRun   float64 `json:"serverAllocsPerRun"`
 	ServerAllocKBPerRun  float64 `json:"serverAllocKbPerRun"`
 	ServerGCsPer1000Runs float64 `json:"serverGcsPer1000Runs"`
+	// The store writer's busy time, from the server's /metrics.
+	WriterBusyPerRunUs      float64 `json:"writerBusyPerRunUs"`
+	WriterBusyPct           float64 `json:"writerBusyPct"`
+	WriterCeilingRunsPerSec float64 `json:"writerCeilingRunsPerSec"`
 }
 
 func loadRunsJSON(t *testing.T, args ...string) loadRunsResult {

@@ -179,19 +179,24 @@ func TestCountersSumServersAndNameWhatIsMissing(t *testing.T) {
 		t.Cleanup(srv.Close)
 		return NewClient(srv.URL, "")
 	}
-	full := "# HELP x\nswitchyard_store_commits_total 10\ngo_memstats_mallocs_total 1000\n" +
+	full := "# HELP x\nswitchyard_store_commits_total 10\nswitchyard_store_writer_busy_seconds_total 0.5\ngo_memstats_mallocs_total 1000\n" +
 		"go_memstats_alloc_bytes_total 2048\ngo_gc_duration_seconds{quantile=\"0.5\"} 0.001\ngo_gc_duration_seconds_count 3\n"
 	got, err := Counters(context.Background(), []*Client{serve(full), serve(full)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (ServerCounters{Commits: 20, Mallocs: 2000, AllocBytes: 4096, GCs: 6}); got != want {
+	if want := (ServerCounters{Commits: 20, WriterBusy: 1, Mallocs: 2000, AllocBytes: 4096, GCs: 6, Servers: 2}); got != want {
 		t.Errorf("counters %+v, want %+v", got, want)
 	}
-	r := RunsResult{Completed: 4}
+	r := RunsResult{Completed: 4, Seconds: 2}
 	r.PerRun(ServerCounters{ReadMallocs: 400, ReadBytes: 1024}, got)
 	if r.CommitsPerRun != 5 || r.ServerAllocsPerRun != 400 || r.ServerAllocKBPerRun != 0.75 || r.ServerGCsPer1000Runs != 1500 {
 		t.Errorf("per run %+v, want the read's cost taken out", r)
+	}
+	// 1 s of writer time over 4 runs; two servers busy 0.5 s each of 2 s.
+	if r.WriterBusyPerRunUs != 250000 || r.WriterCeilingRunsPerSec != 4 || r.WriterBusyPct != 25 {
+		t.Errorf("writer figures %v µs a run, ceiling %v runs/s, busy %v %%; want 250000, 4, 25",
+			r.WriterBusyPerRunUs, r.WriterCeilingRunsPerSec, r.WriterBusyPct)
 	}
 	_, err = Counters(context.Background(), []*Client{serve(full), serve("go_memstats_mallocs_total 1\n")})
 	if err == nil || !strings.Contains(err.Error(), "switchyard_store_commits_total") {

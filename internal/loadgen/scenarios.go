@@ -213,6 +213,15 @@ type RunsResult struct {
 	// switchyard_store_commits_total) per completed run: how well the
 	// writer groups commits, the other figure besides CPU to watch.
 	CommitsPerRun float64 `json:"commitsPerRun,omitempty"`
+	// WriterBusyPerRunUs is the time the servers' store writer spent on
+	// batches (switchyard_store_writer_busy_seconds_total) per completed
+	// run, WriterBusyPct its share of the scenario's time (averaged over
+	// the servers). The writer is one goroutine per process: 1e6 ÷
+	// WriterBusyPerRunUs is about the most runs a second one process can
+	// complete, whatever its cores (WriterCeilingRunsPerSec).
+	WriterBusyPerRunUs      float64 `json:"writerBusyPerRunUs,omitempty"`
+	WriterBusyPct           float64 `json:"writerBusyPct,omitempty"`
+	WriterCeilingRunsPerSec float64 `json:"writerCeilingRunsPerSec,omitempty"`
 	// ServerAllocsPerRun and ServerAllocKBPerRun are the servers' heap
 	// allocations per completed run (go_memstats_mallocs_total and
 	// go_memstats_alloc_bytes_total), ServerGCsPer1000Runs their garbage
@@ -228,6 +237,8 @@ type RunsResult struct {
 // ServerCounters are counters of the servers' /metrics, summed over them.
 type ServerCounters struct {
 	Commits    float64 // switchyard_store_commits_total
+	WriterBusy float64 // switchyard_store_writer_busy_seconds_total
+	Servers    int     // how many servers were read
 	Mallocs    float64 // go_memstats_mallocs_total
 	AllocBytes float64 // go_memstats_alloc_bytes_total
 	GCs        float64 // go_gc_duration_seconds_count
@@ -248,7 +259,8 @@ func Counters(ctx context.Context, via []*Client) (ServerCounters, error) {
 		for _, f := range []struct {
 			name string
 			to   *float64
-		}{{"switchyard_store_commits_total", &sum.Commits}, {"go_memstats_mallocs_total", &sum.Mallocs},
+		}{{"switchyard_store_commits_total", &sum.Commits}, {"switchyard_store_writer_busy_seconds_total", &sum.WriterBusy},
+			{"go_memstats_mallocs_total", &sum.Mallocs},
 			{"go_memstats_alloc_bytes_total", &sum.AllocBytes}, {"go_gc_duration_seconds_count", &sum.GCs}} {
 			v, ok := PromValue(text, f.name)
 			if !ok {
@@ -256,6 +268,7 @@ func Counters(ctx context.Context, via []*Client) (ServerCounters, error) {
 			}
 			*f.to += v
 		}
+		sum.Servers++
 	}
 	return sum, nil
 }
@@ -286,6 +299,13 @@ func (r *RunsResult) PerRun(c0, c1 ServerCounters) {
 	}
 	n := float64(r.Completed)
 	r.CommitsPerRun = (c1.Commits - c0.Commits) / n
+	if busy := c1.WriterBusy - c0.WriterBusy; busy > 0 {
+		r.WriterBusyPerRunUs = busy * 1e6 / n
+		r.WriterCeilingRunsPerSec = n / busy
+		if r.Seconds > 0 && c1.Servers > 0 {
+			r.WriterBusyPct = busy * 100 / r.Seconds / float64(c1.Servers)
+		}
+	}
 	r.ServerAllocsPerRun = max(c1.Mallocs-c0.Mallocs-c0.ReadMallocs, 0) / n
 	r.ServerAllocKBPerRun = max(c1.AllocBytes-c0.AllocBytes-c0.ReadBytes, 0) / 1024 / n
 	r.ServerGCsPer1000Runs = (c1.GCs - c0.GCs) * 1000 / n

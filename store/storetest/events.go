@@ -234,8 +234,14 @@ func testOnCommitOrder(t *testing.T, open Open) {
 	}
 	// A store that commits in transactions batches events (the in-memory
 	// store has no transactions: 0).
-	if st := s.Stats(); st.Batches >= 2*n {
+	st := s.Stats()
+	if st.Batches >= 2*n {
 		t.Errorf("%d commits for %d events: events are not batched", st.Batches, 2*n)
+	}
+	// The writer's busy time counts every committed batch (a batch takes
+	// microseconds at least); no batches, no time.
+	if (st.Batches > 0) != (st.WriterBusy > 0) {
+		t.Errorf("writer busy %v after %d commits", st.WriterBusy, st.Batches)
 	}
 }
 

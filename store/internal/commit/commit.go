@@ -153,6 +153,9 @@ type Queue[J any] struct {
 	eventsRetried, eventsDropped, fullWaits           atomic.Uint64
 	lastBatch, largestBatch                           atomic.Int64
 	lastErr                                           atomic.Value // string
+	// busy is the writer's time writing batches and reporting them, in
+	// nanoseconds (Stats.WriterBusy).
+	busy atomic.Int64
 }
 
 // New returns a queue whose batches write runs, and starts its writer.
@@ -316,6 +319,7 @@ func (q *Queue[J]) Stats() store.Stats {
 		LastBatchSize:  int(q.lastBatch.Load()),
 		LargestBatch:   int(q.largestBatch.Load()),
 		LastWriteError: q.lastErr.Load().(string),
+		WriterBusy:     time.Duration(q.busy.Load()),
 	}
 }
 
@@ -392,6 +396,7 @@ func (q *Queue[J]) loop() {
 		// a large backlog still takes only a few commits. Slices commit in
 		// order; after a failed one the rest fails too, so no event can
 		// commit ahead of an earlier one of its run.
+		start := time.Now()
 		for rest, n := batch, firstSlice; len(rest) > 0; n *= 2 {
 			n = min(n, len(rest))
 			if err := q.write(rest[:n]); err != nil {
@@ -401,6 +406,7 @@ func (q *Queue[J]) loop() {
 			q.commitDone(rest[:n])
 			rest = rest[n:]
 		}
+		q.busy.Add(int64(time.Since(start)))
 		clear(batch) // drop references to event data and closures
 	}
 }
