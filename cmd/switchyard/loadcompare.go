@@ -41,6 +41,10 @@ type compareResult struct {
 	CPUDiffSEPct    float64 `json:"cpuDiffSePct"`
 	AllocsDiffPct   float64 `json:"allocsDiffPct"`
 	AllocsDiffSEPct float64 `json:"allocsDiffSePct"`
+	// The store writer's busy time a run: what bounds throughput on
+	// many cores (loadgen.RunsResult.WriterBusyPerRunUs).
+	WriterDiffPct   float64 `json:"writerBusyDiffPct"`
+	WriterDiffSEPct float64 `json:"writerBusyDiffSePct"`
 	Summary         string  `json:"summary"`
 }
 
@@ -53,6 +57,7 @@ type compareSide struct {
 	FakeCPUPerCallUs  []float64 `json:"fakeCpuPerCallUs"`
 	Ratio             []float64 `json:"ratio"`
 	AllocsPerRun      []float64 `json:"allocsPerRun"`
+	WriterBusyPerRun  []float64 `json:"writerBusyPerRunUs"`
 	MeanRatio         float64   `json:"meanRatio"`
 	MeanCPUPerRunUs   float64   `json:"meanServerCpuPerRunUs"`
 }
@@ -129,6 +134,7 @@ func runCompare(ctx context.Context, a *childServer, cfg compareConfig, prog fun
 			}
 			o.Ratio = append(o.Ratio, ratio)
 			o.AllocsPerRun = append(o.AllocsPerRun, s.ServerAllocsPerRun)
+			o.WriterBusyPerRun = append(o.WriterBusyPerRun, s.WriterBusyPerRunUs)
 		}
 		if prog != nil {
 			prog(fmt.Sprintf("round %d/%d: A %.0f µs a run (%.2f), B %.0f µs (%.2f)", r+1, cfg.rounds,
@@ -141,6 +147,7 @@ func runCompare(ctx context.Context, a *childServer, cfg compareConfig, prog fun
 	res.RatioDiffPct, res.RatioDiffSEPct = loadgen.PairedDiff(res.A.Ratio, res.B.Ratio)
 	res.CPUDiffPct, res.CPUDiffSEPct = loadgen.PairedDiff(res.A.ServerCPUPerRunUs, res.B.ServerCPUPerRunUs)
 	res.AllocsDiffPct, res.AllocsDiffSEPct = loadgen.PairedDiff(res.A.AllocsPerRun, res.B.AllocsPerRun)
+	res.WriterDiffPct, res.WriterDiffSEPct = loadgen.PairedDiff(res.A.WriterBusyPerRun, res.B.WriterBusyPerRun)
 	res.Summary = fmt.Sprintf("B against A: server CPU a run ÷ the fake's a call %+.1f %% ± %.1f %%, server CPU a run %+.1f %% ± %.1f %% (mean ± standard error over %d paired rounds)",
 		res.RatioDiffPct, res.RatioDiffSEPct, res.CPUDiffPct, res.CPUDiffSEPct, cfg.rounds)
 	return res, nil
@@ -212,9 +219,11 @@ func (r *compareResult) table() string {
 	}
 	fmt.Fprintf(&sb, "%-10s %21.0f (%4.2f) %21.0f (%4.2f)\n", "mean", r.A.MeanCPUPerRunUs, r.A.MeanRatio, r.B.MeanCPUPerRunUs, r.B.MeanRatio)
 	fmt.Fprintf(&sb, "%-10s %28.1f %28.1f\n", "allocs", mean(r.A.AllocsPerRun), mean(r.B.AllocsPerRun))
+	fmt.Fprintf(&sb, "%-10s %28.0f %28.0f\n", "writer µs", mean(r.A.WriterBusyPerRun), mean(r.B.WriterBusyPerRun))
 	if r.A.Failed+r.B.Failed > 0 {
 		fmt.Fprintf(&sb, "failed runs: A %d, B %d\n", r.A.Failed, r.B.Failed)
 	}
-	fmt.Fprintf(&sb, "\n%s; allocations a run %+.1f %% ± %.1f %%\n", r.Summary, r.AllocsDiffPct, r.AllocsDiffSEPct)
+	fmt.Fprintf(&sb, "\n%s; allocations a run %+.1f %% ± %.1f %%; the store writer's busy time a run %+.1f %% ± %.1f %%\n",
+		r.Summary, r.AllocsDiffPct, r.AllocsDiffSEPct, r.WriterDiffPct, r.WriterDiffSEPct)
 	return sb.String()
 }
