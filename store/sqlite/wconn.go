@@ -45,6 +45,17 @@ func openWConn(abs string, maxPages int64) (*wconn, error) {
 		"PRAGMA foreign_keys = 1",
 		// See dsn: statement journals in memory.
 		"PRAGMA temp_store = MEMORY",
+		// The writer checkpoints the WAL into the database itself, at the
+		// commit that takes it past this many pages (SQLite's default is
+		// 1,000): fsyncs of the WAL and the file, and a copy of each page
+		// changed since the last checkpoint, all on the writer goroutine,
+		// which the whole process waits on. A commit rewrites the same
+		// pages (index right edges, the tails of logs in flight), so four
+		// times fewer checkpoints copy far fewer pages in all: the
+		// writer's busy time a run fell 14-18 % (`load runs --cores 1
+		// --against`, three times), CPU a run 1-4 %. The WAL file grows
+		// to about 16 MB and stays so while the store is open.
+		"PRAGMA wal_autocheckpoint = 4000",
 	}
 	if maxPages > 0 {
 		pragmas = append(pragmas, fmt.Sprintf("PRAGMA max_page_count = %d", maxPages))
