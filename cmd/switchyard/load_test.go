@@ -141,8 +141,10 @@ func TestLoadRunsRoutesAndGraphFile(t *testing.T) {
 				t.Errorf("serverGcsPer1000Runs %v", r.ServerGCsPer1000Runs)
 			}
 			// The writer's busy time: some for every run's commits, and a
-			// share of the time within (0, 100] %; the ceiling is its inverse.
-			if r.WriterBusyPerRunUs <= 0 || r.WriterBusyPct <= 0 || r.WriterBusyPct > 100 ||
+			// share of the time above 0 (and not far above 100 %: a batch
+			// under way at the first read counts whole); the ceiling is its
+			// inverse.
+			if r.WriterBusyPerRunUs <= 0 || r.WriterBusyPct <= 0 || r.WriterBusyPct > 150 ||
 				math.Abs(r.WriterCeilingRunsPerSec*r.WriterBusyPerRunUs-1e6) > 1 {
 				t.Errorf("writerBusyPerRunUs %v, writerBusyPct %v, writerCeilingRunsPerSec %v",
 					r.WriterBusyPerRunUs, r.WriterBusyPct, r.WriterCeilingRunsPerSec)

@@ -168,6 +168,8 @@ func TestSummaryPercentiles(t *testing.T) {
 	}
 }
 
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
 // TestCountersSumServersAndNameWhatIsMissing: counters are summed over the
 // servers, and a server without one is an error naming it.
 func TestCountersSumServersAndNameWhatIsMissing(t *testing.T) {
@@ -185,11 +187,16 @@ func TestCountersSumServersAndNameWhatIsMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if time.Since(got.At) > time.Minute {
+		t.Errorf("counters read at %v", got.At)
+	}
+	got.At = time.Time{}
 	if want := (ServerCounters{Commits: 20, WriterBusy: 1, Mallocs: 2000, AllocBytes: 4096, GCs: 6, Servers: 2}); got != want {
 		t.Errorf("counters %+v, want %+v", got, want)
 	}
-	r := RunsResult{Completed: 4, Seconds: 2}
-	r.PerRun(ServerCounters{ReadMallocs: 400, ReadBytes: 1024}, got)
+	got.At = t0.Add(2 * time.Second)
+	r := RunsResult{Completed: 4}
+	r.PerRun(ServerCounters{ReadMallocs: 400, ReadBytes: 1024, At: t0}, got)
 	if r.CommitsPerRun != 5 || r.ServerAllocsPerRun != 400 || r.ServerAllocKBPerRun != 0.75 || r.ServerGCsPer1000Runs != 1500 {
 		t.Errorf("per run %+v, want the read's cost taken out", r)
 	}

@@ -239,6 +239,9 @@ type ServerCounters struct {
 	Commits    float64 // switchyard_store_commits_total
 	WriterBusy float64 // switchyard_store_writer_busy_seconds_total
 	Servers    int     // how many servers were read
+	// At is when the read began: the writer's share of the time is taken
+	// over the interval between two reads.
+	At time.Time
 	Mallocs    float64 // go_memstats_mallocs_total
 	AllocBytes float64 // go_memstats_alloc_bytes_total
 	GCs        float64 // go_gc_duration_seconds_count
@@ -250,7 +253,7 @@ type ServerCounters struct {
 // Counters reads ServerCounters from the servers of via, one /metrics
 // request each. A counter a server does not have is an error.
 func Counters(ctx context.Context, via []*Client) (ServerCounters, error) {
-	var sum ServerCounters
+	sum := ServerCounters{At: time.Now()}
 	for _, c := range via {
 		text, err := c.Metrics(ctx)
 		if err != nil {
@@ -302,8 +305,8 @@ func (r *RunsResult) PerRun(c0, c1 ServerCounters) {
 	if busy := c1.WriterBusy - c0.WriterBusy; busy > 0 {
 		r.WriterBusyPerRunUs = busy * 1e6 / n
 		r.WriterCeilingRunsPerSec = n / busy
-		if r.Seconds > 0 && c1.Servers > 0 {
-			r.WriterBusyPct = busy * 100 / r.Seconds / float64(c1.Servers)
+		if d := c1.At.Sub(c0.At).Seconds(); d > 0 && c1.Servers > 0 {
+			r.WriterBusyPct = busy * 100 / d / float64(c1.Servers)
 		}
 	}
 	r.ServerAllocsPerRun = max(c1.Mallocs-c0.Mallocs-c0.ReadMallocs, 0) / n
