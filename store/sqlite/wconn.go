@@ -51,10 +51,13 @@ func openWConn(abs string, maxPages int64) (*wconn, error) {
 		// changed since the last checkpoint, all on the writer goroutine,
 		// which the whole process waits on. A commit rewrites the same
 		// pages (index right edges, the tails of logs in flight), so four
-		// times fewer checkpoints copy far fewer pages in all: the
-		// writer's busy time a run fell 14-18 % (`load runs --cores 1
-		// --against`, three times), CPU a run 1-4 %. The WAL file grows
-		// to about 16 MB and stays so while the store is open.
+		// times fewer checkpoints copy far fewer pages in all, and the
+		// writer stops for fsyncs a quarter as often: its busy time a run
+		// fell 14-18 % (`load runs --cores 1 --against`, three times; 12 %
+		// on the compat route, 6 % with the server on both cores of a
+		// 2-core machine), which is what bounds runs/s on many cores; CPU
+		// a run did not change beyond the errors. The WAL file grows to
+		// about 16 MB and stays so while the store is open.
 		"PRAGMA wal_autocheckpoint = 4000",
 	}
 	if maxPages > 0 {
