@@ -241,7 +241,7 @@ type ServerCounters struct {
 	Servers    int     // how many servers were read
 	// At is when the read began: the writer's share of the time is taken
 	// over the interval between two reads.
-	At time.Time
+	At         time.Time
 	Mallocs    float64 // go_memstats_mallocs_total
 	AllocBytes float64 // go_memstats_alloc_bytes_total
 	GCs        float64 // go_gc_duration_seconds_count
