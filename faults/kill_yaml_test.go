@@ -57,13 +57,19 @@ func TestKillYAMLRunsCLI(t *testing.T) {
 			if err := os.WriteFile(file, []byte(w.src), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			// Start it; a process killed before creating the run is retried.
+			// Start it; a process killed before creating the run is retried,
+			// every third retry unkilled (a loaded machine can take longer
+			// to start a process than the kill window: see startRun).
 			var r *trackedRun
 			for try := 0; r == nil; try++ {
 				if try == 20 {
 					t.Fatal("no run created in 20 tries")
 				}
-				res := h.runCLI(t, time.Duration(50+rng.IntN(700))*time.Millisecond, "run", file, "--events")
+				after := time.Duration(50+rng.IntN(700)) * time.Millisecond
+				if try%3 == 2 {
+					after = -1
+				}
+				res := h.runCLI(t, after, "run", file, "--events")
 				processes++
 				if !res.killed && res.code != exitOK && res.code != exitPaused && res.code != exitCancelled {
 					t.Fatalf("run %s: exit %d: %s", file, res.code, res.stderr)
