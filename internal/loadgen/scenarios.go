@@ -215,7 +215,8 @@ type RunsResult struct {
 	CommitsPerRun float64 `json:"commitsPerRun,omitempty"`
 	// WriterBusyPerRunUs is the time the servers' store writer spent on
 	// batches (switchyard_store_writer_busy_seconds_total) per completed
-	// run, WriterBusyPct its share of the scenario's time (averaged over
+	// run, WriterBusyPct its share of the time between the two reads of
+	// the counters around the scenario (ServerCounters.At; averaged over
 	// the servers). The writer is one goroutine per process: 1e6 ÷
 	// WriterBusyPerRunUs is about the most runs a second one process can
 	// complete, whatever its cores (WriterCeilingRunsPerSec).
