@@ -68,8 +68,10 @@ func (s *Store) NameRuns(ctx context.Context, name func(r *engine.Run) string, l
 // --- retention ---
 
 // prunable is the condition of the partial index runs_finished
-// (migration 11): the runs retention may delete.
-const prunable = `status IN ('completed', 'failed', 'cancelled')`
+// (migrations 11 and 13): the runs retention may delete. Written as the
+// index's is, comparisons in parentheses, so the planner can prove the
+// index applies.
+const prunable = `(status = 'completed' OR status = 'failed' OR status = 'cancelled')`
 
 // The runs a prune selects: finished before the cut, in (finished_at, id)
 // order. sqlPruneKeep finds the Keep-th run that finished last. INDEXED
