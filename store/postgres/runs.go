@@ -102,7 +102,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 		return errors.New("postgres: create run: run id is required")
 	}
 	hdr := commit.CloneRun(r)
-	approvals, err := json.Marshal(hdr.PendingApprovals)
+	approvals, err := commit.ApprovalsJSON(hdr.PendingApprovals)
 	if err != nil {
 		return fmt.Errorf("postgres: create run %s: pending approvals: %w", r.ID, err)
 	}
@@ -218,7 +218,7 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 		return errors.New("postgres: checkpoint: nil run")
 	}
 	hdr := commit.CloneRun(r)
-	approvals, err := json.Marshal(hdr.PendingApprovals)
+	approvals, err := commit.ApprovalsJSON(hdr.PendingApprovals)
 	if err != nil {
 		return fmt.Errorf("postgres: checkpoint run %s: pending approvals: %w", r.ID, err)
 	}

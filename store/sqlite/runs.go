@@ -50,7 +50,7 @@ func (s *Store) CreateRun(ctx context.Context, r *engine.Run, nodes []*engine.No
 		return errors.New("store: create run: run id is required")
 	}
 	hdr := commit.CloneRun(r)
-	approvals, err := json.Marshal(hdr.PendingApprovals)
+	approvals, err := commit.ApprovalsJSON(hdr.PendingApprovals)
 	if err != nil {
 		return fmt.Errorf("store: create run %s: pending approvals: %w", r.ID, err)
 	}
@@ -179,7 +179,7 @@ func (s *Store) Checkpoint(ctx context.Context, r *engine.Run, nodes []*engine.N
 		return errors.New("store: checkpoint: nil run")
 	}
 	hdr := commit.CloneRun(r)
-	approvals, err := json.Marshal(hdr.PendingApprovals)
+	approvals, err := commit.ApprovalsJSON(hdr.PendingApprovals)
 	if err != nil {
 		return fmt.Errorf("store: checkpoint run %s: pending approvals: %w", r.ID, err)
 	}

@@ -1,6 +1,7 @@
 package commit
 
 import (
+	"encoding/json"
 	"slices"
 	"time"
 
@@ -50,3 +51,19 @@ func CopyEvents(runID string, events []*engine.Event) []engine.Event {
 	}
 	return evs
 }
+
+// ApprovalsJSON is json.Marshal(pa), the runs row's pending_approvals,
+// without encoding/json for the usual none: nearly every checkpoint has
+// none, and marshaling an empty slice was half a percent of the server's
+// CPU a run. The bytes of an empty pa are shared: read-only.
+func ApprovalsJSON(pa []engine.PendingApproval) ([]byte, error) {
+	switch {
+	case pa == nil:
+		return jsonNull, nil
+	case len(pa) == 0:
+		return jsonEmptyArray, nil
+	}
+	return json.Marshal(pa)
+}
+
+var jsonNull, jsonEmptyArray = []byte("null"), []byte("[]")
