@@ -346,6 +346,7 @@ func (s *Server) routes() *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.errorHandler
+	e.JSONSerializer = jsonSerializer{} // bodies that write their own JSON (jsonfast.go)
 	e.Use(s.readDeadline, s.logRequests, s.recoverPanics, frameHeaders, s.checkHost, s.checkOrigin, s.limitBody, s.requireAuth, s.longRoutes)
 
 	e.GET("/api/health", s.health)
