@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/labstack/echo/v4"
@@ -264,4 +265,110 @@ func appendStringMap(b []byte, m map[string]string) []byte {
 		b = jsonw.AppendString(b, m[k])
 	}
 	return append(b, '}')
+}
+
+// decodeCreateRun is json.Unmarshal(raw, req) for the usual body of POST
+// /api/runs: an object of the exact keys graph, input and workflowId,
+// strings without escapes. It reads the body once (SkipValue) where
+// json.Unmarshal validates it and then decodes it, copying the graph; the
+// graph is the same bytes either way. ok false: the body is anything else
+// (other keys or letter cases, escapes, invalid UTF-8, other types, bad
+// JSON), for encoding/json to decode or to explain.
+func decodeCreateRun(raw []byte, req *createRunRequest) (ok bool) {
+	var out createRunRequest
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return false
+	}
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		i++
+	} else {
+		for {
+			key, next, ok := plainString(raw, i)
+			if !ok {
+				return false
+			}
+			if i = skipSpace(raw, next); i >= len(raw) || raw[i] != ':' {
+				return false
+			}
+			i = skipSpace(raw, i+1)
+			switch string(key) {
+			case "graph":
+				end, ok := jsonw.SkipValue(raw, i)
+				if !ok {
+					return false
+				}
+				out.Graph, i = json.RawMessage(raw[i:end]), end
+			case "input":
+				if s, next, ok := plainString(raw, i); ok {
+					str := string(s)
+					out.Input, i = &str, next
+				} else if next, ok := isNull(raw, i); ok {
+					out.Input, i = nil, next
+				} else {
+					return false
+				}
+			case "workflowId":
+				if s, next, ok := plainString(raw, i); ok {
+					out.WorkflowID, i = string(s), next
+				} else if next, ok := isNull(raw, i); ok {
+					i = next // null leaves a string as it is
+				} else {
+					return false
+				}
+			default:
+				return false
+			}
+			if i = skipSpace(raw, i); i >= len(raw) {
+				return false
+			}
+			if raw[i] == '}' {
+				i++
+				break
+			}
+			if raw[i] != ',' {
+				return false
+			}
+			i = skipSpace(raw, i+1)
+		}
+	}
+	if skipSpace(raw, i) != len(raw) {
+		return false
+	}
+	*req = out
+	return true
+}
+
+// plainString reads the string at raw[i] when it needs no decoding: no
+// escapes, no control characters, valid UTF-8 (encoding/json turns
+// invalid bytes into U+FFFD).
+func plainString(raw []byte, i int) (s []byte, next int, ok bool) {
+	if i >= len(raw) || raw[i] != '"' {
+		return nil, i, false
+	}
+	for j := i + 1; j < len(raw); j++ {
+		switch c := raw[j]; {
+		case c == '"':
+			s = raw[i+1 : j]
+			return s, j + 1, utf8.Valid(s)
+		case c == '\\' || c < 0x20:
+			return nil, i, false
+		}
+	}
+	return nil, i, false
+}
+
+func isNull(raw []byte, i int) (next int, ok bool) {
+	if len(raw)-i >= 4 && string(raw[i:i+4]) == "null" {
+		return i + 4, true
+	}
+	return i, false
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
 }

@@ -205,3 +205,76 @@ func BenchmarkRunDetailJSON(b *testing.B) {
 		}
 	})
 }
+
+var createRunSeeds = []string{`{"graph":{"nodes":[]},"input":"x"}`, `{"workflowId":"w1","input":null}`, ` { } `, `{}`,
+	`{"graph":null}`, `{"input":"a","input":null}`, `{"input":null,"input":"b"}`, `{"workflowId":null}`,
+	`{"Graph":{}}`, `{"INPUT":"x"}`, `{"extra":1}`, `{"input":"\u00e9"}`, "{\"input\":\"\xff\"}", `{"input":1}`,
+	`{"graph":[1,2],}`, `{"graph":{"a":1}`, `{"graph":{"a":1}} x`, `{"graph" : { "a" : [ true ] } , "input" : "é 🙂" }`,
+	`{"graph":"<&>","workflowId":"a\"b"}`, `[]`, ``, `null`, `{"input":"a"`, `{"graph":01}`, "{\"input\":\"a\tb\"}",
+	`{"workflowId":"w","workflowId":"v"}`, `{"graph":{},"graph":[]}`}
+
+// checkCreateRunDecode: where decodeCreateRun decodes a body, json.Unmarshal
+// decodes it too, to the same request.
+func checkCreateRunDecode(t *testing.T, raw []byte) {
+	var got createRunRequest
+	if !decodeCreateRun(raw, &got) {
+		return
+	}
+	var want createRunRequest
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatalf("%q: decoded by hand, but json.Unmarshal: %v", raw, err)
+	}
+	same := got.WorkflowID == want.WorkflowID && bytes.Equal(got.Graph, want.Graph) && (got.Graph == nil) == (want.Graph == nil) &&
+		(got.Input == nil) == (want.Input == nil) && (got.Input == nil || *got.Input == *want.Input)
+	if !same {
+		t.Fatalf("%q: by hand %+v (input %v), json.Unmarshal %+v (input %v)", raw, got, got.Input, want, want.Input)
+	}
+}
+
+// TestDecodeCreateRunIsUnmarshal: the seeds, and the usual body decoded by
+// hand (not left to encoding/json).
+func TestDecodeCreateRunIsUnmarshal(t *testing.T) {
+	t.Parallel()
+	for _, s := range createRunSeeds {
+		checkCreateRunDecode(t, []byte(s))
+	}
+	var req createRunRequest
+	body := `{"graph":{"nodes":[{"id":"s","type":"start"}],"edges":[]},"input":"load"}`
+	if !decodeCreateRun([]byte(body), &req) || req.Input == nil || *req.Input != "load" || string(req.Graph) != `{"nodes":[{"id":"s","type":"start"}],"edges":[]}` {
+		t.Errorf("the load tool's body: %+v", req)
+	}
+}
+
+func FuzzDecodeCreateRun(f *testing.F) {
+	for _, s := range createRunSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(checkCreateRunDecode)
+}
+
+// BenchmarkDecodeCreateRun: the load tool's body (start -> agent -> agent),
+// by hand and by json.Unmarshal.
+func BenchmarkDecodeCreateRun(b *testing.B) {
+	body := []byte(`{"graph":{"nodes":[{"id":"s","type":"start","position":{"x":0,"y":0},"data":{}},` +
+		`{"id":"a","type":"agent","position":{"x":200,"y":0},"data":{"userPrompt":"Say hi to {{input}}","model":"gpt-5-mini"}},` +
+		`{"id":"b","type":"agent","position":{"x":400,"y":0},"data":{"userPrompt":"Again","model":"gpt-5-mini"}}],` +
+		`"edges":[{"id":"e1","source":"s","target":"a","sourceHandle":"output"},{"id":"e2","source":"a","target":"b","sourceHandle":"output"}]},"input":"load"}`)
+	b.Run("hand", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var req createRunRequest
+			if !decodeCreateRun(body, &req) {
+				b.Fatal("not decoded")
+			}
+		}
+	})
+	b.Run("unmarshal", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var req createRunRequest
+			if err := json.Unmarshal(body, &req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
