@@ -109,6 +109,8 @@ type checkpointState struct {
 	storeDownSince time.Time
 	storeRetry     time.Duration
 	syncWaiters    []chan reply
+	// save is the deadline context checkpoints share (saveCtx).
+	saveDL saveDeadline
 }
 
 // recoveryState is what a run continued after a crash still has to redo
@@ -178,6 +180,7 @@ func sortByKey(s []int, key func(int) int) {
 // loop is the run's scheduler: one goroutine, events in, nodes out.
 func (r *runner) loop() {
 	defer r.cancel()
+	defer r.saveDL.release()
 	defer r.closeMCP()
 	r.begin()
 	for {

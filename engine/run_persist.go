@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -255,7 +256,7 @@ func (r *runner) checkpoint() error {
 	nodes, written := r.takeDirty()
 	h.UpdatedAt = time.Now().UTC()
 	h.SameStatus = h.Status == r.savedStatus && !h.Status.Terminal()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := r.saveDL.ctx()
 	defer cancel()
 	err := r.e.store.Checkpoint(ctx, h, nodes)
 	if err == nil {
@@ -270,6 +271,53 @@ func (r *runner) checkpoint() error {
 		r.saveFailed = true
 	}
 	return err
+}
+
+// saveTimeout bounds a checkpoint: a store that does not answer by then
+// fails it (and the runner retries), so a wedged database holds no run
+// forever.
+const saveTimeout = 30 * time.Second
+
+// saveDeadline is the context a runner's checkpoints share: a deadline
+// between two thirds of saveTimeout and saveTimeout away, made again only
+// when less is left. A context.WithTimeout per checkpoint started and
+// stopped a timer each time and was 4 of an agent step's allocations, and
+// the write queue's wait on its Done 1 more.
+type saveDeadline struct {
+	mu       sync.Mutex
+	c        context.Context
+	cancel   context.CancelFunc
+	until    time.Time
+	released bool
+}
+
+// ctx returns the context for one checkpoint and what to call after it.
+func (d *saveDeadline) ctx() (context.Context, context.CancelFunc) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := time.Now()
+	if d.released {
+		// After the loop: nothing would cancel a shared one.
+		return context.WithTimeout(context.Background(), saveTimeout)
+	}
+	if d.c == nil || d.until.Sub(now) < saveTimeout*2/3 {
+		if d.cancel != nil {
+			d.cancel()
+		}
+		d.until = now.Add(saveTimeout)
+		d.c, d.cancel = context.WithDeadline(context.Background(), d.until)
+	}
+	return d.c, func() {}
+}
+
+// release stops the shared context's timer: the runner's loop ended.
+func (d *saveDeadline) release() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cancel != nil {
+		d.cancel()
+	}
+	d.c, d.cancel, d.released = nil, nil, true
 }
 
 // headerDirty is true when the header changed without a node changing.
