@@ -49,16 +49,9 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 			if i, ok = skipValue(b, skipSpace(b, i+1), depth); !ok {
 				return i, false
 			}
-			if i = skipSpace(b, i); i >= len(b) {
-				return i, false
-			}
-			switch b[i] {
-			case ',':
-				i = skipSpace(b, i+1)
-			case '}':
-				return i + 1, true
-			default:
-				return i, false
+			var closed bool
+			if i, closed, ok = afterMember(b, i, '}'); closed || !ok {
+				return i, ok
 			}
 		}
 	case c == '[':
@@ -70,20 +63,12 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 			return i + 1, true
 		}
 		for {
-			var ok bool
+			var ok, closed bool
 			if i, ok = skipValue(b, i, depth); !ok {
 				return i, false
 			}
-			if i = skipSpace(b, i); i >= len(b) {
-				return i, false
-			}
-			switch b[i] {
-			case ',':
-				i = skipSpace(b, i+1)
-			case ']':
-				return i + 1, true
-			default:
-				return i, false
+			if i, closed, ok = afterMember(b, i, ']'); closed || !ok {
+				return i, ok
 			}
 		}
 	case c == 't':
@@ -96,6 +81,22 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 		return skipNumber(b, i)
 	}
 	return i, false
+}
+
+// afterMember reads what follows a member of an object or an array: a
+// comma (next is the next member's start) or the closing byte (closed,
+// next is past it).
+func afterMember(b []byte, i int, close byte) (next int, closed, ok bool) {
+	if i = skipSpace(b, i); i >= len(b) {
+		return i, false, false
+	}
+	switch b[i] {
+	case ',':
+		return skipSpace(b, i+1), false, true
+	case close:
+		return i + 1, true, true
+	}
+	return i, false, false
 }
 
 func skipWord(b []byte, i int, w string) (int, bool) {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pressly/goose/v3"
+
 	"github.com/switchyard/switchyard/engine"
 	"github.com/switchyard/switchyard/store"
 )
@@ -75,11 +77,7 @@ func TestRunsFinishedIndexDownAndUp(t *testing.T) {
 	}
 	mustOK(t, s.Close(), "Close")
 
-	db, err := sql.Open("sqlite", dsn(path, false))
-	mustOK(t, err, "open")
-	defer db.Close()
-	p, err := newProvider(db)
-	mustOK(t, err, "provider")
+	db, p := openMigrations(t, path)
 	indexed := func() (cond string, n int) {
 		t.Helper()
 		mustOK(t, db.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE name = 'runs_finished'`).Scan(&cond), "index sql")
@@ -90,7 +88,7 @@ func TestRunsFinishedIndexDownAndUp(t *testing.T) {
 	if cond, n := indexed(); !strings.Contains(cond, "status = 'completed' OR") || n != 3 {
 		t.Fatalf("at 13: %s holds %d runs, want comparisons and 3", cond, n)
 	}
-	_, err = p.DownTo(ctx, 12)
+	_, err := p.DownTo(ctx, 12)
 	mustOK(t, err, "down to 12")
 	if cond, n := indexed(); !strings.Contains(cond, "status IN ('completed', 'failed', 'cancelled')") || n != 3 {
 		t.Fatalf("at 12: %s holds %d runs, want the IN list and 3", cond, n)
@@ -104,4 +102,16 @@ func TestRunsFinishedIndexDownAndUp(t *testing.T) {
 	if res.Runs != 2 {
 		t.Errorf("prune keeping 1 of 3 finished runs deleted %d", res.Runs)
 	}
+}
+
+// openMigrations opens the closed store file at path with the migrations'
+// provider, to go up or down by hand; the file closes with the test.
+func openMigrations(t *testing.T, path string) (*sql.DB, *goose.Provider) {
+	t.Helper()
+	db, err := sql.Open("sqlite", dsn(path, false))
+	mustOK(t, err, "open")
+	t.Cleanup(func() { db.Close() })
+	p, err := newProvider(db)
+	mustOK(t, err, "provider")
+	return db, p
 }

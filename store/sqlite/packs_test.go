@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -292,18 +291,14 @@ func TestEventPacksDownMigration(t *testing.T) {
 	}
 	mustOK(t, s.Close(), "Close")
 
-	db, err := sql.Open("sqlite", dsn(path, false))
-	mustOK(t, err, "open")
-	defer db.Close()
-	p, err := newProvider(db)
-	mustOK(t, err, "provider")
+	db, p := openMigrations(t, path)
 	if _, err := p.DownTo(ctx, 11); err == nil || !strings.Contains(err.Error(), "CHECK constraint") {
 		t.Fatalf("down to 11 with a pack stored: %v, want a CHECK constraint failure", err)
 	}
 	if v, err := p.GetDBVersion(ctx); err != nil || v != 12 {
 		t.Fatalf("after the refused down: version %d, %v; want 12", v, err)
 	}
-	_, err = db.ExecContext(ctx, `DELETE FROM run_events WHERE n > 1`)
+	_, err := db.ExecContext(ctx, `DELETE FROM run_events WHERE n > 1`)
 	mustOK(t, err, "delete packs")
 	_, err = p.DownTo(ctx, 11)
 	mustOK(t, err, "down to 11 without packs")
