@@ -92,13 +92,19 @@ var compactGraphs = rawCache{m: map[*byte]json.RawMessage{}}
 // their bytes are: each entry keeps its bytes alive, so the address
 // cannot be reused for others while it is there.
 type rawCache struct {
-	mu sync.Mutex
-	m  map[*byte]json.RawMessage
+	mu    sync.Mutex
+	m     map[*byte]json.RawMessage
+	bytes int // of the values in m
 }
 
-// rawCacheMax bounds the entries (a few per graph the server runs); when
-// full it starts over.
-const rawCacheMax = 256
+// rawCacheMax and rawCacheBytes bound the entries (a few per graph the
+// server runs) and the memory they keep alive: a run read back from the
+// store brings a fresh copy of its definition each time, which is cached
+// but never hit again. When either is reached the cache starts over.
+const (
+	rawCacheMax   = 256
+	rawCacheBytes = 4 << 20
+)
 
 // append writes raw as encoding/json writes a RawMessage.
 func (c *rawCache) append(b []byte, raw json.RawMessage) ([]byte, error) {
@@ -115,11 +121,13 @@ func (c *rawCache) append(b []byte, raw json.RawMessage) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if bytes.Equal(out, raw) {
+	if bytes.Equal(out, raw) && len(raw) <= rawCacheBytes/4 {
 		c.mu.Lock()
-		if len(c.m) >= rawCacheMax {
+		if len(c.m) >= rawCacheMax || c.bytes+len(raw) > rawCacheBytes {
 			clear(c.m)
+			c.bytes = 0
 		}
+		c.bytes += len(raw) - len(c.m[p])
 		c.m[p] = raw
 		c.mu.Unlock()
 	}

@@ -278,3 +278,40 @@ func BenchmarkDecodeCreateRun(b *testing.B) {
 		}
 	})
 }
+
+// TestRawCacheBounded: fresh copies of definitions, as runs read back
+// from the store bring, never keep more than rawCacheBytes alive nor more
+// than rawCacheMax entries (each bound is reached, then the cache starts
+// over), and what is cached is written as it is.
+func TestRawCacheBounded(t *testing.T) {
+	t.Parallel()
+	c := rawCache{m: map[*byte]json.RawMessage{}}
+	big := json.RawMessage(`{"a":"` + strings.Repeat("x", 200<<10) + `"}`)
+	small := json.RawMessage(`{"nodes":[]}`)
+	for _, phase := range []struct {
+		raw   json.RawMessage
+		n     int
+		bound string
+	}{{big, 40, "bytes"}, {small, 600, "entries"}} {
+		startedOver := false
+		prev := 0
+		for i := range phase.n {
+			raw := bytes.Clone(phase.raw)
+			out, err := c.append(nil, raw)
+			if err != nil || !bytes.Equal(out, raw) {
+				t.Fatalf("%s %d: %.40s, %v", phase.bound, i, out, err)
+			}
+			c.mu.Lock()
+			n, size := len(c.m), c.bytes
+			c.mu.Unlock()
+			if n > rawCacheMax || size > rawCacheBytes {
+				t.Fatalf("%s %d: %d entries, %d bytes kept", phase.bound, i, n, size)
+			}
+			startedOver = startedOver || n < prev
+			prev = n
+		}
+		if !startedOver {
+			t.Errorf("%s: the cache never started over, so its bound went untested", phase.bound)
+		}
+	}
+}
