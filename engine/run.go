@@ -109,7 +109,7 @@ type checkpointState struct {
 	storeDownSince time.Time
 	storeRetry     time.Duration
 	syncWaiters    []chan reply
-	// save is the deadline context checkpoints share (saveCtx).
+	// saveDL is the deadline context checkpoints share.
 	saveDL saveDeadline
 }
 
