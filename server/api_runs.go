@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -184,14 +183,8 @@ type createRunRequest struct {
 // run, 400 with the problems of an invalid graph.
 func (s *Server) createRun(c echo.Context) error {
 	var req createRunRequest
-	raw, err := io.ReadAll(c.Request().Body)
-	if err != nil {
-		return bodyError(err)
-	}
-	if !decodeCreateRun(raw, &req) { // the usual body, read once (jsonfast.go)
-		if err := decodeJSON(raw, &req); err != nil {
-			return err
-		}
+	if err := decodeBody(c, &req); err != nil {
+		return err
 	}
 	hasGraph := len(req.Graph) > 0 && string(req.Graph) != "null"
 	if (req.WorkflowID == "") == !hasGraph {
@@ -203,6 +196,7 @@ func (s *Server) createRun(c echo.Context) error {
 		opt.Input = *req.Input
 	}
 	var run *engine.Run
+	var err error
 	if hasGraph {
 		pg, perr := s.prepareGraph(fromRequest, req.Graph, decodeRequestGraph, nil)
 		if perr != nil {

@@ -275,6 +275,15 @@ func appendStringMap(b []byte, m map[string]string) []byte {
 	return append(b, '}')
 }
 
+// fastDecoder is a request body that can decode its usual form by hand,
+// to what json.Unmarshal would make of it; false leaves raw to
+// encoding/json (decodeJSON), which also words every error.
+type fastDecoder interface {
+	decodeFast(raw []byte) bool
+}
+
+func (req *createRunRequest) decodeFast(raw []byte) bool { return decodeCreateRun(raw, req) }
+
 // decodeCreateRun is json.Unmarshal(raw, req) for the usual body of POST
 // /api/runs: an object of the exact keys graph, input and workflowId,
 // strings without escapes. It reads the body once (SkipValue) where
@@ -284,11 +293,11 @@ func appendStringMap(b []byte, m map[string]string) []byte {
 // JSON), for encoding/json to decode or to explain.
 func decodeCreateRun(raw []byte, req *createRunRequest) (ok bool) {
 	var out createRunRequest
-	i := skipSpace(raw, 0)
+	i := jsonw.SkipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return false
 	}
-	i = skipSpace(raw, i+1)
+	i = jsonw.SkipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
 		i++
 	} else {
@@ -297,10 +306,10 @@ func decodeCreateRun(raw []byte, req *createRunRequest) (ok bool) {
 			if !ok {
 				return false
 			}
-			if i = skipSpace(raw, next); i >= len(raw) || raw[i] != ':' {
+			if i = jsonw.SkipSpace(raw, next); i >= len(raw) || raw[i] != ':' {
 				return false
 			}
-			i = skipSpace(raw, i+1)
+			i = jsonw.SkipSpace(raw, i+1)
 			switch string(key) {
 			case "graph":
 				end, ok := jsonw.SkipValue(raw, i)
@@ -328,7 +337,7 @@ func decodeCreateRun(raw []byte, req *createRunRequest) (ok bool) {
 			default:
 				return false
 			}
-			if i = skipSpace(raw, i); i >= len(raw) {
+			if i = jsonw.SkipSpace(raw, i); i >= len(raw) {
 				return false
 			}
 			if raw[i] == '}' {
@@ -338,10 +347,10 @@ func decodeCreateRun(raw []byte, req *createRunRequest) (ok bool) {
 			if raw[i] != ',' {
 				return false
 			}
-			i = skipSpace(raw, i+1)
+			i = jsonw.SkipSpace(raw, i+1)
 		}
 	}
-	if skipSpace(raw, i) != len(raw) {
+	if jsonw.SkipSpace(raw, i) != len(raw) {
 		return false
 	}
 	*req = out
@@ -372,11 +381,4 @@ func isNull(raw []byte, i int) (next int, ok bool) {
 		return i + 4, true
 	}
 	return i, false
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
 }

@@ -10,10 +10,11 @@ const maxDepth = 10000
 // reads each byte once, where json.Unmarshal's validation and decoding
 // each scan the whole input.
 func SkipValue(b []byte, i int) (end int, ok bool) {
-	return skipValue(b, skipSpace(b, i), 0)
+	return skipValue(b, SkipSpace(b, i), 0)
 }
 
-func skipSpace(b []byte, i int) int {
+// SkipSpace returns where the JSON white space at b[i] ends.
+func SkipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
 	}
@@ -31,7 +32,7 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 		if depth++; depth > maxDepth {
 			return i, false
 		}
-		i = skipSpace(b, i+1)
+		i = SkipSpace(b, i+1)
 		if i < len(b) && b[i] == '}' {
 			return i + 1, true
 		}
@@ -43,10 +44,10 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 			if i, ok = skipString(b, i); !ok {
 				return i, false
 			}
-			if i = skipSpace(b, i); i >= len(b) || b[i] != ':' {
+			if i = SkipSpace(b, i); i >= len(b) || b[i] != ':' {
 				return i, false
 			}
-			if i, ok = skipValue(b, skipSpace(b, i+1), depth); !ok {
+			if i, ok = skipValue(b, SkipSpace(b, i+1), depth); !ok {
 				return i, false
 			}
 			var closed bool
@@ -58,7 +59,7 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 		if depth++; depth > maxDepth {
 			return i, false
 		}
-		i = skipSpace(b, i+1)
+		i = SkipSpace(b, i+1)
 		if i < len(b) && b[i] == ']' {
 			return i + 1, true
 		}
@@ -87,12 +88,12 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 // comma (next is the next member's start) or the closing byte (closed,
 // next is past it).
 func afterMember(b []byte, i int, close byte) (next int, closed, ok bool) {
-	if i = skipSpace(b, i); i >= len(b) {
+	if i = SkipSpace(b, i); i >= len(b) {
 		return i, false, false
 	}
 	switch b[i] {
 	case ',':
-		return skipSpace(b, i+1), false, true
+		return SkipSpace(b, i+1), false, true
 	case close:
 		return i + 1, true, true
 	}

@@ -10,7 +10,7 @@ import (
 // white space.
 func validBySkip(b []byte) bool {
 	end, ok := SkipValue(b, 0)
-	return ok && skipSpace(b, end) == len(b)
+	return ok && SkipSpace(b, end) == len(b)
 }
 
 var skipSeeds = []string{``, ` `, `0`, `-0`, `01`, `-`, `1.`, `1.5`, `1e`, `1e+`, `1E-7`, `.5`, `+1`, `1.5e3x`,
