@@ -22,6 +22,14 @@ func TestMain(m *testing.M) {
 	// The commands' tests choose their database themselves.
 	os.Unsetenv("SWITCHYARD_DB")
 	os.Unsetenv("SWITCHYARD_DATABASE_URL")
+	// The sandbox is one per process (internal/proc), and commands run
+	// in this process (run(t, ...)) in parallel tests each set it to hide
+	// their own data folder: a step of one then started under another's,
+	// whose folder its test had removed, and failed ("hidden from steps,
+	// is gone": TestRunYAMLApprovalResume under load in CI). Off for
+	// them and for the binary by default; the sandbox's own tests
+	// (sandbox_test.go) turn it on explicitly.
+	os.Setenv("SWITCHYARD_SANDBOX", "off")
 	dir, err := os.MkdirTemp("", "switchyard-cli-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
