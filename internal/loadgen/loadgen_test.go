@@ -115,6 +115,14 @@ func TestScenariosAgainstARealServer(t *testing.T) {
 	if fan.Status != "completed" || len(fan.WallsMs) != 3 || fan.WallsMs[0] != fan.WallMs || fan.Width != 10 {
 		t.Errorf("repeated fanout %+v", fan)
 	}
+	if len(fan.StartsMs) != 3 || fan.StartsMs[0] != fan.StartLatentMs {
+		t.Errorf("repeated fanout's start latencies %v, want 3, the first %v", fan.StartsMs, fan.StartLatentMs)
+	}
+	for i, s := range fan.StartsMs {
+		if s <= 0 || s > fan.WallsMs[i] {
+			t.Errorf("fan-out %d: start latency %v ms, wall %v ms", i, s, fan.WallsMs[i])
+		}
+	}
 	if !slices.Equal(fan.ServerCPUMs, []float64{5, 5, 5}) || fan.FakeCPUPerCallUs != 0 {
 		t.Errorf("repeated fanout's CPU %v, fake %v: want 5 ms each, no fake figure without its url", fan.ServerCPUMs, fan.FakeCPUPerCallUs)
 	}

@@ -531,6 +531,9 @@ type FanoutResult struct {
 	// WallsMs is each fan-out's wall time with Repeat > 1 (the fields
 	// above are the first's).
 	WallsMs []float64 `json:"wallsMs,omitempty"`
+	// StartsMs is each fan-out's start latency with Repeat > 1: how long
+	// POST /api/runs took to answer for the 1,000-node graph.
+	StartsMs []float64 `json:"startsMs,omitempty"`
 	// ServerCPUMs is each fan-out's server CPU time (with ServerCPU).
 	ServerCPUMs []float64 `json:"serverCpuMs,omitempty"`
 	// FakeCPUPerCallUs is the fake LLM's CPU per call over all the
@@ -552,6 +555,7 @@ func Fanout(ctx context.Context, c *Client, cfg FanoutConfig) (*FanoutResult, er
 	var (
 		first        *FanoutResult
 		walls        []float64
+		starts       []float64
 		cpus         []float64
 		conns        []int64
 		fake0, fakeI FakeStats
@@ -592,9 +596,10 @@ func Fanout(ctx context.Context, c *Client, cfg FanoutConfig) (*FanoutResult, er
 			first.Status = res.Status // a later fan-out that did not complete says so
 		}
 		walls = append(walls, res.WallMs)
+		starts = append(starts, res.StartLatentMs)
 	}
 	if len(walls) > 1 {
-		first.WallsMs = walls
+		first.WallsMs, first.StartsMs = walls, starts
 	}
 	if cpuOK {
 		first.ServerCPUMs = cpus
