@@ -598,26 +598,36 @@ func TestYAMLBashOutputEventsBounded(t *testing.T) {
 
 func TestYAMLBashTimeoutKillsGrandchildren(t *testing.T) {
 	e, _ := yamlEngine(t)
-	dir := t.TempDir()
-	run := startYAMLIn(t, e, dir, wf(`
+	// The step must have started its child and written its pid before the
+	// timeout: on a loaded machine bash can take longer than half a second
+	// to get there, so the timeout doubles until it does. The kill of the
+	// grandchild is what is tested.
+	for ms := 500; ; ms *= 2 {
+		dir := t.TempDir()
+		run := startYAMLIn(t, e, dir, wf(fmt.Sprintf(`
   - id: slow
-    timeout: 500
+    timeout: %d
     bash: |
       sleep 100 &
-      echo $! > grandchild.pid
+      echo $! > grandchild.tmp && mv grandchild.tmp grandchild.pid
       wait
-`), "")
-	got := waitRun(t, e, run.ID)
-	ns := nodeStates(t, e, run.ID)
-	if got.Status != StatusFailed || !strings.Contains(ns["slow"].Error, "timed out after 500ms") {
-		t.Fatalf("run %s, node error %q", got.Status, ns["slow"].Error)
+`, ms)), "")
+		got := waitRun(t, e, run.ID)
+		ns := nodeStates(t, e, run.ID)
+		if got.Status != StatusFailed || !strings.Contains(ns["slow"].Error, fmt.Sprintf("timed out after %s", time.Duration(ms)*time.Millisecond)) {
+			t.Fatalf("run %s, node error %q", got.Status, ns["slow"].Error)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "grandchild.pid"))
+		if errors.Is(err, os.ErrNotExist) && ms < 32000 {
+			continue // timed out before bash got to start its child
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		waitGone(t, pid)
+		return
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "grandchild.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	waitGone(t, pid)
 }
 
 func TestYAMLCancelKillsGrandchildren(t *testing.T) {

@@ -178,15 +178,23 @@ func TestSandboxedStepsRunAsStarted(t *testing.T) {
 		if start == 0 {
 			t.Error("no start time registered")
 		}
-		// A timeout kills the group, a background child included.
+		// A timeout kills the group, a background child included. The
+		// step must have started its child and written its pid before the
+		// timeout: on a loaded machine bash (traced, in the trace sandbox)
+		// can take longer than half a second to get there, so the timeout
+		// doubles until it does. The kill is what is tested.
 		pidfile := filepath.Join(f.work, "child")
-		_, _, err = Run(context.Background(), Spec{Name: "bash", Dir: f.work, Env: env, Timeout: 500 * time.Millisecond,
-			Args: []string{"-c", `sleep 60 & echo $! > child; wait`}})
-		if !errors.As(err, &pe) || pe.Timeout == 0 {
-			t.Fatalf("timeout: %v", err)
+		child := ""
+		for timeout := 500 * time.Millisecond; child == "" && timeout <= 32*time.Second; timeout *= 2 {
+			os.Remove(pidfile)
+			_, _, err = Run(context.Background(), Spec{Name: "bash", Dir: f.work, Env: env, Timeout: timeout,
+				Args: []string{"-c", `sleep 60 & echo $! > child.tmp && mv child.tmp child; wait`}})
+			if !errors.As(err, &pe) || pe.Timeout == 0 {
+				t.Fatalf("timeout: %v", err)
+			}
+			b, _ := os.ReadFile(pidfile)
+			child = strings.TrimSpace(string(b))
 		}
-		b, _ := os.ReadFile(pidfile)
-		child := strings.TrimSpace(string(b))
 		deadline := time.Now().Add(30 * time.Second)
 		for child != "" && running(mustAtoi(child)) {
 			if time.Now().After(deadline) {
