@@ -193,7 +193,7 @@ func TestHTTPCallTimeout(t *testing.T) {
 	}
 	// The server heard the cancellation.
 	waitFor(t, "the server to end the hanging call", func() bool { return ts.hanging.Load() == 0 })
-	if res, err := s.Call(context.Background(), "echo", json.RawMessage(`{"text":"ok"}`)); err != nil || res.Text != "ok" {
+	if res, err := callAgain(t, s, "echo", json.RawMessage(`{"text":"ok"}`)); err != nil || res.Text != "ok" {
 		t.Fatalf("echo after the timeout: %+v, %v", res, err)
 	}
 }

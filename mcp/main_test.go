@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -152,5 +154,21 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// callAgain calls tool on s after a timeout test, until it is answered:
+// the session's own CallTimeout is short there (300 ms), and on a loaded
+// machine an echo can outlast it too. What the tests check is that the
+// session answers again, so only ErrTimeout is tried again, and only for
+// a while.
+func callAgain(t *testing.T, s *Session, tool string, args json.RawMessage) (Result, error) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		res, err := s.Call(context.Background(), tool, args)
+		if !errors.Is(err, ErrTimeout) || time.Now().After(deadline) {
+			return res, err
+		}
 	}
 }

@@ -294,7 +294,7 @@ func TestStdioCallTimeout(t *testing.T) {
 		t.Fatalf("error: %v", err)
 	}
 	// The session still works: the server got a cancellation, not a kill.
-	res, err := s.Call(context.Background(), "echo", json.RawMessage(`{"text":"still here"}`))
+	res, err := callAgain(t, s, "echo", json.RawMessage(`{"text":"still here"}`))
 	if err != nil || res.Text != "still here" {
 		t.Fatalf("echo after a timeout: %+v, %v", res, err)
 	}
