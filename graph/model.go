@@ -129,64 +129,29 @@ func (d *NodeData) UnmarshalJSON(b []byte) error {
 // dataExtras reads the members of the object b in one pass and returns
 // the unknown ones, as decoding b into a map[string]json.RawMessage would
 // (the last of a repeated key wins). ok is false wherever unmarshalSlow
-// must decide: b is not one valid object, a key has an escape or a byte
-// outside ASCII (encoding/json unescapes and repairs those), or a key is
-// a known field's but for case. A graph's nodes are decoded this way:
+// must decide: b is not one valid object, a key has an escape or invalid
+// UTF-8 (encoding/json unescapes and repairs those), or a key is a known
+// field's but for case. A graph's nodes are decoded this way:
 // the map that unmarshalSlow builds for every node was half of the
 // allocations of preparing a new graph (BenchmarkPrepareFanoutGraph).
 func dataExtras(b []byte) (map[string]json.RawMessage, bool) {
-	i := jsonw.SkipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return nil, false
-	}
 	var extra map[string]json.RawMessage
-	if i = jsonw.SkipSpace(b, i+1); i < len(b) && b[i] == '}' {
-		return nil, jsonw.SkipSpace(b, i+1) == len(b)
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return nil, false
+	ok := jsonw.Members(b, func(key []byte, i int) (int, bool) {
+		end, ok := jsonw.SkipValue(b, i)
+		if !ok || knownDataFields[string(key)] {
+			return end, ok
 		}
-		j := i + 1
-		for j < len(b) && b[j] != '"' {
-			if c := b[j]; c == '\\' || c < 0x20 || c >= 0x80 {
-				return nil, false
-			}
-			j++
+		k := string(key)
+		if foldsToKnownField(k) {
+			return end, false
 		}
-		if j >= len(b) {
-			return nil, false
+		if extra == nil {
+			extra = make(map[string]json.RawMessage)
 		}
-		key := b[i+1 : j]
-		if i = jsonw.SkipSpace(b, j+1); i >= len(b) || b[i] != ':' {
-			return nil, false
-		}
-		start := jsonw.SkipSpace(b, i+1)
-		end, ok := jsonw.SkipValue(b, start)
-		if !ok {
-			return nil, false
-		}
-		if !knownDataFields[string(key)] {
-			k := string(key)
-			if foldsToKnownField(k) {
-				return nil, false
-			}
-			if extra == nil {
-				extra = make(map[string]json.RawMessage)
-			}
-			extra[k] = json.RawMessage(bytes.Clone(b[start:end]))
-		}
-		if i = jsonw.SkipSpace(b, end); i >= len(b) {
-			return nil, false
-		}
-		if b[i] == '}' {
-			return extra, jsonw.SkipSpace(b, i+1) == len(b)
-		}
-		if b[i] != ',' {
-			return nil, false
-		}
-		i = jsonw.SkipSpace(b, i+1)
-	}
+		extra[k] = json.RawMessage(bytes.Clone(b[i:end]))
+		return end, true
+	})
+	return extra, ok
 }
 
 // unmarshalSlow is UnmarshalJSON through a map of every member: any

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/labstack/echo/v4"
@@ -293,87 +292,38 @@ func (req *createRunRequest) decodeFast(raw []byte) bool { return decodeCreateRu
 // JSON), for encoding/json to decode or to explain.
 func decodeCreateRun(raw []byte, req *createRunRequest) (ok bool) {
 	var out createRunRequest
-	i := jsonw.SkipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
-		return false
-	}
-	i = jsonw.SkipSpace(raw, i+1)
-	if i < len(raw) && raw[i] == '}' {
-		i++
-	} else {
-		for {
-			key, next, ok := plainString(raw, i)
-			if !ok {
-				return false
+	if !jsonw.Members(raw, func(key []byte, i int) (int, bool) {
+		switch string(key) {
+		case "graph":
+			end, ok := jsonw.SkipValue(raw, i)
+			if ok {
+				out.Graph = json.RawMessage(raw[i:end])
 			}
-			if i = jsonw.SkipSpace(raw, next); i >= len(raw) || raw[i] != ':' {
-				return false
+			return end, ok
+		case "input":
+			if s, next, ok := jsonw.PlainString(raw, i); ok {
+				str := string(s)
+				out.Input = &str
+				return next, true
 			}
-			i = jsonw.SkipSpace(raw, i+1)
-			switch string(key) {
-			case "graph":
-				end, ok := jsonw.SkipValue(raw, i)
-				if !ok {
-					return false
-				}
-				out.Graph, i = json.RawMessage(raw[i:end]), end
-			case "input":
-				if s, next, ok := plainString(raw, i); ok {
-					str := string(s)
-					out.Input, i = &str, next
-				} else if next, ok := isNull(raw, i); ok {
-					out.Input, i = nil, next
-				} else {
-					return false
-				}
-			case "workflowId":
-				if s, next, ok := plainString(raw, i); ok {
-					out.WorkflowID, i = string(s), next
-				} else if next, ok := isNull(raw, i); ok {
-					i = next // null leaves a string as it is
-				} else {
-					return false
-				}
-			default:
-				return false
+			next, ok := isNull(raw, i)
+			if ok {
+				out.Input = nil
 			}
-			if i = jsonw.SkipSpace(raw, i); i >= len(raw) {
-				return false
+			return next, ok
+		case "workflowId":
+			if s, next, ok := jsonw.PlainString(raw, i); ok {
+				out.WorkflowID = string(s)
+				return next, true
 			}
-			if raw[i] == '}' {
-				i++
-				break
-			}
-			if raw[i] != ',' {
-				return false
-			}
-			i = jsonw.SkipSpace(raw, i+1)
+			return isNull(raw, i) // null leaves a string as it is
 		}
-	}
-	if jsonw.SkipSpace(raw, i) != len(raw) {
+		return i, false
+	}) {
 		return false
 	}
 	*req = out
 	return true
-}
-
-// plainString reads the string at raw[i] when it needs no decoding: no
-// escapes, no control characters, valid UTF-8 (encoding/json turns
-// invalid bytes into U+FFFD).
-func plainString(raw []byte, i int) (s []byte, next int, ok bool) {
-	if i >= len(raw) || raw[i] != '"' {
-		return nil, i, false
-	}
-	for j := i + 1; j < len(raw); j++ {
-		switch c := raw[j]; {
-		case c == '"':
-			s = raw[i+1 : j]
-			return s, j + 1, utf8.Valid(s)
-		case c == '\\' || c < 0x20:
-			return nil, i, false
-		}
-	}
-	return nil, i, false
 }
 
 func isNull(raw []byte, i int) (next int, ok bool) {
