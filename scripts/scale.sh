@@ -13,7 +13,8 @@
 # left between them (taskset). It prints one table: cores, runs/s, the
 # server's CPU µs per run, the fake LLM's CPU µs per call, and the share
 # of the time the store's single writer was busy (near 100 % it, not the
-# cores, bounds runs/s; SQLite has one writer a process). The fake's
+# cores, bounds runs/s; SQLite has one writer a process) and its commits
+# per run (fewer when its batches are larger). The fake's
 # figure is the same work on every line: when it moves, the machine (not
 # the server) changed speed. SCALE_GRAPH=file.json runs that drawn graph.
 # SCALE_PROFILES=dir writes the server's CPU and lock-contention profiles
@@ -54,7 +55,7 @@ graph_args=()
 [ -n "${SCALE_GRAPH:-}" ] && graph_args=(--graph "$SCALE_GRAPH")
 
 echo "# $ncpu CPUs; server on 0..N-1, $where; $dur per line"
-printf '%-7s %-6s %10s %16s %16s %10s %12s\n' route cores runs/s "server µs/run" "fake µs/call" "peak RSS MB" "writer busy"
+printf '%-7s %-6s %10s %16s %16s %12s %12s %12s\n' route cores runs/s "server µs/run" "fake µs/call" "peak RSS MB" "writer busy" "commits/run"
 for route in runs compat; do
 	for n in "${counts[@]}"; do
 		prof_env=()
@@ -69,7 +70,7 @@ for route in runs compat; do
 		}
 		# The summary is one JSON object; pick the fields without jq.
 		field() { sed -n "s/.*\"$1\": *\([0-9.e+-]*\).*/\1/p" <<<"$out" | head -1; }
-		printf '%-7s %-6s %10.0f %16.0f %16.1f %10.0f %11.0f%%\n' "$route" "$n" "$(field completedPerSec)" \
-			"$(field serverCpuPerRunUs)" "$(field fakeCpuPerCallUs)" "$(field serverPeakRssMb)" "$(field writerBusyPct)"
+		printf '%-7s %-6s %10.0f %16.0f %16.1f %12.0f %11.0f%% %12.3f\n' "$route" "$n" "$(field completedPerSec)" \
+			"$(field serverCpuPerRunUs)" "$(field fakeCpuPerCallUs)" "$(field serverPeakRssMb)" "$(field writerBusyPct)" "$(field commitsPerRun)"
 	done
 done
