@@ -310,11 +310,11 @@ func TestLoadRunsAgainst(t *testing.T) {
 		t.Fatalf("result %+v", r)
 	}
 	for name, side := range map[string]compareSide{"A": r.A, "B": r.B} {
-		if len(side.Completed) != 2 || len(side.Ratio) != 2 || len(side.AllocsPerRun) != 2 || len(side.WriterBusyPerRun) != 2 || side.Failed != 0 {
+		if len(side.Completed) != 2 || len(side.Ratio) != 2 || len(side.AllocsPerRun) != 2 || len(side.WriterBusyPerRun) != 2 || len(side.CommitsPerRun) != 2 || side.Failed != 0 {
 			t.Fatalf("%s: %+v: want two slices and no failed run", name, side)
 		}
 		for i := range 2 {
-			if side.Completed[i] <= 0 || side.ServerCPUPerRunUs[i] < 0 || side.FakeCPUPerCallUs[i] <= 0 || side.AllocsPerRun[i] <= 0 || side.WriterBusyPerRun[i] <= 0 {
+			if side.Completed[i] <= 0 || side.ServerCPUPerRunUs[i] < 0 || side.FakeCPUPerCallUs[i] <= 0 || side.AllocsPerRun[i] <= 0 || side.WriterBusyPerRun[i] <= 0 || side.CommitsPerRun[i] <= 0 {
 				t.Errorf("%s slice %d not measured: %+v", name, i, side)
 			}
 		}

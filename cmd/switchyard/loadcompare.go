@@ -58,8 +58,11 @@ type compareSide struct {
 	Ratio             []float64 `json:"ratio"`
 	AllocsPerRun      []float64 `json:"allocsPerRun"`
 	WriterBusyPerRun  []float64 `json:"writerBusyPerRunUs"`
-	MeanRatio         float64   `json:"meanRatio"`
-	MeanCPUPerRunUs   float64   `json:"meanServerCpuPerRunUs"`
+	// CommitsPerRun is the store's transactions a run: fewer when the
+	// writer's batches are larger (loadgen.RunsResult.CommitsPerRun).
+	CommitsPerRun   []float64 `json:"commitsPerRun"`
+	MeanRatio       float64   `json:"meanRatio"`
+	MeanCPUPerRunUs float64   `json:"meanServerCpuPerRunUs"`
 }
 
 // compareConfig is what runCompare needs from cmdLoad.
@@ -135,6 +138,7 @@ func runCompare(ctx context.Context, a *childServer, cfg compareConfig, prog fun
 			o.Ratio = append(o.Ratio, ratio)
 			o.AllocsPerRun = append(o.AllocsPerRun, s.ServerAllocsPerRun)
 			o.WriterBusyPerRun = append(o.WriterBusyPerRun, s.WriterBusyPerRunUs)
+			o.CommitsPerRun = append(o.CommitsPerRun, s.CommitsPerRun)
 		}
 		if prog != nil {
 			prog(fmt.Sprintf("round %d/%d: A %.0f µs a run (%.2f), B %.0f µs (%.2f)", r+1, cfg.rounds,
@@ -220,6 +224,7 @@ func (r *compareResult) table() string {
 	fmt.Fprintf(&sb, "%-10s %21.0f (%4.2f) %21.0f (%4.2f)\n", "mean", r.A.MeanCPUPerRunUs, r.A.MeanRatio, r.B.MeanCPUPerRunUs, r.B.MeanRatio)
 	fmt.Fprintf(&sb, "%-10s %28.1f %28.1f\n", "allocs", mean(r.A.AllocsPerRun), mean(r.B.AllocsPerRun))
 	fmt.Fprintf(&sb, "%-10s %28.0f %28.0f\n", "writer µs", mean(r.A.WriterBusyPerRun), mean(r.B.WriterBusyPerRun))
+	fmt.Fprintf(&sb, "%-10s %28.3f %28.3f\n", "commits", mean(r.A.CommitsPerRun), mean(r.B.CommitsPerRun))
 	if r.A.Failed+r.B.Failed > 0 {
 		fmt.Fprintf(&sb, "failed runs: A %d, B %d\n", r.A.Failed, r.B.Failed)
 	}
