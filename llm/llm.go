@@ -141,7 +141,9 @@ func New(cfg Config) (*Client, error) {
 		// be in flight: a fan-out of 1,000 branches (serve
 		// --max-llm-calls 1008) kept 512 and dialed the rest again each
 		// time, 30 ms of its 490 (switchyard load fanout --repeat).
-		opts = append(opts, option.WithHTTPClient(directDoer{inMemoryBody{newDialGate(newTransport(cfg.MaxConns))}}))
+		// Plain http:// endpoints are called on the caller's goroutine
+		// (h1Transport); https:// and proxied ones go through net/http.
+		opts = append(opts, option.WithHTTPClient(directDoer{inMemoryBody{newDialGate(newH1Transport(newTransport(cfg.MaxConns), max(cfg.MaxConns, defaultIdleConns)))}}))
 	}
 	return &Client{cfg: cfg, client: openai.NewClient(opts...)}, nil
 }
