@@ -118,6 +118,9 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		c, err := t.get(ctx, key, attempt > 0)
 		if err != nil {
 			putHeadBuf(head)
+			if cerr := ctx.Err(); cerr != nil {
+				return nil, cerr
+			}
 			return nil, err
 		}
 		resp, err := t.exchange(ctx, c, req, head.Bytes())
@@ -271,7 +274,7 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, req *http.Request
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
 			continue
 		}
-		b := &h1Body{t: t, c: c, rc: resp.Body, stop: stop,
+		b := &h1Body{t: t, c: c, ctx: ctx, rc: resp.Body, stop: stop,
 			keep: !resp.Close && !req.Close && resp.StatusCode != http.StatusSwitchingProtocols}
 		if resp.Body == http.NoBody { // nothing to read: the connection is free now
 			b.release(true)
@@ -289,6 +292,7 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, req *http.Request
 type h1Body struct {
 	t    *h1Transport
 	c    *h1Conn
+	ctx  context.Context
 	rc   io.ReadCloser
 	stop func() bool
 	keep bool
@@ -317,6 +321,12 @@ func (b *h1Body) Read(p []byte) (int, error) {
 		b.release(true)
 	case err != nil:
 		b.release(false)
+		// A read cut by the call's context (a deadline set in the past)
+		// says so, as net/http's does: callers tell a cancelled call
+		// from a broken connection by it.
+		if cerr := b.ctx.Err(); cerr != nil {
+			err = fmt.Errorf("reading the response: %w", cerr)
+		}
 	}
 	return n, err
 }
