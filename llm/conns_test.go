@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -81,5 +83,12 @@ func TestClientKeepsAConnectionPerCallInFlight(t *testing.T) {
 	// of the first was back in the pool.
 	if again := dialed.Load() - first; again > wave/20 {
 		t.Errorf("second wave dialed %d new connections (first %d): idle connections were closed", again, first)
+	}
+	// The 600 idle connections of an http:// endpoint hold no goroutine of
+	// the client (h1Transport): net/http's kept a reader and a writer each.
+	buf := make([]byte, 64<<20)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	if n := strings.Count(stacks, "net/http.(*persistConn).readLoop"); n != 0 {
+		t.Errorf("%d net/http connection readers for an http:// endpoint, want none", n)
 	}
 }
