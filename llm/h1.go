@@ -10,10 +10,11 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // h1Transport sends calls to plain http:// endpoints (local model servers
@@ -187,9 +188,12 @@ func (t *h1Transport) encode(req *http.Request) (*bytes.Buffer, error) {
 		case "Host", "Content-Length", "Connection", "Transfer-Encoding", "Trailer":
 			continue
 		}
+		if !httpguts.ValidHeaderFieldName(k) {
+			return b, fmt.Errorf("net/http: invalid header field name %q", k)
+		}
 		for _, v := range vs {
-			if !validHeaderValue(v) || !validHeaderName(k) {
-				return b, fmt.Errorf("net/http: invalid header %q", k)
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return b, fmt.Errorf("net/http: invalid header field value for %q", k)
 			}
 			b.WriteString(k)
 			b.WriteString(": ")
@@ -216,30 +220,6 @@ func (t *h1Transport) encode(req *http.Request) (*bytes.Buffer, error) {
 		}
 	}
 	return b, nil
-}
-
-// validHeaderName and validHeaderValue refuse what would let a header
-// split the request (net/http refuses the same).
-func validHeaderName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte("()<>@,;:\\\"/[]?={}", c) >= 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func validHeaderValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 func hostPort(req *http.Request) string {
